@@ -1,0 +1,27 @@
+/** Issue #2: per-call overhead of the core primitives on the success path. */
+import { Effect, Schedule } from "effect"
+import { Backoff, Deadline, Retry } from "../src/index.js"
+import type { Case } from "./harness.js"
+
+// Policies are built once and applied per call, as users write them.
+const effectRetry = Effect.retry(Schedule.recurs(3))
+const resilienceRetry = Retry.retry({
+  schedule: Backoff.fullJitter({ base: "10 millis", cap: "1 second" }),
+  maxAttempts: 4
+})
+const effectTimeout = Effect.timeout("1 second")
+const deadlineTimeout = Deadline.timeout("1 second")
+
+export const cases: ReadonlyArray<Case> = [
+  { name: "Effect.succeed", make: (i) => Effect.succeed(i) },
+  { name: "Effect.retry", make: (i) => effectRetry(Effect.succeed(i)) },
+  { name: "Retry.retry", make: (i) => resilienceRetry(Effect.succeed(i)) },
+  { name: "Effect.timeout", make: (i) => effectTimeout(Effect.succeed(i)), ops: 5_000 },
+  { name: "Deadline.timeout", make: (i) => deadlineTimeout(Effect.succeed(i)), ops: 5_000 }
+]
+
+/** [case, reference, target ratio of overheads over the baseline] */
+export const targets: ReadonlyArray<readonly [string, string, number]> = [
+  ["Retry.retry", "Effect.retry", 0.10],
+  ["Deadline.timeout", "Effect.timeout", 0.5]
+]

@@ -1,0 +1,38 @@
+/**
+ * `npm run bench` prints ns/op per case and the ratios the issues set as targets;
+ * `npm run bench -- --json` prints `{ cases: { name: nsPerOp } }` and nothing else.
+ *
+ * Overhead = ns/op of a case minus the `Effect.succeed` baseline; ratios compare overheads.
+ */
+import * as core from "./core.js"
+import { fmt, measure, type Result } from "./harness.js"
+
+const json = process.argv.includes("--json")
+const suites = [core]
+
+const results: Array<Result> = []
+for (const suite of suites) {
+  for (const c of suite.cases) {
+    const r = await measure(c)
+    results.push(r)
+    if (!json) console.log(`${c.name.padEnd(40)} ${fmt(r.nsPerOp).padStart(10)}/op`)
+  }
+}
+
+const byName = new Map(results.map((r) => [r.name, r.nsPerOp]))
+const baseline = byName.get("Effect.succeed") ?? 0
+if (json) {
+  console.log(JSON.stringify({ cases: Object.fromEntries(byName) }))
+} else {
+  console.log("\noverhead ratios (case − Effect.succeed) / (reference − Effect.succeed):")
+  for (const suite of suites) {
+    for (const [name, reference, target] of suite.targets) {
+      const a = byName.get(name)
+      const b = byName.get(reference)
+      if (a === undefined || b === undefined) continue
+      const ratio = Math.max(0, a - baseline) / Math.max(1, b - baseline)
+      const verdict = ratio <= target ? "ok" : "MISSED"
+      console.log(`${name} / ${reference}`.padEnd(40), `${ratio.toFixed(3)}×  (target ≤ ${target}×) ${verdict}`)
+    }
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * A deadline is the time budget of a whole operation, retries included. It is an absolute instant
+ * carried by the fiber: forked fibers inherit it, nested calls see what is left of it, and a nested
+ * `within` can only shorten it.
+ *
+ * @since 0.1.0
+ */
+import { Data, Duration, Effect, Option } from "effect"
+import { dual } from "effect/Function"
+import { currentDeadline, withDeadline } from "./internal/deadline.js"
+import { timeoutWith } from "./internal/timeout.js"
+import * as validate from "./internal/validate.js"
+
+/**
+ * The deadline passed before the work finished. The work was interrupted and its finalizers ran.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
+  override get message(): string {
+    return "the deadline passed before the operation finished"
+  }
+}
+
+/**
+ * One attempt ran longer than its own timeout (the deadline, if any, had not passed yet).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<{ readonly timeout: Duration.Duration }> {
+  override get message(): string {
+    return `the attempt timed out after ${Duration.format(this.timeout)}`
+  }
+}
+
+/**
+ * Runs `self` with the deadline `min(current deadline, now + duration)`. When it passes, `self` is
+ * interrupted (its finalizers run) and the result fails with {@link DeadlineExceeded}.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Deadline } from "effect-resilience"
+ *
+ * declare const placeOrder: Effect.Effect<string>
+ *
+ * // the whole operation, retries included, gets two seconds
+ * const bounded = placeOrder.pipe(Deadline.within("2 seconds"))
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const within: {
+  (
+    duration: Duration.DurationInput
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput): Effect.Effect<A, E | DeadlineExceeded, R>
+} = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput) => {
+  const budget = validate.millis("Deadline.within duration", duration)
+  return withDeadline((deadline, now) => {
+    const own = now + budget
+    const effective = deadline === undefined || own < deadline ? own : deadline
+    return runUntil(self, effective, now, exceeded)
+  })
+})
+
+/**
+ * Runs `self` under an absolute deadline in epoch milliseconds (as `Clock.currentTimeMillis` counts
+ * them), never later than the current one. Useful where a deadline arrives from outside, e.g. a header.
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const withDeadlineAt: {
+  (epochMillis: number): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, epochMillis: number): Effect.Effect<A, E | DeadlineExceeded, R>
+} = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, epochMillis: number) => {
+  if (Number.isNaN(epochMillis)) validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
+  return withDeadline((deadline, now) =>
+    runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, exceeded)
+  )
+})
+
+/**
+ * The time left before the current deadline: `none` when there is no deadline, never negative.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = withDeadline((deadline, now) =>
+  Effect.succeed(deadline === undefined ? Option.none() : Option.some(Duration.millis(Math.max(0, deadline - now))))
+)
+
+/**
+ * The current deadline as epoch milliseconds, or `none`.
+ *
+ * @since 0.1.0
+ * @category getters
+ */
+export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadline) =>
+  Effect.succeed(Option.fromNullable(deadline))
+)
+
+/**
+ * A per-attempt timeout of `min(duration, remaining)`. Fails with {@link AttemptTimeout} when its own
+ * duration ran out, with {@link DeadlineExceeded} when the deadline did (or had already passed, in
+ * which case `self` is not started at all).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Deadline } from "effect-resilience"
+ *
+ * declare const fetchUser: Effect.Effect<string>
+ *
+ * // each attempt gets 300 ms, or less if the deadline is closer
+ * const attempt = fetchUser.pipe(Deadline.timeout("300 millis"))
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const timeout: {
+  (duration: Duration.DurationInput): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    duration: Duration.DurationInput
+  ): Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
+} = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput) => {
+  const own = validate.millis("Deadline.timeout duration", duration)
+  return withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now) =>
+    deadline === undefined || now + own < deadline
+      ? timeoutWith(self, own, () => new AttemptTimeout({ timeout: Duration.millis(own) }))
+      : runUntil(self, deadline, now, exceeded)
+  )
+})
+
+const exceeded = () => new DeadlineExceeded()
+
+const runUntil = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  deadline: number,
+  now: number,
+  onTimeout: () => DeadlineExceeded
+): Effect.Effect<A, E | DeadlineExceeded, R> =>
+  deadline <= now
+    ? Effect.fail(onTimeout())
+    : Effect.locally(timeoutWith(self, deadline - now, onTimeout), currentDeadline, deadline)

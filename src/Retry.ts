@@ -1,0 +1,127 @@
+/**
+ * Retries that only retry what may be retried, honour the server's `Retry-After`, stop before the
+ * deadline, and respect a client-wide {@link RetryBudget}.
+ *
+ * @since 0.1.0
+ */
+import type { Duration, Effect, Schedule } from "effect"
+import { Data } from "effect"
+import type { Retryable } from "./Failure.js"
+import * as internal from "./internal/retry.js"
+
+/**
+ * Why `Retry.retry` gave up:
+ * - `"attempts"`: `maxAttempts` calls were made (or the schedule ended);
+ * - `"deadline"`: the next retry would start at or after the deadline;
+ * - `"budget"`: the {@link RetryBudget} refused;
+ * - `"retry-after"`: the server asked to wait longer than `maxRetryAfter`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type StopReason = "attempts" | "deadline" | "budget" | "retry-after"
+
+/**
+ * Retrying stopped. `last` is the cause inside the last {@link Retryable}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class RetriesExhausted<E = unknown> extends Data.TaggedError("RetriesExhausted")<{
+  readonly attempts: number
+  readonly reason: StopReason
+  readonly last: E
+}> {
+  override get message(): string {
+    return `gave up after ${this.attempts} attempt(s): ${this.reason}`
+  }
+}
+
+/**
+ * What `onRetry` sees before each retry's sleep.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface RetryEvent {
+  /** The attempt that just failed, counting the first call as 1. */
+  readonly attempt: number
+  /** How long the retry waits: `max(schedule delay, retryAfter)`. */
+  readonly delay: Duration.Duration
+  readonly failure: Retryable<unknown>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options<R = never> {
+  /** The delays between attempts, e.g. `Backoff.fullJitter(...)`. The retry stops when it ends. */
+  readonly schedule: Schedule.Schedule<Duration.Duration, unknown, R>
+  /** Attempts in all, counting the first call: `4` means at most 3 retries. An integer >= 1 (or `Infinity`). */
+  readonly maxAttempts: number
+  /** A `retryAfter` longer than this stops the retries with reason `"retry-after"`. Default: 60 seconds. */
+  readonly maxRetryAfter?: Duration.DurationInput
+  /** Called before each retry's sleep, e.g. to log it. */
+  readonly onRetry?: (event: RetryEvent) => Effect.Effect<void>
+}
+
+/**
+ * The cause type inside the `Retryable` members of `E`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type RetryableCause<E> = E extends Retryable<infer C> ? C : never
+
+/**
+ * The error type after `Retry.retry`: `Retryable` is gone, `RetriesExhausted` appears when there was one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type RetriedError<E> =
+  | Exclude<E, Retryable<any>>
+  | ([Extract<E, Retryable<any>>] extends [never] ? never : RetriesExhausted<RetryableCause<E>>)
+
+/**
+ * Retries `self` while it fails with a {@link Retryable}.
+ *
+ * - `Fatal`, any other typed error, defects and interruption pass through at once, unchanged.
+ * - The delay before a retry is `max(schedule delay, failure.retryAfter)`.
+ * - With a deadline (`Deadline.within`), a retry that would start at or after it is not attempted.
+ * - With a {@link RetryBudget} in the context, every failed attempt and success is recorded in it.
+ * - The success path costs one catch frame: no schedule work happens until a failure.
+ *
+ * Each retry increments the `effect_resilience_retries_total` counter and annotates the current span
+ * with `retry.attempt` and `retry.delay_ms`; giving up increments `effect_resilience_retries_exhausted_total`
+ * tagged with the reason.
+ *
+ * Throws `IllegalArgumentException` when `maxAttempts` is not an integer >= 1 or `maxRetryAfter` is not a
+ * non-negative duration.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Backoff, Deadline, Failure, Retry } from "effect-resilience"
+ *
+ * declare const charge: Effect.Effect<string, { readonly status: number }>
+ *
+ * const program = charge.pipe(
+ *   Failure.retryWhen((e) => e.status === 503),
+ *   Retry.retry({ schedule: Backoff.fullJitter({ base: "100 millis", cap: "2 seconds" }), maxAttempts: 4 }),
+ *   Deadline.within("5 seconds")
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category combinators
+ */
+export const retry: {
+  <R2 = never>(
+    options: Options<R2>
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, RetriedError<E>, R | R2>
+  <A, E, R, R2 = never>(self: Effect.Effect<A, E, R>, options: Options<R2>): Effect.Effect<A, RetriedError<E>, R | R2>
+} = ((...args: [Options<any>] | [Effect.Effect<any, any, any>, Options<any>]) =>
+  // the data-last form validates once and can be applied many times; data-first validates per call
+  args.length === 1 ? internal.compile(args[0]) : internal.compile(args[1])(args[0])) as any

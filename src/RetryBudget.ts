@@ -1,0 +1,113 @@
+/**
+ * Client-wide retry throttling, as gRPC does it (gRFC A6 "retry throttling").
+ *
+ * A budget holds `tokens`, starting at `maxTokens`. Every failed attempt takes one token (never below
+ * zero), every success gives back `tokenRatio` (never above `maxTokens`), and a retry is allowed only
+ * while more than half the tokens are left. When a dependency is down the tokens drain and retries stop
+ * for everyone using the budget, so retries cannot multiply an outage; when it recovers, successes
+ * refill the budget.
+ *
+ * `Retry.retry` consults the budget automatically when a `RetryBudget` is in the context.
+ *
+ * @since 0.1.0
+ */
+import { Context, Effect, Layer } from "effect"
+import * as validate from "./internal/validate.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** The bucket size; must be > 0. A retry needs more than `maxTokens / 2` tokens. */
+  readonly maxTokens: number
+  /** Tokens given back per success; must be > 0. */
+  readonly tokenRatio: number
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Budget {
+  readonly maxTokens: number
+  readonly tokenRatio: number
+  /** The tokens left now. */
+  readonly tokens: Effect.Effect<number>
+  /** Records a success: `tokens = min(maxTokens, tokens + tokenRatio)`. */
+  readonly recordSuccess: Effect.Effect<void>
+  /** Records a failed attempt (`tokens = max(0, tokens - 1)`) and says whether a retry may follow. */
+  readonly recordFailure: Effect.Effect<boolean>
+  /** The same, for code that is already inside a synchronous step. */
+  unsafeRecordSuccess(): void
+  unsafeRecordFailure(): boolean
+}
+
+/**
+ * The service tag.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class RetryBudget extends Context.Tag("effect-resilience/RetryBudget")<RetryBudget, Budget>() {}
+
+/**
+ * Builds a budget. Throws `IllegalArgumentException` for `maxTokens <= 0` or `tokenRatio <= 0`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const unsafeMake = (options: Options): Budget => {
+  const maxTokens = validate.positive("RetryBudget maxTokens", options.maxTokens)
+  const tokenRatio = validate.positive("RetryBudget tokenRatio", options.tokenRatio)
+  const threshold = maxTokens / 2
+  let tokens = maxTokens
+  const unsafeRecordSuccess = () => {
+    tokens = Math.min(maxTokens, tokens + tokenRatio)
+  }
+  const unsafeRecordFailure = () => {
+    tokens = Math.max(0, tokens - 1)
+    return tokens > threshold
+  }
+  return {
+    maxTokens,
+    tokenRatio,
+    tokens: Effect.sync(() => tokens),
+    recordSuccess: Effect.sync(unsafeRecordSuccess),
+    recordFailure: Effect.sync(unsafeRecordFailure),
+    unsafeRecordSuccess,
+    unsafeRecordFailure
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options): Effect.Effect<Budget> => Effect.sync(() => unsafeMake(options))
+
+/**
+ * A budget shared by everything the layer is provided to.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Backoff, Retry, RetryBudget } from "effect-resilience"
+ *
+ * declare const call: Effect.Effect<string, never>
+ *
+ * // retries stay under ~10% of successful calls (plus a burst of 5)
+ * const program = call.pipe(
+ *   Retry.retry({ schedule: Backoff.fullJitter({ base: "50 millis", cap: "2 seconds" }), maxAttempts: 3 }),
+ *   Effect.provide(RetryBudget.layer({ maxTokens: 10, tokenRatio: 0.1 }))
+ * )
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<RetryBudget> => {
+  validate.positive("RetryBudget maxTokens", options.maxTokens)
+  validate.positive("RetryBudget tokenRatio", options.tokenRatio)
+  return Layer.sync(RetryBudget, () => unsafeMake(options))
+}

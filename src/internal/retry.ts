@@ -1,0 +1,94 @@
+import { Duration, Effect, Metric, ScheduleDecision, ScheduleIntervals } from "effect"
+import { isRetryable, type Retryable } from "../Failure.js"
+import { type Options, RetriesExhausted, type RetryEvent, type StopReason } from "../Retry.js"
+import { type Budget, RetryBudget } from "../RetryBudget.js"
+import { withDeadline } from "./deadline.js"
+import * as validate from "./validate.js"
+
+const retries = Metric.counter("effect_resilience_retries_total", {
+  description: "retries scheduled by Retry.retry",
+  incremental: true
+})
+const exhausted = Metric.counter("effect_resilience_retries_exhausted_total", {
+  description: "Retry.retry calls that gave up, by reason",
+  incremental: true
+})
+
+/**
+ * Validates the options once and returns the combinator. On the success path an application costs one
+ * catch frame and a context lookup: the schedule, the deadline and the budget are consulted only after
+ * a `Retryable` failure. (Hot paths avoid named inner closures on purpose: they are cheap in plain JS
+ * but not under loaders that preserve function names.)
+ */
+export const compile = <R2>(options: Options<R2>) => {
+  const maxAttempts = validate.positiveInt("Retry.retry maxAttempts", options.maxAttempts, { allowInfinity: true })
+  const maxRetryAfter = options.maxRetryAfter === undefined
+    ? 60_000
+    : validate.millis("Retry.retry maxRetryAfter", options.maxRetryAfter)
+  const { onRetry, schedule } = options
+
+  function stop(reason: StopReason, attempts: number, last: Retryable<unknown>) {
+    return Effect.zipRight(
+      Metric.increment(Metric.tagged(exhausted, "reason", reason)),
+      Effect.fail(new RetriesExhausted({ attempts, reason, last: last.cause }))
+    )
+  }
+
+  function attempt<A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    budget: Budget | undefined,
+    state: unknown,
+    attempts: number
+  ): Effect.Effect<A, unknown, R | R2> {
+    return Effect.matchEffect(self, {
+      onSuccess: (a) => {
+        budget?.unsafeRecordSuccess()
+        return Effect.succeed(a)
+      },
+      onFailure: (e) => isRetryable(e) ? decide(self, budget, e, state, attempts) : Effect.fail(e)
+    })
+  }
+
+  function decide<A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    budget: Budget | undefined,
+    failure: Retryable<unknown>,
+    state: unknown,
+    attempts: number
+  ): Effect.Effect<A, unknown, R | R2> {
+    return withDeadline((deadline, now) => {
+      const budgetAllows = budget === undefined || budget.unsafeRecordFailure()
+      if (attempts >= maxAttempts) return stop("attempts", attempts, failure)
+      return Effect.flatMap(schedule.step(now, failure, state), ([next, _out, decision]) => {
+        if (ScheduleDecision.isDone(decision)) return stop("attempts", attempts, failure)
+        let delay = Math.max(0, ScheduleIntervals.start(decision.intervals) - now)
+        if (failure.retryAfter !== undefined) {
+          const hint = Duration.toMillis(failure.retryAfter)
+          if (hint > maxRetryAfter) return stop("retry-after", attempts, failure)
+          if (hint > delay) delay = hint
+        }
+        if (deadline !== undefined && now + delay >= deadline) return stop("deadline", attempts, failure)
+        if (!budgetAllows) return stop("budget", attempts, failure)
+        const event: RetryEvent = { attempt: attempts, delay: Duration.millis(delay), failure }
+        return Metric.increment(retries).pipe(
+          Effect.zipRight(Effect.annotateCurrentSpan({ "retry.attempt": attempts + 1, "retry.delay_ms": delay })),
+          Effect.zipRight(onRetry === undefined ? Effect.void : onRetry(event)),
+          Effect.zipRight(Effect.sleep(Duration.millis(delay))),
+          Effect.zipRight(attempt(self, budget, next, attempts + 1))
+        )
+      })
+    })
+  }
+
+  return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R | R2> =>
+    Effect.withFiberRuntime((fiber) => {
+      const budget: Budget | undefined = fiber.currentContext.unsafeMap.get(RetryBudget.key)
+      if (budget === undefined) {
+        return Effect.catchAll(
+          self,
+          (e) => isRetryable(e) ? decide(self, undefined, e, schedule.initial, 1) : Effect.fail(e)
+        )
+      }
+      return attempt(self, budget, schedule.initial, 1)
+    })
+}
