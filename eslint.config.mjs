@@ -42,6 +42,10 @@ export default tseslint.config(
     }
   },
   {
+    files: ["**/*.mjs"],
+    languageOptions: { globals: { console: "readonly", process: "readonly", URL: "readonly" } }
+  },
+  {
     files: ["bench/**/*.ts", "examples/**/*.ts", "test/**/*.ts", ".ci/**/*.mjs"],
     rules: { "no-restricted-globals": "off" }
   }

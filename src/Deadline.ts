@@ -6,8 +6,8 @@
  * @since 0.1.0
  */
 import { Data, Duration, Effect, Option } from "effect"
-import { dual } from "effect/Function"
 import { currentDeadline, withDeadline } from "./internal/deadline.js"
+import { compiled } from "./internal/dual.js"
 import { timeoutWith } from "./internal/timeout.js"
 import * as validate from "./internal/validate.js"
 
@@ -58,13 +58,13 @@ export const within: {
     duration: Duration.DurationInput
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput): Effect.Effect<A, E | DeadlineExceeded, R>
-} = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput) => {
+} = compiled((duration: Duration.DurationInput) => {
   const budget = validate.millis("Deadline.within duration", duration)
-  return withDeadline((deadline, now) => {
-    const own = now + budget
-    const effective = deadline === undefined || own < deadline ? own : deadline
-    return runUntil(self, effective, now, exceeded)
-  })
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline((deadline, now) => {
+      const own = now + budget
+      return runUntil(self, deadline === undefined || own < deadline ? own : deadline, now, exceeded)
+    })
 })
 
 /**
@@ -77,11 +77,14 @@ export const within: {
 export const withDeadlineAt: {
   (epochMillis: number): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, epochMillis: number): Effect.Effect<A, E | DeadlineExceeded, R>
-} = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, epochMillis: number) => {
-  if (Number.isNaN(epochMillis)) validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
-  return withDeadline((deadline, now) =>
-    runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, exceeded)
-  )
+} = compiled((epochMillis: number) => {
+  if (typeof epochMillis !== "number" || Number.isNaN(epochMillis)) {
+    validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
+  }
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline((deadline, now) =>
+      runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, exceeded)
+    )
 })
 
 /**
@@ -131,13 +134,15 @@ export const timeout: {
     self: Effect.Effect<A, E, R>,
     duration: Duration.DurationInput
   ): Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
-} = dual(2, <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput) => {
+} = compiled((duration: Duration.DurationInput) => {
   const own = validate.millis("Deadline.timeout duration", duration)
-  return withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now) =>
-    deadline === undefined || now + own < deadline
-      ? timeoutWith(self, own, () => new AttemptTimeout({ timeout: Duration.millis(own) }))
-      : runUntil(self, deadline, now, exceeded)
-  )
+  const timeout = Duration.millis(own)
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now) =>
+      deadline === undefined || now + own < deadline
+        ? timeoutWith(self, own, () => new AttemptTimeout({ timeout }))
+        : runUntil(self, deadline, now, exceeded)
+    )
 })
 
 const exceeded = () => new DeadlineExceeded()

@@ -4,9 +4,10 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect, Schedule } from "effect"
+import type { Duration, Effect, Metric, Schedule } from "effect"
 import { Data } from "effect"
 import type { Retryable } from "./Failure.js"
+import { compiled } from "./internal/dual.js"
 import * as internal from "./internal/retry.js"
 
 /**
@@ -85,6 +86,22 @@ export type RetriedError<E> =
   | ([Extract<E, Retryable<any>>] extends [never] ? never : RetriesExhausted<RetryableCause<E>>)
 
 /**
+ * Counts retries scheduled by `Retry.retry` (`effect_resilience_retries_total`).
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const retriesTotal: Metric.Metric.Counter<number> = internal.retries
+
+/**
+ * Counts `Retry.retry` calls that gave up (`effect_resilience_retries_exhausted_total`), tagged `reason`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const exhaustedTotal: Metric.Metric.Counter<number> = internal.exhausted
+
+/**
  * Retries `self` while it fails with a {@link Retryable}.
  *
  * - `Fatal`, any other typed error, defects and interruption pass through at once, unchanged.
@@ -122,6 +139,4 @@ export const retry: {
     options: Options<R2>
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, RetriedError<E>, R | R2>
   <A, E, R, R2 = never>(self: Effect.Effect<A, E, R>, options: Options<R2>): Effect.Effect<A, RetriedError<E>, R | R2>
-} = ((...args: [Options<any>] | [Effect.Effect<any, any, any>, Options<any>]) =>
-  // the data-last form validates once and can be applied many times; data-first validates per call
-  args.length === 1 ? internal.compile(args[0]) : internal.compile(args[1])(args[0])) as any
+} = compiled(internal.compile)

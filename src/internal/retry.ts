@@ -5,12 +5,12 @@ import { type Budget, RetryBudget } from "../RetryBudget.js"
 import { withDeadline } from "./deadline.js"
 import * as validate from "./validate.js"
 
-const retries = Metric.counter("effect_resilience_retries_total", {
+export const retries = Metric.counter("effect_resilience_retries_total", {
   description: "retries scheduled by Retry.retry",
   incremental: true
 })
-const exhausted = Metric.counter("effect_resilience_retries_exhausted_total", {
-  description: "Retry.retry calls that gave up, by reason",
+export const exhausted = Metric.counter("effect_resilience_retries_exhausted_total", {
+  description: "Retry.retry calls that gave up, tagged by reason",
   incremental: true
 })
 

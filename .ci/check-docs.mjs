@@ -1,0 +1,44 @@
+// Type-checks every ```ts block of README.md and docs/*.md: each block becomes a module of its own
+// in .docs-check/ (git-ignored) and is compiled with the project's tsconfig, importing
+// "effect-resilience" from src/. Exits non-zero when a block does not compile.
+import { execFileSync } from "node:child_process"
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { basename, join } from "node:path"
+
+const root = new URL("..", import.meta.url).pathname
+const out = join(root, ".docs-check")
+rmSync(out, { recursive: true, force: true })
+mkdirSync(out)
+
+const sources = [
+  "README.md",
+  ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)
+]
+const files = []
+for (const source of sources) {
+  const text = readFileSync(join(root, source), "utf8")
+  const fence = /^```ts\n([\s\S]*?)^```/gm
+  let match
+  let i = 0
+  while ((match = fence.exec(text)) !== null) {
+    const line = text.slice(0, match.index).split("\n").length
+    const name = `${basename(source, ".md")}-${++i}.ts`
+    // a leading comment maps compiler errors back to the markdown
+    writeFileSync(
+      join(out, name),
+      `// ${source}:${line}\n${match[1].includes("import ") ? "" : "export {}\n"}${match[1]}`
+    )
+    files.push(name)
+  }
+}
+writeFileSync(
+  join(out, "tsconfig.json"),
+  JSON.stringify({ extends: "../tsconfig.json", compilerOptions: { noUnusedLocals: false }, files, include: [] })
+)
+console.log(`type-checking ${files.length} code blocks from ${sources.length} markdown files`)
+try {
+  execFileSync(join(root, "node_modules/.bin/tsc"), ["--noEmit", "-p", out], { stdio: "inherit" })
+} catch {
+  console.error("a documentation example does not compile (the first line of each file names its source)")
+  process.exit(1)
+}

@@ -1,0 +1,245 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Exit, Fiber, FiberRef, Option, TestClock } from "effect"
+import { Deadline } from "../src/index.js"
+
+const remainingMillis = Effect.map(Deadline.remaining, Option.map(Duration.toMillis))
+
+describe("Deadline", () => {
+  describe("within", () => {
+    it.effect("interrupts slow work at the deadline, runs its finalizers, fails with DeadlineExceeded", () =>
+      Effect.gen(function*() {
+        let finalized = false
+        const fiber = yield* Effect.sleep("10 seconds").pipe(
+          Effect.ensuring(Effect.sync(() => {
+            finalized = true
+          })),
+          Deadline.within("1 second"),
+          Effect.fork
+        )
+        yield* TestClock.adjust("999 millis")
+        expect(fiber.unsafePoll()).toBeNull()
+        yield* TestClock.adjust("1 millis")
+        const exit = yield* Fiber.await(fiber)
+        expect(exit).toEqual(Exit.fail(new Deadline.DeadlineExceeded()))
+        expect(finalized).toBe(true)
+      }))
+
+    it.effect("work that finishes in time is untouched", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.as(Effect.sleep("300 millis"), "done").pipe(
+          Deadline.within("1 second"),
+          Effect.fork
+        )
+        yield* TestClock.adjust("300 millis")
+        expect(yield* Fiber.join(fiber)).toBe("done")
+      }))
+
+    it.effect("typed failures and defects pass through", () =>
+      Effect.gen(function*() {
+        expect(yield* Effect.exit(Deadline.within(Effect.fail("nope"), "1 second"))).toEqual(Exit.fail("nope"))
+        const died = yield* Effect.exit(Deadline.within(Effect.die("bug"), "1 second"))
+        expect(Exit.isFailure(died) && died.cause._tag === "Die").toBe(true)
+      }))
+
+    it.effect("remaining counts down and is none without a deadline", () =>
+      Effect.gen(function*() {
+        expect(yield* Deadline.remaining).toEqual(Option.none())
+        const fiber = yield* Effect.fork(Deadline.within(
+          Effect.zipRight(Effect.sleep("300 millis"), remainingMillis),
+          "1 second"
+        ))
+        yield* TestClock.adjust("300 millis")
+        expect(yield* Fiber.join(fiber)).toEqual(Option.some(700))
+      }))
+
+    it.effect("remaining is never negative", () =>
+      Effect.gen(function*() {
+        // the deadline passes while an uninterruptible region holds the fiber
+        let seen: Option.Option<number> = Option.none()
+        const inside = yield* Effect.fork(Deadline.within(
+          Effect.uninterruptible(Effect.zipRight(
+            Effect.sleep("2 seconds"),
+            Effect.map(remainingMillis, (r) => {
+              seen = r
+            })
+          )),
+          "1 second"
+        ))
+        yield* TestClock.adjust("2 seconds")
+        // the late result is discarded: the caller was promised an answer within the deadline
+        expect(yield* Fiber.await(inside)).toEqual(Exit.fail(new Deadline.DeadlineExceeded()))
+        expect(seen).toEqual(Option.some(0))
+      }))
+
+    it.effect("a nested within never extends the outer deadline", () =>
+      Effect.gen(function*() {
+        const nested = yield* remainingMillis.pipe(Deadline.within("5 seconds"), Deadline.within("1 second"))
+        expect(nested).toEqual(Option.some(1000))
+        const tighter = yield* remainingMillis.pipe(Deadline.within("1 second"), Deadline.within("5 seconds"))
+        expect(tighter).toEqual(Option.some(1000))
+      }))
+
+    it.effect("the outer deadline interrupts work under a longer inner within", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.sleep("10 seconds").pipe(
+          Deadline.within("5 seconds"),
+          Deadline.within("1 second"),
+          Effect.fork
+        )
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.await(fiber)).toEqual(Exit.fail(new Deadline.DeadlineExceeded()))
+      }))
+
+    it.effect("forked fibers inherit the deadline", () =>
+      Effect.gen(function*() {
+        const seen = yield* Effect.gen(function*() {
+          yield* Effect.sleep("100 millis")
+          const child = yield* Effect.fork(remainingMillis)
+          return yield* Fiber.join(child)
+        }).pipe(Deadline.within("1 second"), Effect.fork)
+        yield* TestClock.adjust("100 millis")
+        expect(yield* Fiber.join(seen)).toEqual(Option.some(900))
+      }))
+
+    it.effect("a deadline does not leak out of within", () =>
+      Effect.gen(function*() {
+        yield* Deadline.within(Effect.void, "1 second")
+        expect(yield* Deadline.remaining).toEqual(Option.none())
+        expect(yield* Deadline.current).toEqual(Option.none())
+      }))
+
+    it.effect("a zero budget fails at once without running the work", () =>
+      Effect.gen(function*() {
+        let ran = false
+        const exit = yield* Effect.exit(Deadline.within(
+          Effect.sync(() => {
+            ran = true
+          }),
+          0
+        ))
+        expect(exit).toEqual(Exit.fail(new Deadline.DeadlineExceeded()))
+        expect(ran).toBe(false)
+      }))
+
+    it.effect("withDeadlineAt takes an absolute instant and never extends the current one", () =>
+      Effect.gen(function*() {
+        yield* TestClock.setTime(10_000)
+        expect(yield* Deadline.withDeadlineAt(remainingMillis, 10_250)).toEqual(Option.some(250))
+        const nested = yield* Deadline.withDeadlineAt(remainingMillis, 20_000).pipe(Deadline.within("1 second"))
+        expect(nested).toEqual(Option.some(1000))
+      }))
+  })
+
+  describe("timeout", () => {
+    it.effect("fails with AttemptTimeout when its own duration runs out first", () =>
+      Effect.gen(function*() {
+        let interrupted = false
+        const fiber = yield* Effect.never.pipe(
+          Effect.onInterrupt(() =>
+            Effect.sync(() => {
+              interrupted = true
+            })
+          ),
+          Deadline.timeout("200 millis"),
+          Deadline.within("1 second"),
+          Effect.fork
+        )
+        yield* TestClock.adjust("200 millis")
+        const exit = yield* Fiber.await(fiber)
+        expect(exit).toEqual(Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(200) })))
+        expect(interrupted).toBe(true)
+      }))
+
+    it.effect("fails with DeadlineExceeded when the deadline is closer than the timeout", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.never.pipe(
+          Deadline.timeout("5 seconds"),
+          Deadline.within("1 second"),
+          Effect.fork
+        )
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.await(fiber)).toEqual(Exit.fail(new Deadline.DeadlineExceeded()))
+      }))
+
+    it.effect("is clipped to what is left of the deadline", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.gen(function*() {
+          yield* Effect.sleep("800 millis")
+          return yield* Effect.exit(Deadline.timeout(Effect.never, "500 millis"))
+        }).pipe(Deadline.within("1 second"), Effect.fork)
+        yield* TestClock.adjust("800 millis")
+        yield* TestClock.adjust("199 millis")
+        expect(fiber.unsafePoll()).toBeNull()
+        yield* TestClock.adjust("1 millis")
+        expect(yield* Fiber.join(fiber)).toEqual(Exit.fail(new Deadline.DeadlineExceeded()))
+      }))
+
+    it.effect("does not start the attempt when the deadline has passed", () =>
+      Effect.gen(function*() {
+        let ran = false
+        const exit = yield* Effect.gen(function*() {
+          yield* Effect.uninterruptible(Effect.sleep("2 seconds"))
+          return yield* Effect.exit(Deadline.timeout(
+            Effect.sync(() => {
+              ran = true
+            }),
+            "1 second"
+          ))
+        }).pipe(Deadline.within("1 second"), Effect.fork)
+        yield* TestClock.adjust("2 seconds")
+        const result = yield* Fiber.await(exit)
+        expect(ran).toBe(false)
+        expect(Exit.isFailure(result)).toBe(true)
+      }))
+
+    it.effect("without a deadline it is a plain per-attempt timeout", () =>
+      Effect.gen(function*() {
+        const slow = yield* Effect.fork(Deadline.timeout(Effect.never, "50 millis"))
+        yield* TestClock.adjust("50 millis")
+        expect(yield* Fiber.await(slow)).toEqual(
+          Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(50) }))
+        )
+        const fast = yield* Effect.fork(Deadline.timeout(Effect.as(Effect.sleep("10 millis"), 1), "50 millis"))
+        yield* TestClock.adjust("10 millis")
+        expect(yield* Fiber.join(fast)).toBe(1)
+      }))
+
+    it.effect("synchronous work returns its own exit (success, failure, defect)", () =>
+      Effect.gen(function*() {
+        expect(yield* Deadline.timeout(Effect.succeed(1), "1 second")).toBe(1)
+        expect(yield* Effect.exit(Deadline.timeout(Effect.fail("e"), "1 second"))).toEqual(Exit.fail("e"))
+        const died = yield* Effect.exit(Deadline.timeout(Effect.die("bug"), "1 second"))
+        expect(Exit.isFailure(died) && died.cause._tag === "Die").toBe(true)
+      }))
+
+    it.effect("interrupting the caller interrupts the attempt and waits for its finalizers", () =>
+      Effect.gen(function*() {
+        let finalized = false
+        const fiber = yield* Effect.never.pipe(
+          Effect.ensuring(Effect.sync(() => {
+            finalized = true
+          })),
+          Deadline.timeout("10 seconds"),
+          Effect.fork
+        )
+        yield* TestClock.adjust("1 second")
+        yield* Fiber.interrupt(fiber)
+        expect(finalized).toBe(true)
+      }))
+
+    it.effect("leaves the caller's scheduler alone (many sequential calls do not stall)", () =>
+      Effect.gen(function*() {
+        let sum = 0
+        for (let i = 0; i < 5_000; i++) sum += yield* Deadline.timeout(Effect.succeed(1), "1 second")
+        expect(sum).toBe(5_000)
+        const ref = FiberRef.currentScheduler
+        expect(yield* FiberRef.get(ref)).toBeDefined()
+      }))
+  })
+
+  it("rejects negative and NaN durations when built", () => {
+    expect(() => Deadline.within(-1)).toThrow(/non-negative/)
+    expect(() => Deadline.timeout(NaN)).toThrow(/non-negative/)
+    expect(() => Deadline.timeout("-3 seconds")).toThrow(/non-negative/)
+  })
+})
