@@ -4,11 +4,14 @@
  *
  * Overhead = ns/op of a case minus the `Effect.succeed` baseline; ratios compare overheads.
  */
+import * as breaker from "./breaker.js"
+import * as bulkhead from "./bulkhead.js"
 import * as core from "./core.js"
 import { fmt, measure, type Result } from "./harness.js"
+import * as limiter from "./limiter.js"
 
 const json = process.argv.includes("--json")
-const suites = [core]
+const suites = [core, bulkhead, breaker, limiter]
 
 const results: Array<Result> = []
 for (const suite of suites) {
@@ -34,5 +37,8 @@ if (json) {
       const verdict = ratio <= target ? "ok" : "MISSED"
       console.log(`${name} / ${reference}`.padEnd(40), `${ratio.toFixed(3)}×  (target ≤ ${target}×) ${verdict}`)
     }
+  }
+  for (const suite of suites as ReadonlyArray<{ report?: (r: typeof byName) => Promise<void> }>) {
+    await suite.report?.(byName)
   }
 }

@@ -8,10 +8,42 @@
 /** @since 0.1.0 */
 export * as Backoff from "./Backoff.js"
 /** @since 0.1.0 */
+export * as Bulkhead from "./Bulkhead.js"
+/** @since 0.1.0 */
+export * as Chaos from "./http/Chaos.js"
+/** @since 0.1.0 */
+export * as CircuitBreaker from "./CircuitBreaker.js"
+/** @since 0.1.0 */
 export * as Deadline from "./Deadline.js"
+/** @since 0.1.0 */
+export * as DeadlineMiddleware from "./http/DeadlineMiddleware.js"
 /** @since 0.1.0 */
 export * as Failure from "./Failure.js"
 /** @since 0.1.0 */
+export * as Hedge from "./Hedge.js"
+/** @since 0.1.0 */
+export * as HttpClassify from "./http/HttpClassify.js"
+/** @since 0.1.0 */
+export * as HttpErrors from "./http/HttpErrors.js"
+/** @since 0.1.0 */
+export * as IdempotencyMiddleware from "./http/IdempotencyMiddleware.js"
+/** @since 0.1.0 */
+export * as IdempotencyStore from "./IdempotencyStore.js"
+/** @since 0.1.0 */
+export * as RateLimiter from "./RateLimiter.js"
+/** @since 0.1.0 */
+export * as RateLimiterStore from "./RateLimiterStore.js"
+/** @since 0.1.0 */
+export * as RateLimitHeaders from "./http/RateLimitHeaders.js"
+/** @since 0.1.0 */
+export * as RateLimitMiddleware from "./http/RateLimitMiddleware.js"
+/** @since 0.1.0 */
+export * as ResilientHttpClient from "./http/ResilientHttpClient.js"
+/** @since 0.1.0 */
 export * as Retry from "./Retry.js"
 /** @since 0.1.0 */
+export * as RetryAfter from "./http/RetryAfter.js"
+/** @since 0.1.0 */
 export * as RetryBudget from "./RetryBudget.js"
+/** @since 0.1.0 */
+export * as StructuredFields from "./http/StructuredFields.js"

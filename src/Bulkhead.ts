@@ -1,0 +1,153 @@
+/**
+ * A bulkhead caps how many calls to a dependency run at once, so one slow dependency cannot take every
+ * fiber, connection or socket of the process with it. Calls beyond the cap wait in a bounded
+ * first-in-first-out queue; calls beyond the queue fail at once with {@link BulkheadFull}, which is the
+ * load-shedding signal.
+ *
+ * @since 0.1.0
+ */
+import type { Context, Duration, Effect, Scope } from "effect"
+import { Data, Layer } from "effect"
+import * as internal from "./internal/bulkhead.js"
+
+/**
+ * Why a call was turned away:
+ * - `"queue-full"`: `maxConcurrent` calls were running and `maxQueue` were already waiting;
+ * - `"queue-timeout"`: the call waited longer than `queueTimeout` for a slot;
+ * - `"closed"`: the scope of the bulkhead closed (while the call waited, or before it arrived).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type RejectionReason = "queue-full" | "queue-timeout" | "closed"
+
+/**
+ * The bulkhead turned the call away without running it (see {@link RejectionReason}).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class BulkheadFull extends Data.TaggedError("BulkheadFull")<{
+  readonly reason: RejectionReason
+  /** The bulkhead's name, when it has one. */
+  readonly name: string | undefined
+  readonly maxConcurrent: number
+  readonly maxQueue: number
+}> {
+  override get message(): string {
+    const which = this.name === undefined ? "bulkhead" : `bulkhead "${this.name}"`
+    switch (this.reason) {
+      case "queue-full":
+        return `${which} is full: ${this.maxConcurrent} running and ${this.maxQueue} waiting`
+      case "queue-timeout":
+        return `${which}: waited too long for one of its ${this.maxConcurrent} slots`
+      case "closed":
+        return `${which} is closed`
+    }
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Calls running at once; an integer >= 1. */
+  readonly maxConcurrent: number
+  /** Calls waiting for a slot; an integer >= 0 (`0`: no queue, reject as soon as every slot is taken). */
+  readonly maxQueue: number
+  /**
+   * How long a call may wait in the queue; past it, it fails with `BulkheadFull` and reason
+   * `"queue-timeout"`. Default: no limit.
+   */
+  readonly queueTimeout?: Duration.DurationInput
+  /** Tags the bulkhead's metrics (`bulkhead` label) and errors. */
+  readonly name?: string
+}
+
+/**
+ * A snapshot of a bulkhead.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Stats {
+  /** Calls holding a slot now. */
+  readonly active: number
+  /** Calls waiting for a slot now. */
+  readonly queued: number
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Bulkhead {
+  readonly maxConcurrent: number
+  readonly maxQueue: number
+  /**
+   * Runs `self` in a slot: at once when one is free, after the callers queued before it otherwise, or
+   * fails with {@link BulkheadFull} without running it. The slot is given back however `self` ends
+   * (success, failure, defect, interruption); an interrupted waiter gives its queue place back.
+   */
+  readonly protect: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | BulkheadFull, R>
+  /** Calls running and waiting now. */
+  readonly stats: Effect.Effect<Stats>
+}
+
+/**
+ * Builds a bulkhead that lives as long as the scope. When the scope closes, waiting callers fail with
+ * `BulkheadFull` (reason `"closed"`) and so do later calls; calls already running finish normally.
+ *
+ * Metrics: gauges `effect_resilience_bulkhead_active` and `effect_resilience_bulkhead_queued`, counter
+ * `effect_resilience_bulkhead_rejections_total` (label `reason`), all with label `bulkhead` = `name`
+ * when a name is given. A call that had to queue annotates the current span with
+ * `bulkhead.queued_ms`; a rejected one with `bulkhead.rejected`.
+ *
+ * Throws `IllegalArgumentException` when `maxConcurrent` is not an integer >= 1, `maxQueue` not an
+ * integer >= 0, or `queueTimeout` not a non-negative duration.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Bulkhead } from "effect-resilience"
+ *
+ * declare const queryInventory: (sku: string) => Effect.Effect<number>
+ *
+ * const program = Effect.gen(function*() {
+ *   const bulkhead = yield* Bulkhead.make({ maxConcurrent: 10, maxQueue: 50, queueTimeout: "2 seconds" })
+ *   const stock = yield* bulkhead.protect(queryInventory("sku-1")).pipe(
+ *     Effect.catchTag("BulkheadFull", () => Effect.succeed(0))
+ *   )
+ *   return stock
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: (options: Options) => Effect.Effect<Bulkhead, never, Scope.Scope> = internal.make
+
+/**
+ * A layer that builds a bulkhead for a tag of your choosing, for one bulkhead per dependency.
+ *
+ * @example
+ * ```ts
+ * import { Context, Effect } from "effect"
+ * import { Bulkhead } from "effect-resilience"
+ *
+ * class PaymentsBulkhead extends Context.Tag("PaymentsBulkhead")<PaymentsBulkhead, Bulkhead.Bulkhead>() {}
+ *
+ * declare const charge: Effect.Effect<string>
+ *
+ * const program = Effect.gen(function*() {
+ *   const bulkhead = yield* PaymentsBulkhead
+ *   return yield* bulkhead.protect(charge)
+ * }).pipe(Effect.provide(Bulkhead.layer(PaymentsBulkhead, { maxConcurrent: 4, maxQueue: 16, name: "payments" })))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = <I>(tag: Context.Tag<I, Bulkhead>, options: Options): Layer.Layer<I> =>
+  Layer.scoped(tag, make(options))

@@ -1,0 +1,398 @@
+/**
+ * A circuit breaker stops calling a dependency that is failing, so callers fail fast instead of piling
+ * up behind timeouts, and the dependency gets room to recover.
+ *
+ * - **closed**: calls run; their outcomes feed the trip policy ({@link consecutive} or {@link failureRate}).
+ * - **open**: calls fail at once with {@link CircuitOpen}, for `openFor` (a duration or a `Schedule` that
+ *   backs off over repeated openings).
+ * - **half-open**: up to `halfOpenPermits` trial calls run; when all of them succeed the breaker closes,
+ *   when one fails it opens again. Other callers fail fast meanwhile.
+ *
+ * Time comes only from `Clock`, so the breaker is deterministic under `TestClock`.
+ *
+ * @since 0.1.0
+ */
+import type { Context, Effect, Layer, Schedule, Scope, Stream } from "effect"
+import { Data, Duration, Metric } from "effect"
+import * as internal from "./internal/circuitBreaker.js"
+import * as keyedInternal from "./internal/circuitBreakerKeyed.js"
+import * as policy from "./internal/circuitBreakerPolicy.js"
+
+/**
+ * The breaker is open (or half-open with every trial permit taken): the call was not run.
+ * `retryAfter` is the time left before the breaker lets a trial through; zero in half-open, infinite
+ * while the breaker is isolated.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class CircuitOpen extends Data.TaggedError("CircuitOpen")<{ readonly retryAfter: Duration.Duration }> {
+  override get message(): string {
+    return `the circuit is open; retry after ${Duration.format(this.retryAfter)}`
+  }
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type State = "closed" | "open" | "half-open"
+
+/**
+ * One state change. `at` is `Clock` epoch milliseconds.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Transition {
+  readonly from: State
+  readonly to: State
+  readonly at: number
+}
+
+/**
+ * Trip after `failures` failed calls in a row (a success resets the count). Built by {@link consecutive}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Consecutive {
+  readonly _tag: "Consecutive"
+  readonly failures: number
+}
+
+/**
+ * The calls a failure rate is computed over.
+ *
+ * - `{ calls: 100 }`: the last 100 calls (a count window);
+ * - `{ duration: "10 seconds", buckets: 10 }`: the calls of the last 10 seconds, kept in 10 buckets of one
+ *   second (a time window, as in resilience4j and Polly). `buckets` defaults to 10; the oldest bucket is
+ *   dropped whole, so the window covers between `duration - duration / buckets` and `duration`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Window =
+  | { readonly calls: number }
+  | { readonly duration: Duration.DurationInput; readonly buckets?: number }
+
+/**
+ * Calls slower than `duration` are slow; when the share of slow calls in the window reaches
+ * `rateThreshold` (in `(0, 1]`) the breaker opens, even if they succeeded. In half-open a slow trial
+ * counts as a failed one.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SlowCall {
+  readonly duration: Duration.DurationInput
+  readonly rateThreshold: number
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface FailureRateOptions {
+  /** Open when `failures / calls >= threshold`; in `(0, 1]`. */
+  readonly threshold: number
+  /** No decision before the window holds this many calls; an integer >= 1 (and <= `calls` of a count window). */
+  readonly minimumCalls: number
+  readonly window: Window
+  readonly slowCall?: SlowCall
+}
+
+/**
+ * Trip on the failure rate (and optionally the slow-call rate) over a window. Built by {@link failureRate}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface FailureRate {
+  readonly _tag: "FailureRate"
+  readonly threshold: number
+  readonly minimumCalls: number
+  readonly window:
+    | { readonly _tag: "Count"; readonly calls: number }
+    | { readonly _tag: "Time"; readonly millis: number; readonly buckets: number }
+  readonly slowCall: { readonly millis: number; readonly rateThreshold: number } | undefined
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type TripPolicy = Consecutive | FailureRate
+
+/**
+ * The counters of a trip policy inside a {@link Snapshot}. Restoring one taken with a different policy
+ * starts the window empty instead.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type WindowSnapshot =
+  | { readonly kind: "consecutive"; readonly failures: number }
+  | { readonly kind: "count"; readonly size: number; readonly outcomes: ReadonlyArray<number> }
+  | {
+    readonly kind: "time"
+    readonly bucketMillis: number
+    readonly buckets: ReadonlyArray<readonly [index: number, calls: number, failures: number, slow: number]>
+  }
+
+/**
+ * The state of a breaker as plain JSON (cockatiel's `toJSON`), to keep it across restarts — e.g. in a
+ * serverless function — and give it back as `initialState`. A half-open breaker is restored half-open
+ * with no trial running; an open one stays open until `openUntil`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Snapshot {
+  readonly state: State
+  /** Held open by `isolate` until `reset`. */
+  readonly isolated: boolean
+  /** Epoch milliseconds at which an open breaker turns half-open; `null` when not open or isolated. */
+  readonly openUntil: number | null
+  /** Openings since the breaker was last closed: how far the `openFor` schedule has advanced. */
+  readonly openings: number
+  readonly window: WindowSnapshot
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** When to open: {@link consecutive} or {@link failureRate}. */
+  readonly trip: TripPolicy
+  /**
+   * How long to stay open before a trial. A `Schedule` is stepped once per opening (its delay is used), and
+   * starts over when the breaker closes; when it ends, its last delay is reused. It must be synchronous
+   * (every `Schedule` built from Effect's constructors and `Backoff` is).
+   */
+  readonly openFor: Duration.DurationInput | Schedule.Schedule<Duration.Duration, unknown>
+  /** Trial calls let through in half-open, all of which must succeed to close. An integer >= 1; default 1. */
+  readonly halfOpenPermits?: number
+  /**
+   * Which typed failures count against the dependency. Default: all but `Fatal` (a 404 is not an
+   * outage), so `AttemptTimeout` and `DeadlineExceeded` count. A failure that does not count is a success
+   * for the breaker. Defects always count; interruption never does.
+   */
+  readonly isFailure?: (error: unknown) => boolean
+  /** Tags the breaker's metrics (`breaker` label). */
+  readonly name?: string
+  /** A {@link Snapshot} to start from. */
+  readonly initialState?: Snapshot
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface CircuitBreaker {
+  /**
+   * Runs `self` when the breaker allows it and records the outcome; fails with {@link CircuitOpen}
+   * without running it otherwise.
+   */
+  readonly protect: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
+  /** The current state (an open breaker whose `openFor` has passed reads as half-open). */
+  readonly state: Effect.Effect<State>
+  /** Every transition from now on. */
+  readonly changes: Stream.Stream<Transition>
+  /** Opens the breaker and holds it open until {@link CircuitBreaker.reset}. */
+  readonly isolate: Effect.Effect<void>
+  /** Closes the breaker, clearing its counters and restarting the `openFor` schedule. */
+  readonly reset: Effect.Effect<void>
+  /** The state as JSON-able data, for `initialState`. */
+  readonly snapshot: Effect.Effect<Snapshot>
+}
+
+/**
+ * Opens after `n` failed calls in a row. Throws `IllegalArgumentException` unless `n` is an integer >= 1.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "effect-resilience"
+ *
+ * const trip = CircuitBreaker.consecutive(5)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const consecutive: (n: number) => Consecutive = policy.consecutive
+
+/**
+ * Opens when at least `threshold` of the calls in `window` failed (or, with `slowCall`, were slow), once the
+ * window holds `minimumCalls` calls. Throws `IllegalArgumentException` for a threshold outside `(0, 1]`,
+ * a `minimumCalls` that is not an integer >= 1 or exceeds a count window, or a malformed window.
+ *
+ * @example
+ * ```ts
+ * import { CircuitBreaker } from "effect-resilience"
+ *
+ * // half of the last 100 calls failed, counting from 20 calls on
+ * const byCount = CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 20, window: { calls: 100 } })
+ *
+ * // a quarter of the last 10 seconds' calls failed or took over 2 seconds
+ * const byTime = CircuitBreaker.failureRate({
+ *   threshold: 0.25,
+ *   minimumCalls: 10,
+ *   window: { duration: "10 seconds", buckets: 10 },
+ *   slowCall: { duration: "2 seconds", rateThreshold: 0.25 }
+ * })
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const failureRate: (options: FailureRateOptions) => FailureRate = policy.failureRate
+
+/**
+ * Builds a breaker that lives as long as the scope. Throws `IllegalArgumentException` for invalid options.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Backoff, CircuitBreaker } from "effect-resilience"
+ *
+ * declare const fetchPrices: Effect.Effect<ReadonlyArray<number>, Error>
+ *
+ * const program = Effect.gen(function*() {
+ *   const breaker = yield* CircuitBreaker.make({
+ *     trip: CircuitBreaker.consecutive(5),
+ *     // 1 s, 2 s, 4 s, ... at most a minute; back to 1 s once it closes
+ *     openFor: Backoff.exponential({ base: "1 second", cap: "1 minute" }),
+ *     name: "prices"
+ *   })
+ *   return yield* breaker.protect(fetchPrices).pipe(
+ *     Effect.catchTag("CircuitOpen", () => Effect.succeed([]))
+ *   )
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: (options: Options) => Effect.Effect<CircuitBreaker, never, Scope.Scope> = internal.make
+
+/**
+ * A layer building one breaker for a tag of your choosing.
+ *
+ * @example
+ * ```ts
+ * import { Context, Effect } from "effect"
+ * import { CircuitBreaker } from "effect-resilience"
+ *
+ * class PaymentsBreaker extends Context.Tag("PaymentsBreaker")<PaymentsBreaker, CircuitBreaker.CircuitBreaker>() {}
+ *
+ * const PaymentsBreakerLive = CircuitBreaker.layer(PaymentsBreaker, {
+ *   trip: CircuitBreaker.consecutive(3),
+ *   openFor: "30 seconds"
+ * })
+ *
+ * declare const charge: Effect.Effect<string, Error>
+ *
+ * const program = Effect.gen(function*() {
+ *   const breaker = yield* PaymentsBreaker
+ *   return yield* breaker.protect(charge)
+ * }).pipe(Effect.provide(PaymentsBreakerLive))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer = <I>(tag: Context.Tag<I, CircuitBreaker>, options: Options): Layer.Layer<I> =>
+  internal.layer(tag, options)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface KeyedOptions extends Omit<Options, "initialState"> {
+  /**
+   * Breakers kept at most; beyond it the least recently used one is dropped (and starts closed if its key
+   * comes back). An integer >= 1 or `Infinity`; default 1,000. Keys from outside (hosts, tenants) should
+   * stay bounded by it.
+   */
+  readonly maxKeys?: number
+}
+
+/**
+ * One breaker per key, e.g. per HTTP origin, each built from the same options on first use.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Keyed<K> {
+  /** The breaker of `key`, built on first use. */
+  readonly get: (key: K) => Effect.Effect<CircuitBreaker>
+  /** `protect` with the breaker of `key`. */
+  readonly protect: {
+    (key: K): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
+    <A, E, R>(key: K, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R>
+  }
+  /** The keys that have a breaker now, least recently used first. */
+  readonly keys: Effect.Effect<ReadonlyArray<K>>
+}
+
+/**
+ * A registry of breakers, one per key. Each breaker's metrics carry a `key` label (the key as a string).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { CircuitBreaker } from "effect-resilience"
+ *
+ * declare const get: (url: URL) => Effect.Effect<string, Error>
+ *
+ * const program = Effect.gen(function*() {
+ *   const breakers = yield* CircuitBreaker.keyed<string>({
+ *     trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 10, window: { duration: "30 seconds" } }),
+ *     openFor: "10 seconds",
+ *     maxKeys: 500
+ *   })
+ *   const url = new URL("https://api.example.com/prices")
+ *   return yield* breakers.protect(url.origin, get(url))
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const keyed: <K = string>(options: KeyedOptions) => Effect.Effect<Keyed<K>, never, Scope.Scope> =
+  keyedInternal.keyed
+
+/**
+ * The breaker's state: 0 closed, 1 half-open, 2 open; labelled `breaker` (the `name` option) and, for
+ * keyed breakers, `key`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const stateGauge: Metric.Metric.Gauge<number> = Metric.gauge("effect_resilience_breaker_state", {
+  description: "circuit breaker state: 0 closed, 1 half-open, 2 open"
+})
+
+/**
+ * Transitions, labelled `breaker`, `key` (when set), then `from` and `to`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const transitions: Metric.Metric.Counter<number> = Metric.counter(
+  "effect_resilience_breaker_transitions_total",
+  { description: "circuit breaker state transitions", incremental: true }
+)
+
+/**
+ * Calls refused with {@link CircuitOpen}, labelled `breaker` and `key` when set.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const rejections: Metric.Metric.Counter<number> = Metric.counter(
+  "effect_resilience_breaker_rejections_total",
+  { description: "calls refused by an open circuit breaker", incremental: true }
+)

@@ -1,0 +1,224 @@
+/**
+ * Where rate limiters keep their counters. A store offers one atomic operation per algorithm —
+ * read the key's state, decide, write it back — so that a remote store can run each as a single
+ * script (one Redis `EVALSHA`) and many processes share one limit.
+ *
+ * Time is passed in: every operation takes `nowMillis`, the caller's `Clock.currentTimeMillis`. The
+ * store never reads a clock of its own, so a limiter is deterministic under `TestClock`, and all
+ * processes sharing a remote store must have roughly synchronised clocks (NTP) — a skew of `d`
+ * milliseconds shifts a caller's view of refills and window boundaries by `d`.
+ *
+ * Users pick the store by providing a layer: {@link layerMemory} for one process.
+ *
+ * @since 0.1.0
+ */
+import type { Scope } from "effect"
+import { Context, Effect, Layer } from "effect"
+import * as internal from "./internal/rateLimiterStore.js"
+import * as validate from "./internal/validate.js"
+
+/**
+ * What a store decided, in plain numbers (milliseconds), as a script can return it.
+ * `RateLimiter` turns it into a `Decision` with `Duration`s.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface StoreDecision {
+  readonly allowed: boolean
+  /** The capacity (token bucket) or the limit per window. */
+  readonly limit: number
+  /** Whole units left after the decision. */
+  readonly remaining: number
+  /** 0 when allowed; otherwise when the same request would pass, in whole milliseconds (`Infinity`: never). */
+  readonly retryAfterMillis: number
+  /** Time until the key is back to its initial state (bucket full, nothing counted), in whole milliseconds. */
+  readonly resetAfterMillis: number
+}
+
+/**
+ * The parameters of a token bucket. `name` identifies the limiter: limiters with the same name and
+ * algorithm share counters (across processes, with a shared store).
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface TokenBucketParams {
+  readonly name: string
+  readonly capacity: number
+  readonly refillPerSecond: number
+}
+
+/**
+ * The parameters of a fixed or sliding window; `windowMillis` is the window length in milliseconds.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface WindowParams {
+  readonly name: string
+  readonly limit: number
+  readonly windowMillis: number
+}
+
+/**
+ * The synchronous core of an in-process store: the same operations without an effect around them.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface SyncStore {
+  tokenBucket(key: string, cost: number, params: TokenBucketParams, nowMillis: number): StoreDecision
+  fixedWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision
+  slidingWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision
+}
+
+/**
+ * A rate-limit store. Each operation atomically takes `cost` units from `key` if they are available
+ * at `nowMillis` and returns the decision; a denied request changes nothing. `cost` arrives
+ * validated (an integer >= 1); a cost above the limit is denied with `retryAfterMillis: Infinity`.
+ *
+ * Operations cannot fail: a remote store chooses what an outage means (deny, allow, or die) and
+ * documents it.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface Store {
+  /**
+   * Token bucket (GCRA form): the key's state is the instant its bucket is full again. Starts full,
+   * refills continuously at `refillPerSecond`.
+   */
+  readonly tokenBucket: (
+    key: string,
+    cost: number,
+    params: TokenBucketParams,
+    nowMillis: number
+  ) => Effect.Effect<StoreDecision>
+  /** At most `limit` units per window, windows aligned to multiples of `windowMillis` since the epoch. */
+  readonly fixedWindow: (
+    key: string,
+    cost: number,
+    params: WindowParams,
+    nowMillis: number
+  ) => Effect.Effect<StoreDecision>
+  /** Weighted two-window counter: `previous * (1 - elapsed / window) + current + cost <= limit`. */
+  readonly slidingWindow: (
+    key: string,
+    cost: number,
+    params: WindowParams,
+    nowMillis: number
+  ) => Effect.Effect<StoreDecision>
+  /**
+   * Present on in-process stores only: the limiter calls it directly, saving one effect per decision.
+   * Its results must equal the effectful operations'.
+   */
+  readonly sync?: SyncStore
+}
+
+/**
+ * The store service.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export class RateLimiterStore extends Context.Tag("effect-resilience/RateLimiterStore")<RateLimiterStore, Store>() {}
+
+/**
+ * The memory store, with a view of its size for tests and monitoring.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MemoryStore extends Store {
+  readonly sync: SyncStore
+  /** Keys held, over all limiters using the store. */
+  readonly size: Effect.Effect<number>
+  unsafeSize(): number
+  /** Evicts every expired key now (the background sweep does this every `sweepInterval`). */
+  readonly evictExpired: Effect.Effect<void>
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface MemoryOptions {
+  /**
+   * How often a background fiber evicts expired keys, so memory returns to baseline even when traffic
+   * stops. `Duration.infinity` turns it off (eviction then happens only as new keys arrive).
+   * Default: 1 second.
+   */
+  readonly sweepInterval?: import("effect").Duration.DurationInput
+}
+
+const sweepMillis = (options?: MemoryOptions): number =>
+  options?.sweepInterval === undefined ? 1000 : validate.millis("RateLimiterStore sweepInterval", options.sweepInterval)
+
+/**
+ * A memory store for one process. A key costs memory only while it differs from a fresh key: once a
+ * bucket is full again or its windows have passed, the key is evicted.
+ *
+ * Eviction is O(1) amortised per call, never a scan: each limiter's keys sit in a list in order of
+ * last use; every new key first evicts up to 2 expired keys from the front, and a background sweep
+ * (every `sweepInterval`) evicts the expired front in batches. An idle key is therefore gone at most
+ * one ttl after its last use plus one `sweepInterval` — ttl being `capacity / refillPerSecond` for a
+ * token bucket, the window for a fixed window, two windows for a sliding window.
+ *
+ * Throws `IllegalArgumentException` for a negative or malformed `sweepInterval`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiterStore } from "effect-resilience"
+ *
+ * const program = Effect.gen(function*() {
+ *   const store = yield* RateLimiterStore.makeMemory()
+ *   return yield* store.size
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory = (options?: MemoryOptions): Effect.Effect<MemoryStore, never, Scope.Scope> =>
+  internal.make(sweepMillis(options))
+
+/**
+ * A memory store without the background sweep (expired keys still go as new keys arrive, or on
+ * `evictExpired`). Useful for benchmarks and synchronous code.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const unsafeMakeMemory = (): MemoryStore => internal.toStore(new internal.MemoryCore())
+
+/**
+ * The memory store as a layer, with the default options.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter, RateLimiterStore } from "effect-resilience"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter.tokenBucket({ capacity: 10, refillPerSecond: 5 })
+ *   return yield* limiter.tryAcquire("user-42")
+ * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimiterStore, internal.make(1000))
+
+/**
+ * The memory store as a layer, with options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RateLimiterStore> => {
+  const interval = sweepMillis(options)
+  return Layer.scoped(RateLimiterStore, internal.make(interval))
+}

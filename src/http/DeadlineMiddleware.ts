@@ -1,0 +1,107 @@
+/**
+ * Server middleware that honours the caller's deadline: it reads the remaining budget from a request header
+ * (relative milliseconds, so clock skew between machines does not matter), clamps it to a server maximum,
+ * and runs the handler under `Deadline.within`. Everything the handler calls — retries, nested HTTP calls
+ * through the resilient client — sees what is left and stops in time.
+ *
+ * - Header: `Request-Timeout-Ms: <non-negative integer>` by default (`header` option).
+ * - A malformed value (anything but ASCII digits) is ignored by default, as if absent: a bad hint must not
+ *   break a request. `onMalformed: "reject"` answers 400 instead.
+ * - No header: the handler runs under `defaultTimeout` if given, else with no deadline of this middleware.
+ * - The effective budget is `min(header, maxTimeout)` (default 60 s).
+ * - When the deadline passes, the handler is interrupted and the answer is 504 problem+json.
+ *
+ * @since 0.1.0
+ */
+import type { HttpApp } from "@effect/platform"
+import { HttpServerRequest } from "@effect/platform"
+import { type Duration, Effect } from "effect"
+import * as Deadline from "../Deadline.js"
+import { problem } from "../internal/problem.js"
+import * as validate from "../internal/validate.js"
+
+/**
+ * The header carrying the remaining budget in milliseconds, as sent by `ResilientHttpClient`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultHeader = "request-timeout-ms"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options {
+  /** Default `Request-Timeout-Ms`. */
+  readonly header?: string
+  /** The largest budget a caller may ask for. Default 60 seconds. */
+  readonly maxTimeout?: Duration.DurationInput
+  /** The budget when the header is absent (or ignored). Default: none. */
+  readonly defaultTimeout?: Duration.DurationInput
+  /** What to do with a malformed header: `"ignore"` (default) or `"reject"` with 400. */
+  readonly onMalformed?: "ignore" | "reject"
+}
+
+/**
+ * Parses a relative-milliseconds header value: ASCII digits only, surrounding whitespace allowed.
+ *
+ * @since 0.1.0
+ * @category parsing
+ */
+export const parseHeader = (value: string): number | undefined => {
+  const trimmed = value.trim()
+  if (!/^[0-9]{1,15}$/.test(trimmed)) return undefined
+  return Number(trimmed)
+}
+
+/**
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { DeadlineMiddleware } from "effect-resilience"
+ *
+ * const router = HttpRouter.empty.pipe(HttpRouter.get("/search", HttpServerResponse.text("ok")))
+ * const app = router.pipe(DeadlineMiddleware.make({ maxTimeout: "10 seconds", defaultTimeout: "5 seconds" }))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = (options: Options = {}) => {
+  const header = (options.header ?? defaultHeader).toLowerCase()
+  const max = validate.millis("DeadlineMiddleware maxTimeout", options.maxTimeout ?? "60 seconds")
+  const fallback = options.defaultTimeout === undefined
+    ? undefined
+    : Math.min(max, validate.millis("DeadlineMiddleware defaultTimeout", options.defaultTimeout))
+  const reject = options.onMalformed === "reject"
+
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const raw = request.headers[header]
+      const parsed = raw === undefined ? undefined : parseHeader(raw)
+      if (raw !== undefined && parsed === undefined && reject) {
+        return Effect.succeed(problem({
+          status: 400,
+          type: "deadline-header-invalid",
+          title: `Invalid ${options.header ?? "Request-Timeout-Ms"} header`,
+          detail: "expected the remaining time in milliseconds as a non-negative integer"
+        }))
+      }
+      const budget = parsed === undefined ? fallback : Math.min(parsed, max)
+      if (budget === undefined) return app
+      return app.pipe(
+        Deadline.within(budget),
+        Effect.catchIf(
+          (e): e is Deadline.DeadlineExceeded => e instanceof Deadline.DeadlineExceeded,
+          () =>
+            Effect.succeed(problem({
+              status: 504,
+              type: "deadline-exceeded",
+              title: "Deadline exceeded",
+              detail: "the request's deadline passed before it could be answered"
+            }))
+        )
+      )
+    })
+}

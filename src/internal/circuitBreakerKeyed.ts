@@ -1,0 +1,64 @@
+import { Effect, ExecutionStrategy, Exit, MetricLabel, Scope } from "effect"
+import type { CircuitBreaker, CircuitOpen, Keyed, KeyedOptions } from "../CircuitBreaker.js"
+import { build, env } from "./circuitBreaker.js"
+import { resolve } from "./circuitBreakerPolicy.js"
+import * as validate from "./validate.js"
+
+interface Entry {
+  readonly breaker: CircuitBreaker
+  readonly scope: Scope.CloseableScope
+}
+
+/**
+ * A `Map` kept in least-recently-used order (a hit moves its key to the end), bounded by `maxKeys`: the
+ * first key is the one to drop. Each breaker lives in a child scope of the registry, closed when it is
+ * dropped, so its timer and subscribers go with it.
+ */
+export const keyed = <K = string>(options: KeyedOptions): Effect.Effect<Keyed<K>, never, Scope.Scope> => {
+  const maxKeys = validate.positiveInt("CircuitBreaker.keyed maxKeys", options.maxKeys ?? 1_000, {
+    allowInfinity: true
+  })
+  resolve(options) // validate once, eagerly
+  return Effect.gen(function*() {
+    const parent = yield* Effect.scope
+    const e = yield* env
+    const entries = new Map<K, Entry>()
+
+    const create = (key: K): Effect.Effect<CircuitBreaker> =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.fork(parent, ExecutionStrategy.sequential)
+        const breaker = yield* Scope.extend(build(resolve(options, [MetricLabel.make("key", String(key))]), e), scope)
+        const raced = entries.get(key)
+        if (raced !== undefined) {
+          yield* Scope.close(scope, Exit.void)
+          return raced.breaker
+        }
+        entries.set(key, { breaker, scope })
+        if (entries.size > maxKeys) {
+          const [oldest, entry] = entries.entries().next().value!
+          entries.delete(oldest)
+          yield* Scope.close(entry.scope, Exit.void)
+        }
+        return breaker
+      })
+
+    const get = (key: K): Effect.Effect<CircuitBreaker> =>
+      Effect.suspend(() => {
+        const hit = entries.get(key)
+        if (hit === undefined) return create(key)
+        entries.delete(key)
+        entries.set(key, hit)
+        return Effect.succeed(hit.breaker)
+      })
+
+    const protectWith = <A, E, R>(key: K, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
+      Effect.flatMap(get(key), (breaker) => breaker.protect(self))
+    // the key comes first in both forms, so `dual` (subject first) does not fit
+    const protect = ((...args: [K] | [K, Effect.Effect<any, any, any>]) =>
+      args.length === 1
+        ? (self: Effect.Effect<any, any, any>) => protectWith(args[0], self)
+        : protectWith(args[0], args[1])) as Keyed<K>["protect"]
+
+    return { get, protect, keys: Effect.sync(() => Array.from(entries.keys())) }
+  })
+}

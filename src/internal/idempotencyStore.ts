@@ -1,0 +1,120 @@
+import { Clock, Duration, Effect } from "effect"
+import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../IdempotencyStore.js"
+import { MinHeap } from "./heap.js"
+
+interface Record {
+  readonly fingerprint: string
+  token: string
+  /** in progress until `response` is set */
+  response: StoredResponse | undefined
+  leaseUntil: number
+  expiresAt: number
+  /** bumped on every write so stale heap entries are recognised */
+  version: number
+}
+
+interface Expiry {
+  readonly at: number
+  readonly id: string
+  readonly version: number
+}
+
+/** Expired records removed per call at most: keeps every call O(log n) while still draining backlogs. */
+const EVICT_PER_CALL = 16
+
+export const makeMemory = Effect.sync(() => {
+  const records = new Map<string, Record>()
+  const expiries = new MinHeap<Expiry>()
+  let tokens = 0
+
+  const schedule = (id: string, record: Record) => {
+    record.version++
+    expiries.push({ at: Math.max(record.expiresAt, record.leaseUntil), id, version: record.version })
+  }
+
+  const evict = (now: number) => {
+    for (let i = 0; i < EVICT_PER_CALL; i++) {
+      const next = expiries.peek()
+      if (next === undefined || next.at > now) return
+      expiries.pop()
+      const record = records.get(next.id)
+      if (record !== undefined && record.version === next.version) records.delete(next.id)
+    }
+  }
+
+  const idOf = (scope: string, key: string) => `${scope.length}:${scope}${key}`
+
+  const claim = (request: ClaimRequest) =>
+    Clock.clockWith((clock) =>
+      Effect.sync((): ClaimResult => {
+        const now = clock.unsafeCurrentTimeMillis()
+        evict(now)
+        const id = idOf(request.scope, request.key)
+        const existing = records.get(id)
+        const ttl = Duration.toMillis(request.ttl)
+        const lease = Duration.toMillis(request.lease)
+        if (existing !== undefined && existing.expiresAt > now) {
+          if (existing.fingerprint !== request.fingerprint) return { _tag: "Mismatch" }
+          if (existing.response !== undefined) return { _tag: "Completed", response: existing.response }
+          if (existing.leaseUntil > now) return { _tag: "InProgress" }
+          // the owner stopped renewing its lease: take the claim over with a new fencing token
+        }
+        const token = `m${++tokens}`
+        const record: Record = {
+          fingerprint: request.fingerprint,
+          token,
+          response: undefined,
+          leaseUntil: now + lease,
+          expiresAt: now + ttl,
+          version: existing?.version ?? 0
+        }
+        records.set(id, record)
+        schedule(id, record)
+        return { _tag: "Claimed", token }
+      })
+    )
+
+  const owned = (ref: ClaimRef, now: number): Record | undefined => {
+    const record = records.get(idOf(ref.scope, ref.key))
+    return record !== undefined && record.token === ref.token && record.response === undefined &&
+        record.expiresAt > now
+      ? record
+      : undefined
+  }
+
+  const store: Store & { readonly size: Effect.Effect<number> } = {
+    claim,
+    complete: (ref, response, ttl) =>
+      Clock.clockWith((clock) =>
+        Effect.sync(() => {
+          const now = clock.unsafeCurrentTimeMillis()
+          const record = owned(ref, now)
+          if (record === undefined) return false
+          record.response = response
+          record.expiresAt = now + Duration.toMillis(ttl)
+          record.leaseUntil = 0
+          schedule(idOf(ref.scope, ref.key), record)
+          return true
+        })
+      ),
+    renew: (ref, lease) =>
+      Clock.clockWith((clock) =>
+        Effect.sync(() => {
+          const now = clock.unsafeCurrentTimeMillis()
+          const record = owned(ref, now)
+          if (record === undefined) return false
+          record.leaseUntil = now + Duration.toMillis(lease)
+          schedule(idOf(ref.scope, ref.key), record)
+          return true
+        })
+      ),
+    release: (ref) =>
+      Clock.clockWith((clock) =>
+        Effect.sync(() => {
+          if (owned(ref, clock.unsafeCurrentTimeMillis()) !== undefined) records.delete(idOf(ref.scope, ref.key))
+        })
+      ),
+    size: Effect.sync(() => records.size)
+  }
+  return store
+})

@@ -1,0 +1,168 @@
+import type { Scope } from "effect"
+import { Clock, Effect } from "effect"
+import type { MemoryStore, StoreDecision, SyncStore, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
+import * as algorithms from "./rateLimiterAlgorithms.js"
+
+/** Expired entries evicted from the front of a table per new key: more than one, so eviction outpaces growth. */
+export const EVICT_PER_INSERT = 2
+/** Entries the background sweep evicts before yielding to other fibers. */
+export const SWEEP_BATCH = 4096
+
+/** A key's state plus its place in its table's recency list. */
+class Entry implements algorithms.State {
+  a = -Infinity
+  b = 0
+  c = 0
+  expiresAt = -Infinity
+  prev: Entry | undefined = undefined
+  next: Entry | undefined = undefined
+  constructor(readonly key: string) {}
+}
+
+type Step<P> = (s: algorithms.State, cost: number, params: P, now: number) => StoreDecision
+
+/**
+ * The keys of one limiter (one algorithm and name), in a hash map for lookup and an intrusive
+ * doubly-linked list in order of last use. Within a table every state expires at most one "ttl"
+ * (`capacity / refillPerSecond`, the window, or two windows) after its last use, so the list is
+ * also ordered by an upper bound of expiry: evicting from the front and stopping at the first live
+ * entry never skips an entry older than that bound. Each call does O(1) list work; each key is
+ * evicted once, so eviction is O(1) amortised per inserted key — never a scan of all keys.
+ */
+class Table {
+  readonly entries = new Map<string, Entry>()
+  head: Entry | undefined = undefined
+  tail: Entry | undefined = undefined
+
+  run<P>(step: Step<P>, key: string, cost: number, params: P, now: number): StoreDecision {
+    let e = this.entries.get(key)
+    if (e !== undefined) {
+      const d = step(e, cost, params, now)
+      if (e !== this.tail) {
+        this.unlink(e)
+        this.append(e)
+      }
+      return d
+    }
+    e = new Entry(key)
+    const d = step(e, cost, params, now)
+    // a denial changes nothing, and a state already expired is a fresh key: neither costs memory
+    if (d.allowed && e.expiresAt > now) {
+      this.evict(now, EVICT_PER_INSERT)
+      this.entries.set(key, e)
+      this.append(e)
+    }
+    return d
+  }
+
+  /** Evicts up to `max` expired entries from the front; returns how many. */
+  evict(now: number, max: number): number {
+    let n = 0
+    let e = this.head
+    while (e !== undefined && n < max && e.expiresAt <= now) {
+      const next = e.next
+      this.entries.delete(e.key)
+      e.next = undefined
+      n++
+      e = next
+    }
+    this.head = e
+    if (e === undefined) this.tail = undefined
+    else e.prev = undefined
+    return n
+  }
+
+  private unlink(e: Entry): void {
+    if (e.prev === undefined) this.head = e.next
+    else e.prev.next = e.next
+    if (e.next === undefined) this.tail = e.prev
+    else e.next.prev = e.prev
+    e.prev = e.next = undefined
+  }
+
+  private append(e: Entry): void {
+    e.prev = this.tail
+    if (this.tail === undefined) this.head = e
+    else this.tail.next = e
+    this.tail = e
+  }
+}
+
+const tableOf = (tables: Map<string, Table>, name: string): Table => {
+  let t = tables.get(name)
+  if (t === undefined) {
+    t = new Table()
+    tables.set(name, t)
+  }
+  return t
+}
+
+/** The synchronous core of the memory store: one table per algorithm and limiter name. */
+export class MemoryCore implements SyncStore {
+  private readonly buckets = new Map<string, Table>()
+  private readonly fixed = new Map<string, Table>()
+  private readonly sliding = new Map<string, Table>()
+
+  tokenBucket(key: string, cost: number, params: TokenBucketParams, nowMillis: number): StoreDecision {
+    return tableOf(this.buckets, params.name).run(algorithms.tokenBucket, key, cost, params, nowMillis)
+  }
+
+  fixedWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
+    return tableOf(this.fixed, params.name).run(algorithms.fixedWindow, key, cost, params, nowMillis)
+  }
+
+  slidingWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
+    return tableOf(this.sliding, params.name).run(algorithms.slidingWindow, key, cost, params, nowMillis)
+  }
+
+  /** Keys held, over all limiters. */
+  size(): number {
+    let n = 0
+    for (const tables of [this.buckets, this.fixed, this.sliding]) {
+      for (const t of tables.values()) n += t.entries.size
+    }
+    return n
+  }
+
+  /** Evicts up to `max` expired keys over all tables; returns how many. */
+  evictExpired(nowMillis: number, max: number): number {
+    let n = 0
+    for (const tables of [this.buckets, this.fixed, this.sliding]) {
+      for (const t of tables.values()) {
+        if (n >= max) return n
+        n += t.evict(nowMillis, max - n)
+      }
+    }
+    return n
+  }
+}
+
+const sweepAt = (core: MemoryCore, now: number): Effect.Effect<void> =>
+  core.evictExpired(now, SWEEP_BATCH) < SWEEP_BATCH
+    ? Effect.void
+    : Effect.zipRight(Effect.yieldNow(), Effect.suspend(() => sweepAt(core, now)))
+
+/** Evicts every expired key, yielding between batches so a large sweep never stalls other fibers. */
+export const sweep = (core: MemoryCore): Effect.Effect<void> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => sweepAt(core, now))
+
+export const toStore = (core: MemoryCore): MemoryStore => ({
+  tokenBucket: (key, cost, params, nowMillis) => Effect.sync(() => core.tokenBucket(key, cost, params, nowMillis)),
+  fixedWindow: (key, cost, params, nowMillis) => Effect.sync(() => core.fixedWindow(key, cost, params, nowMillis)),
+  slidingWindow: (key, cost, params, nowMillis) => Effect.sync(() => core.slidingWindow(key, cost, params, nowMillis)),
+  sync: core,
+  size: Effect.sync(() => core.size()),
+  unsafeSize: () => core.size(),
+  evictExpired: sweep(core)
+})
+
+/** A memory store with a background sweep every `intervalMillis` (none when infinite), for the scope's life. */
+export const make = (intervalMillis: number): Effect.Effect<MemoryStore, never, Scope.Scope> => {
+  const core = new MemoryCore()
+  const store = toStore(core)
+  if (!Number.isFinite(intervalMillis)) return Effect.succeed(store)
+  return Effect.as(
+    Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(intervalMillis), sweep(core)))),
+    store
+  )
+}

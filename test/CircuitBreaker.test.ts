@@ -1,0 +1,646 @@
+import { describe, expect, it } from "@effect/vitest"
+import {
+  Cause,
+  Chunk,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  FastCheck as fc,
+  Fiber,
+  Metric,
+  MetricLabel,
+  Schedule,
+  Stream,
+  TestClock
+} from "effect"
+import { CircuitBreaker, Deadline, Failure } from "../src/index.js"
+
+/** Lets forked fibers run until they block. */
+const settle = Effect.repeatN(Effect.yieldNow(), 20)
+
+const boom = Effect.fail("boom")
+const ok = Effect.succeed("ok")
+
+/** Runs `self` through the breaker, returning its exit. */
+const call = <A, E>(breaker: CircuitBreaker.CircuitBreaker, self: Effect.Effect<A, E>) =>
+  Effect.exit(breaker.protect(self))
+
+const failTimes = (breaker: CircuitBreaker.CircuitBreaker, n: number) => Effect.repeatN(call(breaker, boom), n - 1)
+
+const isCircuitOpen = (exit: Exit.Exit<unknown, unknown>): boolean =>
+  Exit.isFailure(exit) &&
+  Cause.failureOption(exit.cause).pipe((o) => o._tag === "Some" && o.value instanceof CircuitBreaker.CircuitOpen)
+
+const retryAfterOf = (exit: Exit.Exit<unknown, unknown>): number => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  const e = Cause.failureOption(exit.cause)
+  if (e._tag === "None" || !(e.value instanceof CircuitBreaker.CircuitOpen)) throw new Error("expected CircuitOpen")
+  return Duration.toMillis(e.value.retryAfter)
+}
+
+/** Counts the runs of an effect. */
+const counted = <A, E>(self: Effect.Effect<A, E>) => {
+  let runs = 0
+  return { effect: Effect.suspend(() => (runs++, self)), runs: () => runs }
+}
+
+/** Collects the next `n` transitions, subscribing before returning. */
+const nextChanges = (breaker: CircuitBreaker.CircuitBreaker, n: number) =>
+  Effect.gen(function*() {
+    const fiber = yield* Effect.fork(Stream.runCollect(Stream.take(breaker.changes, n)))
+    yield* settle
+    return Fiber.join(fiber).pipe(Effect.map(Chunk.toReadonlyArray))
+  })
+
+const basic = { trip: CircuitBreaker.consecutive(3), openFor: "10 seconds" } as const
+
+describe("CircuitBreaker", () => {
+  describe("consecutive", () => {
+    it.scoped("opens after n failures in a row and then fails fast without running the call", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        yield* failTimes(breaker, 2)
+        expect(yield* breaker.state).toBe("closed")
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("open")
+
+        const c = counted(ok)
+        yield* TestClock.adjust("4 seconds")
+        const exit = yield* call(breaker, c.effect)
+        expect(c.runs()).toBe(0)
+        expect(isCircuitOpen(exit)).toBe(true)
+        expect(retryAfterOf(exit)).toBe(6_000)
+      }))
+
+    it.scoped("a success resets the count", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        yield* failTimes(breaker, 2)
+        yield* call(breaker, ok)
+        yield* failTimes(breaker, 2)
+        expect(yield* breaker.state).toBe("closed")
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("half-open after openFor: a successful trial closes, and changes reports every step", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        const changes = yield* nextChanges(breaker, 3)
+        yield* TestClock.adjust("1 second")
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        expect(yield* breaker.state).toBe("half-open")
+        expect(yield* call(breaker, ok)).toEqual(Exit.succeed("ok"))
+        expect(yield* breaker.state).toBe("closed")
+        expect(yield* changes).toEqual([
+          { from: "closed", to: "open", at: 1_000 },
+          { from: "open", to: "half-open", at: 11_000 },
+          { from: "half-open", to: "closed", at: 11_000 }
+        ])
+      }))
+
+    it.scoped("a failed trial opens the breaker again for another openFor", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("open")
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(10_000)
+        yield* TestClock.adjust("10 seconds")
+        expect(yield* breaker.state).toBe("half-open")
+      }))
+  })
+
+  describe("half-open permits", () => {
+    it.scoped("all trials must succeed to close; the others fail fast with a zero retryAfter", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({ ...basic, halfOpenPermits: 2 })
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        const gate = yield* Deferred.make<void>()
+        const trials = yield* Effect.forEach([1, 2], () => Effect.fork(breaker.protect(Deferred.await(gate))))
+        yield* settle
+        const third = yield* call(breaker, ok)
+        expect(retryAfterOf(third)).toBe(0)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Effect.forEach(trials, Fiber.join)
+        expect(yield* breaker.state).toBe("closed")
+      }))
+
+    it.scoped("one successful trial of two does not close; one failure reopens", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({ ...basic, halfOpenPermits: 2 })
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        yield* call(breaker, ok)
+        expect(yield* breaker.state).toBe("half-open")
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("under 1,000 concurrent callers exactly halfOpenPermits trials run", () =>
+      Effect.gen(function*() {
+        const permits = 3
+        const breaker = yield* CircuitBreaker.make({ ...basic, halfOpenPermits: permits })
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        const gate = yield* Deferred.make<void>()
+        let started = 0
+        const trial = Effect.zipRight(Effect.sync(() => started++), Deferred.await(gate))
+        const fiber = yield* Effect.fork(
+          Effect.forEach(Array.from({ length: 1_000 }), () => call(breaker, trial), { concurrency: "unbounded" })
+        )
+        yield* settle
+        expect(started).toBe(permits)
+        yield* Deferred.succeed(gate, undefined)
+        const exits = yield* Fiber.join(fiber)
+        expect(exits.filter(Exit.isSuccess)).toHaveLength(permits)
+        expect(exits.filter(isCircuitOpen)).toHaveLength(1_000 - permits)
+        expect(yield* breaker.state).toBe("closed")
+      }))
+
+    it.scoped("an interrupted trial gives its permit back instead of wedging the breaker", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        const trial = yield* Effect.fork(breaker.protect(Effect.never))
+        yield* settle
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(0)
+        yield* Fiber.interrupt(trial)
+        expect(yield* breaker.state).toBe("half-open")
+        expect(yield* call(breaker, ok)).toEqual(Exit.succeed("ok"))
+        expect(yield* breaker.state).toBe("closed")
+      }))
+
+    it.scoped("a call admitted while closed that fails during half-open does not count as a trial", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        const gate = yield* Deferred.make<void>()
+        const slow = yield* Effect.fork(breaker.protect(Effect.zipRight(Deferred.await(gate), boom)))
+        yield* settle
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.await(slow)
+        expect(yield* breaker.state).toBe("half-open")
+      }))
+  })
+
+  describe("openFor as a Schedule", () => {
+    it.scoped("repeated openings back off, and closing starts the schedule over", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.consecutive(1),
+          openFor: Schedule.exponential("1 second")
+        })
+        yield* call(breaker, boom)
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(1_000)
+        yield* TestClock.adjust("1 second")
+        yield* call(breaker, boom) // failed trial: second opening
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(2_000)
+        yield* TestClock.adjust("2 seconds")
+        yield* call(breaker, boom)
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(4_000)
+        yield* TestClock.adjust("4 seconds")
+        yield* call(breaker, ok) // closes
+        expect(yield* breaker.state).toBe("closed")
+        yield* call(breaker, boom)
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(1_000)
+      }))
+
+    it.scoped("a schedule that ends keeps its last delay", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.consecutive(1),
+          openFor: Schedule.exponential("1 second").pipe(
+            Schedule.intersect(Schedule.recurs(2)),
+            Schedule.map(([d]) => d)
+          )
+        })
+        yield* call(breaker, boom)
+        yield* TestClock.adjust("1 second")
+        yield* call(breaker, boom)
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(2_000)
+        yield* TestClock.adjust("2 seconds")
+        yield* call(breaker, boom)
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(2_000)
+      }))
+  })
+
+  describe("failureRate", () => {
+    it.scoped("count window: waits for minimumCalls, then opens at the threshold", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 4, window: { calls: 4 } }),
+          openFor: "5 seconds"
+        })
+        yield* call(breaker, boom)
+        yield* call(breaker, boom)
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("closed") // 3 calls < minimumCalls
+        yield* call(breaker, ok)
+        expect(yield* breaker.state).toBe("open") // 3/4 >= 0.5
+      }))
+
+    it.scoped("count window: only the last N calls count", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 4, window: { calls: 4 } }),
+          openFor: "5 seconds"
+        })
+        yield* call(breaker, ok)
+        yield* call(breaker, ok)
+        yield* call(breaker, ok)
+        yield* call(breaker, boom) // 1/4
+        yield* call(breaker, ok) // 1/4, the first ok fell out
+        yield* call(breaker, boom) // 2/4
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("time window: failures expire with their bucket", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.failureRate({
+            threshold: 0.5,
+            minimumCalls: 4,
+            window: { duration: "10 seconds", buckets: 10 }
+          }),
+          openFor: "5 seconds"
+        })
+        yield* failTimes(breaker, 3) // bucket 0
+        yield* TestClock.adjust("10 seconds") // bucket 0 is gone
+        yield* call(breaker, ok)
+        yield* call(breaker, ok)
+        yield* call(breaker, ok)
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("closed") // 1/4 in the window
+        yield* TestClock.adjust("9 seconds") // still within 10 buckets
+        yield* call(breaker, boom) // 2/5
+        expect(yield* breaker.state).toBe("closed")
+        yield* call(breaker, boom) // 3/6
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("time window: calls spread over the buckets all count", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.failureRate({ threshold: 1, minimumCalls: 5, window: { duration: "5 seconds" } }),
+          openFor: "5 seconds"
+        })
+        for (let i = 0; i < 4; i++) {
+          yield* call(breaker, boom)
+          yield* TestClock.adjust("1 second")
+        }
+        expect(yield* breaker.state).toBe("closed")
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("slow calls count toward the slow-call rate even when they succeed", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.failureRate({
+            threshold: 1,
+            minimumCalls: 2,
+            window: { calls: 10 },
+            slowCall: { duration: "1 second", rateThreshold: 0.5 }
+          }),
+          openFor: "5 seconds"
+        })
+        yield* call(breaker, ok)
+        const slow = yield* Effect.fork(call(breaker, Effect.as(Effect.sleep("1001 millis"), "slow")))
+        yield* TestClock.adjust("1001 millis")
+        expect(yield* Fiber.join(slow)).toEqual(Exit.succeed("slow"))
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("a call exactly at the slow-call duration is not slow", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.failureRate({
+            threshold: 1,
+            minimumCalls: 1,
+            window: { calls: 10 },
+            slowCall: { duration: "1 second", rateThreshold: 1 }
+          }),
+          openFor: "5 seconds"
+        })
+        const f = yield* Effect.fork(call(breaker, Effect.sleep("1 second")))
+        yield* TestClock.adjust("1 second")
+        yield* Fiber.join(f)
+        expect(yield* breaker.state).toBe("closed")
+      }))
+  })
+
+  describe("what counts as a failure", () => {
+    it.scoped("Fatal does not count (and counts as a success), AttemptTimeout and DeadlineExceeded do", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        for (let i = 0; i < 5; i++) yield* call(breaker, Effect.fail(Failure.fatal("404")))
+        expect(yield* breaker.state).toBe("closed")
+        const timedOut = Effect.never.pipe(Deadline.timeout("10 millis"))
+        const deadline = Effect.never.pipe(Deadline.within("10 millis"))
+        const f = yield* Effect.fork(
+          Effect.all([call(breaker, timedOut), call(breaker, deadline), call(breaker, timedOut)], {
+            concurrency: "unbounded"
+          })
+        )
+        yield* TestClock.adjust("10 millis")
+        yield* Fiber.join(f)
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("a custom isFailure decides", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.consecutive(1),
+          openFor: "1 second",
+          isFailure: (e) => e === "503"
+        })
+        yield* call(breaker, Effect.fail("400"))
+        expect(yield* breaker.state).toBe("closed")
+        yield* call(breaker, Effect.fail("503"))
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("defects count", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(1), openFor: "1 second" })
+        yield* call(breaker, Effect.die("bug"))
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("interruption never counts", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(1), openFor: "1 second" })
+        const f = yield* Effect.fork(breaker.protect(Effect.never))
+        yield* settle
+        yield* Fiber.interrupt(f)
+        yield* call(breaker, Effect.interrupt)
+        expect(yield* breaker.state).toBe("closed")
+      }))
+  })
+
+  describe("isolate and reset", () => {
+    it.scoped("isolate holds the breaker open until reset", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        yield* breaker.isolate
+        expect(yield* breaker.state).toBe("open")
+        const exit = yield* call(breaker, ok)
+        expect(retryAfterOf(exit)).toBe(Infinity)
+        yield* TestClock.adjust("1 hour")
+        expect(yield* breaker.state).toBe("open")
+        yield* breaker.reset
+        expect(yield* breaker.state).toBe("closed")
+        expect(yield* call(breaker, ok)).toEqual(Exit.succeed("ok"))
+      }))
+
+    it.scoped("reset closes an open breaker and clears its counters", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        yield* failTimes(breaker, 3)
+        yield* breaker.reset
+        expect(yield* breaker.state).toBe("closed")
+        yield* failTimes(breaker, 2)
+        expect(yield* breaker.state).toBe("closed")
+      }))
+  })
+
+  describe("snapshot", () => {
+    it.scoped("an open breaker survives a JSON round trip, schedule position included", () =>
+      Effect.gen(function*() {
+        const options = { trip: CircuitBreaker.consecutive(1), openFor: Schedule.exponential("1 second") }
+        const breaker = yield* CircuitBreaker.make(options)
+        yield* call(breaker, boom)
+        yield* TestClock.adjust("1 second")
+        yield* call(breaker, boom) // second opening: 2 seconds
+        const snapshot: CircuitBreaker.Snapshot = JSON.parse(JSON.stringify(yield* breaker.snapshot))
+        expect(snapshot).toEqual({
+          state: "open",
+          isolated: false,
+          openUntil: 3_000,
+          openings: 2,
+          window: { kind: "consecutive", failures: 0 }
+        })
+
+        const restored = yield* CircuitBreaker.make({ ...options, initialState: snapshot })
+        expect(yield* restored.state).toBe("open")
+        expect(retryAfterOf(yield* call(restored, ok))).toBe(2_000)
+        yield* TestClock.adjust("2 seconds")
+        expect(yield* restored.state).toBe("half-open")
+        yield* call(restored, boom) // third opening: 4 seconds
+        expect(retryAfterOf(yield* call(restored, ok))).toBe(4_000)
+      }))
+
+    it.scoped("window counters survive too", () =>
+      Effect.gen(function*() {
+        const count = { trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 4, window: { calls: 5 } }) }
+        const time = {
+          trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 4, window: { duration: "10 seconds" } })
+        }
+        for (const policy of [count, time, { trip: CircuitBreaker.consecutive(4) }]) {
+          const breaker = yield* CircuitBreaker.make({ ...policy, openFor: "1 second" })
+          yield* call(breaker, ok)
+          yield* failTimes(breaker, 2)
+          const snapshot = JSON.parse(JSON.stringify(yield* breaker.snapshot))
+          const restored = yield* CircuitBreaker.make({ ...policy, openFor: "1 second", initialState: snapshot })
+          expect(yield* restored.snapshot).toEqual(snapshot)
+          yield* failTimes(restored, 2)
+          expect(yield* restored.state).toBe("open")
+        }
+      }))
+
+    it.scoped("half-open and isolated states restore; a snapshot of another policy starts the window empty", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        const halfOpen = yield* breaker.snapshot
+        expect(halfOpen.state).toBe("half-open")
+        const restored = yield* CircuitBreaker.make({ ...basic, initialState: halfOpen })
+        expect(yield* call(restored, ok)).toEqual(Exit.succeed("ok"))
+        expect(yield* restored.state).toBe("closed")
+
+        yield* breaker.isolate
+        const isolated = yield* CircuitBreaker.make({ ...basic, initialState: yield* breaker.snapshot })
+        yield* TestClock.adjust("1 hour")
+        expect(yield* isolated.state).toBe("open")
+
+        const other = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 1, window: { calls: 3 } }),
+          openFor: "1 second",
+          initialState: {
+            state: "closed",
+            isolated: false,
+            openUntil: null,
+            openings: 0,
+            window: { kind: "consecutive", failures: 2 }
+          }
+        })
+        expect((yield* other.snapshot).window).toEqual({ kind: "count", size: 3, outcomes: [] })
+      }))
+  })
+
+  describe("observability", () => {
+    it.scoped("counts transitions and rejections and sets the state gauge, labelled by name", () =>
+      Effect.gen(function*() {
+        const name = "metrics-test"
+        const breaker = yield* CircuitBreaker.make({ ...basic, name })
+        const label = MetricLabel.make("breaker", name)
+        const opened = Metric.taggedWithLabels(CircuitBreaker.transitions, [
+          label,
+          MetricLabel.make("from", "closed"),
+          MetricLabel.make("to", "open")
+        ])
+        yield* failTimes(breaker, 3)
+        yield* call(breaker, ok)
+        yield* call(breaker, ok)
+        expect((yield* Metric.value(opened)).count).toBe(1)
+        expect((yield* Metric.value(Metric.taggedWithLabels(CircuitBreaker.rejections, [label]))).count).toBe(2)
+        expect((yield* Metric.value(Metric.taggedWithLabels(CircuitBreaker.stateGauge, [label]))).value).toBe(2)
+        yield* breaker.reset
+        expect((yield* Metric.value(Metric.taggedWithLabels(CircuitBreaker.stateGauge, [label]))).value).toBe(0)
+      }))
+
+    it.scoped("annotates the current span on rejection and on a transition it caused", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(1), openFor: "1 second" })
+        const attributes = (self: Effect.Effect<unknown, unknown>) =>
+          Effect.gen(function*() {
+            yield* Effect.exit(self)
+            const span = yield* Effect.currentSpan
+            return Object.fromEntries(span.attributes)
+          }).pipe(Effect.withSpan("call"), Effect.orDie)
+        expect(yield* attributes(breaker.protect(boom))).toEqual({ "circuit_breaker.transition": "open" })
+        expect(yield* attributes(breaker.protect(ok))).toEqual({ "circuit_breaker.rejected": "open" })
+      }))
+  })
+
+  describe("layer and keyed", () => {
+    class Payments extends Context.Tag("test/Payments")<Payments, CircuitBreaker.CircuitBreaker>() {}
+
+    it.effect("layer builds a breaker for the given tag", () =>
+      Effect.gen(function*() {
+        const breaker = yield* Payments
+        yield* failTimes(breaker, 3)
+        expect(yield* breaker.state).toBe("open")
+      }).pipe(Effect.provide(CircuitBreaker.layer(Payments, basic))))
+
+    it.scoped("keyed keeps one breaker per key", () =>
+      Effect.gen(function*() {
+        const breakers = yield* CircuitBreaker.keyed<string>(basic)
+        yield* Effect.repeatN(Effect.exit(breakers.protect("a", boom)), 2)
+        expect(yield* (yield* breakers.get("a")).state).toBe("open")
+        expect(yield* Effect.exit(ok.pipe(breakers.protect("b")))).toEqual(Exit.succeed("ok"))
+        expect(yield* breakers.get("a")).toBe(yield* breakers.get("a"))
+        expect(yield* breakers.keys).toEqual(["b", "a"])
+      }))
+
+    it.scoped("keyed drops the least recently used breaker beyond maxKeys", () =>
+      Effect.gen(function*() {
+        const breakers = yield* CircuitBreaker.keyed<number>({ ...basic, maxKeys: 2 })
+        const first = yield* breakers.get(1)
+        yield* breakers.get(2)
+        yield* breakers.get(1)
+        yield* breakers.get(3)
+        expect(yield* breakers.keys).toEqual([1, 3])
+        expect(yield* breakers.get(1)).toBe(first)
+      }))
+  })
+
+  describe("validation", () => {
+    it("rejects options that could never work", () => {
+      const bad: ReadonlyArray<() => unknown> = [
+        () => CircuitBreaker.consecutive(0),
+        () => CircuitBreaker.consecutive(1.5),
+        () => CircuitBreaker.failureRate({ threshold: 0, minimumCalls: 1, window: { calls: 10 } }),
+        () => CircuitBreaker.failureRate({ threshold: 1.1, minimumCalls: 1, window: { calls: 10 } }),
+        () => CircuitBreaker.failureRate({ threshold: NaN, minimumCalls: 1, window: { calls: 10 } }),
+        () => CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 0, window: { calls: 10 } }),
+        () => CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 11, window: { calls: 10 } }),
+        () => CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 1, window: { duration: "0 millis" } }),
+        () =>
+          CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 1, window: { duration: "1 second", buckets: 0 } }),
+        () => CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 1, window: {} as never }),
+        () =>
+          CircuitBreaker.failureRate({
+            threshold: 0.5,
+            minimumCalls: 1,
+            window: { calls: 10 },
+            slowCall: { duration: "1 second", rateThreshold: 0 }
+          }),
+        () => CircuitBreaker.make({ ...basic, halfOpenPermits: 0 }),
+        () => CircuitBreaker.make({ ...basic, openFor: -1 }),
+        () => CircuitBreaker.make({ ...basic, openFor: Duration.infinity }),
+        () => CircuitBreaker.make({ trip: { _tag: "Nope" } as never, openFor: "1 second" }),
+        () => CircuitBreaker.make({ ...basic, initialState: { state: "weird" } as never }),
+        () => CircuitBreaker.keyed({ ...basic, maxKeys: 0 })
+      ]
+      for (const f of bad) expect(f).toThrow(Cause.IllegalArgumentException)
+    })
+  })
+
+  describe("properties", () => {
+    const command = fc.oneof(
+      fc.constant({ _tag: "call" as const }),
+      fc.record({
+        _tag: fc.constant("finish" as const),
+        pick: fc.nat(),
+        outcome: fc.constantFrom("ok", "fail", "interrupt")
+      }),
+      fc.constant({ _tag: "tick" as const })
+    )
+
+    it.effect.prop(
+      "never runs more concurrent trials than its permits, and never leaks a permit",
+      { permits: fc.integer({ min: 1, max: 5 }), commands: fc.array(command, { maxLength: 80 }) },
+      ({ commands, permits }) =>
+        Effect.gen(function*() {
+          const breaker = yield* CircuitBreaker.make({
+            trip: CircuitBreaker.consecutive(1),
+            openFor: "10 millis",
+            halfOpenPermits: permits
+          })
+          let trials = 0
+          // calls in flight: the gate that ends each one, and its fiber
+          const running: Array<
+            { readonly gate: Deferred.Deferred<boolean>; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }
+          > = []
+          const body = (gate: Deferred.Deferred<boolean>) =>
+            Effect.acquireUseRelease(
+              Effect.map(breaker.state, (s) => s === "half-open" && ++trials > 0),
+              () => Effect.flatMap(Deferred.await(gate), (succeed) => succeed ? Effect.void : Effect.fail("boom")),
+              (trial) => Effect.sync(() => trial && trials--)
+            )
+          yield* failTimes(breaker, 1)
+          yield* TestClock.adjust("10 millis")
+          for (const c of commands) {
+            if (c._tag === "call") {
+              const gate = yield* Deferred.make<boolean>()
+              running.push({ gate, fiber: yield* Effect.fork(breaker.protect(body(gate))) })
+            } else if (c._tag === "tick") {
+              yield* TestClock.adjust("10 millis")
+            } else if (running.length > 0) {
+              const { fiber, gate } = running.splice(c.pick % running.length, 1)[0]!
+              if (c.outcome === "interrupt") yield* Fiber.interrupt(fiber)
+              else yield* Deferred.succeed(gate, c.outcome === "ok")
+            }
+            yield* settle
+            expect(trials).toBeLessThanOrEqual(permits)
+          }
+          yield* Effect.forEach(running, ({ fiber }) => Fiber.interrupt(fiber))
+          expect(trials).toBe(0)
+          // every permit came back: a half-open breaker admits a trial
+          yield* TestClock.adjust("10 millis")
+          if ((yield* breaker.state) === "half-open") expect(yield* call(breaker, ok)).toEqual(Exit.succeed("ok"))
+        }).pipe(Effect.scoped),
+      { timeout: 30_000, fastCheck: { numRuns: 100 } }
+    )
+  })
+})

@@ -1,0 +1,183 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Duration, Effect, Metric, TestClock } from "effect"
+import { RateLimiter, RateLimiterStore } from "../src/index.js"
+import { plain, rateLimiterSuite } from "./rateLimiterSuite.js"
+
+rateLimiterSuite("memory", RateLimiterStore.layerMemory)
+
+const advance = (millis: number) => TestClock.adjust(Duration.millis(millis))
+
+/** A memory store (sweeping every `sweep` ms unless infinite) provided to the limiter constructors. */
+const withStore = <A, E>(
+  sweep: number,
+  f: (
+    store: RateLimiterStore.MemoryStore
+  ) => Effect.Effect<A, E, RateLimiterStore.RateLimiterStore | import("effect").Scope.Scope>
+) =>
+  Effect.gen(function*() {
+    const store = yield* RateLimiterStore.makeMemory({ sweepInterval: Duration.millis(sweep) })
+    return yield* f(store).pipe(Effect.provideService(RateLimiterStore.RateLimiterStore, store))
+  })
+
+describe("RateLimiterStore.layerMemory eviction", () => {
+  it.scoped("idle keys are swept: the key count returns to zero", () =>
+    withStore(1000, (store) =>
+      Effect.gen(function*() {
+        const bucket = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 1 })
+        const fixed = yield* RateLimiter.fixedWindow({ limit: 2, window: "1 second" })
+        const sliding = yield* RateLimiter.slidingWindow({ limit: 2, window: "1 second" })
+        for (let i = 0; i < 1000; i++) {
+          yield* bucket.tryAcquire(`k${i}`)
+          yield* fixed.tryAcquire(`k${i}`)
+          yield* sliding.tryAcquire(`k${i}`)
+        }
+        expect(yield* store.size).toBe(3000)
+        yield* advance(999)
+        expect(yield* store.size).toBe(3000)
+        yield* advance(1) // the fixed windows have passed and one token refilled: swept
+        expect(yield* store.size).toBe(1000)
+        yield* advance(1000) // the sliding windows are forgotten two windows on
+        expect(yield* store.size).toBe(0)
+      })))
+
+  it.scoped("a key costs nothing while it equals a fresh key", () =>
+    withStore(Infinity, (store) =>
+      Effect.gen(function*() {
+        const bucket = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 1 })
+        yield* bucket.tryAcquire("a")
+        expect(store.unsafeSize()).toBe(1)
+        yield* advance(1000)
+        yield* store.evictExpired
+        expect(store.unsafeSize()).toBe(0)
+        // the next request sees a full bucket, exactly as before eviction
+        expect(plain(yield* bucket.tryAcquire("a", 2))).toEqual({
+          allowed: true,
+          limit: 2,
+          remaining: 0,
+          retryAfter: 0,
+          resetAfter: 2000
+        })
+      })))
+
+  it.scoped("without a sweep, each new key evicts expired ones: the count stays bounded", () =>
+    withStore(Infinity, (store) =>
+      Effect.gen(function*() {
+        const bucket = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1 })
+        for (let i = 0; i < 100; i++) yield* bucket.tryAcquire(`old${i}`)
+        yield* advance(1000)
+        for (let i = 0; i < 60; i++) yield* bucket.tryAcquire(`new${i}`)
+        // 60 inserts evicted up to 120 expired keys: all 100 old ones are gone
+        expect(store.unsafeSize()).toBe(60)
+      })))
+
+  it.scoped("a busy key does not hold back the eviction of idle keys behind it", () =>
+    withStore(Infinity, (store) =>
+      Effect.gen(function*() {
+        const bucket = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 10 })
+        yield* bucket.tryAcquire("busy")
+        for (let i = 0; i < 50; i++) yield* bucket.tryAcquire(`idle${i}`)
+        for (let t = 0; t < 10; t++) {
+          yield* advance(100)
+          yield* bucket.tryAcquire("busy")
+        }
+        yield* store.evictExpired
+        expect(store.unsafeSize()).toBe(1)
+      })))
+
+  it.effect("layerMemoryWith validates its options", () =>
+    Effect.sync(() => {
+      expect(() => RateLimiterStore.layerMemoryWith({ sweepInterval: -1 })).toThrow(Cause.IllegalArgumentException)
+    }))
+
+  it("the synchronous core decides exactly like the limiter", () => {
+    const store = RateLimiterStore.unsafeMakeMemory()
+    const params = { name: "sync", capacity: 2, refillPerSecond: 1 }
+    expect(store.sync.tokenBucket("k", 1, params, 0)).toEqual({
+      allowed: true,
+      limit: 2,
+      remaining: 1,
+      retryAfterMillis: 0,
+      resetAfterMillis: 1000
+    })
+    expect(store.sync.tokenBucket("k", 2, params, 0).retryAfterMillis).toBe(1000)
+    expect(store.sync.tokenBucket("k", 3, params, 0).retryAfterMillis).toBe(Infinity)
+    // a denied fresh key stays fresh: nothing stored
+    const window = { name: "sync", limit: 2, windowMillis: 1000 }
+    expect(store.sync.fixedWindow("fresh", 3, window, 0).allowed).toBe(false)
+    expect(store.sync.slidingWindow("fresh", 3, window, 0).allowed).toBe(false)
+    expect(store.unsafeSize()).toBe(1)
+  })
+})
+
+describe("RateLimiter options validation", () => {
+  const throws = (f: () => unknown) => expect(f).toThrow(Cause.IllegalArgumentException)
+
+  it("rejects impossible token buckets at construction", () => {
+    for (const capacity of [0, -1, 1.5, NaN, Infinity]) {
+      throws(() => RateLimiter.tokenBucket({ capacity, refillPerSecond: 1 }))
+    }
+    for (const refillPerSecond of [0, -1, NaN, Infinity]) {
+      throws(() => RateLimiter.tokenBucket({ capacity: 1, refillPerSecond }))
+    }
+    throws(() => RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: "" }))
+    throws(() => RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, maxWait: -5 }))
+  })
+
+  it("rejects impossible windows at construction", () => {
+    for (const make of [RateLimiter.fixedWindow, RateLimiter.slidingWindow]) {
+      for (const limit of [0, -1, 2.5, NaN]) throws(() => make({ limit, window: "1 second" }))
+      for (const window of [0, -1, NaN, "-1 second", "soon", Duration.infinity]) {
+        throws(() => make({ limit: 1, window: window as Duration.DurationInput }))
+      }
+    }
+  })
+
+  it.scoped("acquire rejects a malformed maxWait", () =>
+    withStore(Infinity, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1 })
+        expect(() => limiter.acquire("k", 1, { maxWait: -1 })).toThrow(Cause.IllegalArgumentException)
+      })))
+})
+
+describe("RateLimiter observability", () => {
+  it.scoped("counts allowed and denied decisions by algorithm and limiter", () =>
+    withStore(Infinity, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.fixedWindow({ limit: 2, window: "1 second", name: "metrics-test" })
+        for (let i = 0; i < 5; i++) yield* limiter.tryAcquire("k")
+        const tagged = <M extends Metric.Metric.Counter<number>>(m: M) =>
+          m.pipe(Metric.tagged("algorithm", "fixed-window"), Metric.tagged("limiter", "metrics-test"))
+        expect((yield* Metric.value(tagged(RateLimiter.allowedTotal))).count).toBe(2)
+        expect((yield* Metric.value(tagged(RateLimiter.deniedTotal))).count).toBe(3)
+      })))
+
+  it.scoped("honours the fiber's metric tags", () =>
+    withStore(Infinity, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: "metrics-tags" })
+        yield* limiter.tryAcquire("k").pipe(Effect.tagMetrics("route", "/orders"))
+        const counter = RateLimiter.allowedTotal.pipe(
+          Metric.tagged("algorithm", "token-bucket"),
+          Metric.tagged("limiter", "metrics-tags"),
+          Metric.tagged("route", "/orders")
+        )
+        expect((yield* Metric.value(counter)).count).toBe(1)
+      })))
+
+  it.scoped("annotates the current span with the decision", () =>
+    withStore(Infinity, () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: "span-test" })
+        const attributes = yield* Effect.gen(function*() {
+          yield* limiter.tryAcquire("k")
+          yield* limiter.tryAcquire("k")
+          const span = yield* Effect.currentSpan
+          return span.attributes
+        }).pipe(Effect.withSpan("request"))
+        expect(attributes.get("rate_limiter.name")).toBe("span-test")
+        expect(attributes.get("rate_limiter.algorithm")).toBe("token-bucket")
+        expect(attributes.get("rate_limiter.allowed")).toBe(false)
+        expect(attributes.get("rate_limiter.retry_after_ms")).toBe(1000)
+      })))
+})

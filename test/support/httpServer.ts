@@ -1,0 +1,62 @@
+import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
+import type { HttpApp } from "@effect/platform"
+import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
+import { Effect, Layer } from "effect"
+import { createServer } from "node:http"
+import { connect } from "node:net"
+
+/** A real Node HTTP server on 127.0.0.1 (random port) and an HttpClient whose relative URLs point at it. */
+export const TestServer = HttpServer.layerTestClient.pipe(
+  Layer.provide(NodeHttpClient.layerUndici),
+  Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+)
+
+/** The same server with a plain HttpClient (absolute URLs), for clients that target several servers. */
+export const ServerAndClient = Layer.merge(
+  NodeHttpClient.layerUndici,
+  NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" })
+)
+
+export interface Reply {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+/** Sends a request and reads the whole reply. */
+export const send = (request: HttpClientRequest.HttpClientRequest) =>
+  Effect.flatMap(
+    HttpClient.HttpClient,
+    (client) =>
+      Effect.scoped(Effect.flatMap(client.execute(request), (response) =>
+        Effect.map(response.text, (body): Reply => ({ status: response.status, headers: response.headers, body }))))
+  )
+
+export const post = (path: string, options: { key?: string; body?: unknown; headers?: Record<string, string> } = {}) =>
+  send(
+    HttpClientRequest.post(path).pipe(
+      HttpClientRequest.setHeaders({
+        ...(options.key === undefined ? {} : { "idempotency-key": options.key }),
+        ...options.headers
+      }),
+      HttpClientRequest.bodyUnsafeJson(options.body ?? {})
+    )
+  )
+
+/** Serves `app` for the rest of the scope. */
+export const serve = <E, R>(app: HttpApp.Default<E, R>) => HttpServer.serveEffect(app)
+
+/** Sends raw bytes over TCP (for headers an HTTP client refuses to send) and returns the status line's code. */
+export const rawStatus = (request: string) =>
+  Effect.flatMap(HttpServer.HttpServer, (server) =>
+    Effect.async<number>((resume) => {
+      const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+      const socket = connect({ host: "127.0.0.1", port }, () => socket.end(Buffer.from(request, "latin1")))
+      let data = ""
+      socket.on("data", (chunk) => {
+        data += chunk.toString("latin1")
+      })
+      socket.on("close", () => resume(Effect.succeed(Number(data.split(" ")[1]))))
+      socket.on("error", () => resume(Effect.succeed(-1)))
+      return Effect.sync(() => socket.destroy())
+    }))
