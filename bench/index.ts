@@ -2,16 +2,26 @@
  * `npm run bench` prints ns/op per case and the ratios the issues set as targets;
  * `npm run bench -- --json` prints `{ cases: { name: nsPerOp } }` and nothing else.
  *
- * Overhead = ns/op of a case minus the `Effect.succeed` baseline; ratios compare overheads.
+ * Overhead = ns/op of a case minus the `Effect.succeed` baseline; ratios compare overheads, except targets
+ * marked "absolute", which compare whole per-call costs (e.g. against a promise-based library).
  */
 import * as breaker from "./breaker.js"
 import * as bulkhead from "./bulkhead.js"
 import * as core from "./core.js"
-import { fmt, measure, type Result } from "./harness.js"
+import { type Case, fmt, measure, type Result } from "./harness.js"
 import * as limiter from "./limiter.js"
+import * as pipeline from "./pipeline.js"
 
 const json = process.argv.includes("--json")
-const suites = [core, bulkhead, breaker, limiter]
+interface Suite {
+  readonly cases: ReadonlyArray<Case>
+  /** [case, reference, target ratio, "absolute" to compare whole per-call costs instead of overheads] */
+  readonly targets: ReadonlyArray<readonly [string, string, number, "absolute"?]>
+  /** cases measured outside the harness (e.g. promise-based libraries), in ns/op */
+  readonly extra?: () => Promise<Record<string, number>>
+  readonly report?: (results: ReadonlyMap<string, number>) => Promise<void>
+}
+const suites: ReadonlyArray<Suite> = [core, bulkhead, breaker, limiter, pipeline]
 
 const results: Array<Result> = []
 for (const suite of suites) {
@@ -19,6 +29,10 @@ for (const suite of suites) {
     const r = await measure(c)
     results.push(r)
     if (!json) console.log(`${c.name.padEnd(40)} ${fmt(r.nsPerOp).padStart(10)}/op`)
+  }
+  for (const [name, nsPerOp] of Object.entries((await suite.extra?.()) ?? {})) {
+    results.push({ name, nsPerOp })
+    if (!json) console.log(`${name.padEnd(40)} ${fmt(nsPerOp).padStart(10)}/op`)
   }
 }
 
@@ -29,16 +43,14 @@ if (json) {
 } else {
   console.log("\noverhead ratios (case − Effect.succeed) / (reference − Effect.succeed):")
   for (const suite of suites) {
-    for (const [name, reference, target] of suite.targets) {
+    for (const [name, reference, target, kind] of suite.targets) {
       const a = byName.get(name)
       const b = byName.get(reference)
       if (a === undefined || b === undefined) continue
-      const ratio = Math.max(0, a - baseline) / Math.max(1, b - baseline)
+      const ratio = kind === "absolute" ? a / b : Math.max(0, a - baseline) / Math.max(1, b - baseline)
       const verdict = ratio <= target ? "ok" : "MISSED"
       console.log(`${name} / ${reference}`.padEnd(40), `${ratio.toFixed(3)}×  (target ≤ ${target}×) ${verdict}`)
     }
   }
-  for (const suite of suites as ReadonlyArray<{ report?: (r: typeof byName) => Promise<void> }>) {
-    await suite.report?.(byName)
-  }
+  for (const suite of suites) await suite.report?.(byName)
 }

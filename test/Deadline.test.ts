@@ -227,6 +227,19 @@ describe("Deadline", () => {
         expect(finalized).toBe(true)
       }))
 
+    it.effect("works for an uninterruptible caller whose work is interruptible (as in an HTTP app)", () =>
+      Effect.gen(function*() {
+        const fiber = yield* Effect.interruptible(Effect.never).pipe(
+          Deadline.timeout("1 second"),
+          Effect.uninterruptible,
+          Effect.fork
+        )
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.await(fiber)).toEqual(
+          Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(1000) }))
+        )
+      }))
+
     it.effect("leaves the caller's scheduler alone (many sequential calls do not stall)", () =>
       Effect.gen(function*() {
         let sum = 0

@@ -56,19 +56,40 @@ export const timeoutWith = <A, E, R, E2>(
           const done = child.unsafePoll()
           if (done !== null) return done
           return Effect.flatMap(
-            Effect.onInterrupt(
-              restore(Effect.timeoutOption(Fiber.await(child), millis)),
-              () => Fiber.interrupt(child)
-            ),
-            (exit): Effect.Effect<A, E | E2, never> =>
-              exit._tag === "Some"
-                ? exit.value
-                : Effect.zipRight(Fiber.interrupt(child), Exit.fail(onTimeout()))
+            Effect.fork(Effect.interruptible(Effect.sleep(millis))),
+            (timer) =>
+              Effect.flatMap(
+                Effect.onInterrupt(restore(firstOf(child, timer)), () => Fiber.interrupt(child)),
+                (exit): Effect.Effect<A, E | E2, never> => {
+                  if (exit !== undefined) return Effect.zipRight(Fiber.interruptFork(timer), exit)
+                  return Effect.zipRight(Fiber.interrupt(child), Exit.fail(onTimeout()))
+                }
+              )
           )
         }
       )
     })
   )
+
+/**
+ * Waits for the child's exit or the timer, whichever comes first (`undefined` for the timer). A plain
+ * callback wait, so it is as interruptible as the caller and no third fiber is needed: the caller may be
+ * uninterruptible (@effect/platform runs HTTP apps so) and the timer must still be able to end the wait.
+ */
+const firstOf = <A, E>(
+  child: Fiber.RuntimeFiber<A, E>,
+  timer: Fiber.RuntimeFiber<void>
+): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.async((resume) => {
+    const onChild = (exit: Exit.Exit<A, E>) => resume(Effect.succeed(exit))
+    const onTimer = () => resume(Effect.succeed(undefined))
+    child.addObserver(onChild)
+    timer.addObserver(onTimer)
+    return Effect.sync(() => {
+      child.removeObserver(onChild)
+      timer.removeObserver(onTimer)
+    })
+  })
 
 /** `FiberRuntime` has `setFiberRef`; the public `RuntimeFiber` interface does not list it. */
 interface Mutable {

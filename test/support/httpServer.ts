@@ -1,7 +1,7 @@
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
-import { Effect, Layer } from "effect"
+import { Chunk, Effect, Layer, TestClock } from "effect"
 import { createServer } from "node:http"
 import { connect } from "node:net"
 
@@ -60,3 +60,12 @@ export const rawStatus = (request: string) =>
       socket.on("error", () => resume(Effect.succeed(-1)))
       return Effect.sync(() => socket.destroy())
     }))
+
+/** Waits (yielding to I/O, not sleeping) until some fiber sleeps on the TestClock, e.g. a server handler. */
+export const untilSleeping = Effect.gen(function*() {
+  for (let i = 0; i < 10_000; i++) {
+    if (Chunk.isNonEmpty(yield* TestClock.sleeps())) return
+    yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+  }
+  return yield* Effect.die(new Error("nothing started sleeping on the TestClock"))
+})

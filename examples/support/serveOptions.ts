@@ -1,0 +1,51 @@
+import { Layer } from "effect"
+import { IdempotencyStore, RateLimiterStore } from "../../src/index.js"
+
+export interface ServeArgs {
+  readonly port: number
+  readonly store: "memory" | "sqlite" | "postgres" | "redis"
+  readonly db: string
+  readonly rate: { readonly capacity: number; readonly refill: number }
+}
+
+const usage = "usage: npm run serve -- --port <p> [--store memory|sqlite|postgres|redis] [--db <path>] " +
+  "[--rate <capacity>:<refillPerSecond>]"
+
+const fail = (message: string): never => {
+  console.error(`${message}\n${usage}`)
+  process.exit(2)
+}
+
+export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
+  const get = (name: string) => {
+    const i = argv.indexOf(`--${name}`)
+    if (i === -1) return undefined
+    const value = argv[i + 1]
+    return value === undefined || value.startsWith("--") ? fail(`--${name} needs a value`) : value
+  }
+  for (const arg of argv) {
+    if (arg.startsWith("--") && !["--port", "--store", "--db", "--rate"].includes(arg)) fail(`unknown option ${arg}`)
+  }
+  const portText = get("port") ?? "8080"
+  const port = /^\d{1,5}$/.test(portText) && Number(portText) <= 65535 ? Number(portText) : fail("bad --port")
+  const store = get("store") ?? "memory"
+  if (!["memory", "sqlite", "postgres", "redis"].includes(store)) fail(`unknown --store ${store}`)
+  const rateText = get("rate") ?? "1000:1000"
+  const match = /^(\d+):(\d+(?:\.\d+)?)$/.exec(rateText)
+  const rate = match !== null && Number(match[1]) >= 1 && Number(match[2]) > 0
+    ? { capacity: Number(match[1]), refill: Number(match[2]) }
+    : fail("bad --rate, expected <capacity>:<refillPerSecond>, e.g. 20:5")
+  return { port, store: store as ServeArgs["store"], db: get("db") ?? "orders-idempotency.db", rate }
+}
+
+/** The idempotency store and the rate-limit store the `--store` option picks. */
+export const storeLayers = (
+  args: ServeArgs
+): Layer.Layer<IdempotencyStore.IdempotencyStore | RateLimiterStore.RateLimiterStore> => {
+  switch (args.store) {
+    case "memory":
+      return Layer.merge(IdempotencyStore.layerMemory, RateLimiterStore.layerMemory)
+    default:
+      return fail(`--store ${args.store} is not available yet`)
+  }
+}
