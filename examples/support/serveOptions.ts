@@ -1,4 +1,6 @@
-import { Layer } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import { Layer, Redacted } from "effect"
 import { IdempotencyStore, RateLimiterStore } from "../../src/index.js"
 
 export interface ServeArgs {
@@ -6,10 +8,12 @@ export interface ServeArgs {
   readonly store: "memory" | "sqlite" | "postgres" | "redis"
   readonly db: string
   readonly rate: { readonly capacity: number; readonly refill: number }
+  /** How long a claim of a crashed process blocks its key (the idempotency lease), in milliseconds. */
+  readonly leaseMillis: number
 }
 
 const usage = "usage: npm run serve -- --port <p> [--store memory|sqlite|postgres|redis] [--db <path>] " +
-  "[--rate <capacity>:<refillPerSecond>]"
+  "[--rate <capacity>:<refillPerSecond>] [--lease <ms>]"
 
 const fail = (message: string): never => {
   console.error(`${message}\n${usage}`)
@@ -24,7 +28,9 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     return value === undefined || value.startsWith("--") ? fail(`--${name} needs a value`) : value
   }
   for (const arg of argv) {
-    if (arg.startsWith("--") && !["--port", "--store", "--db", "--rate"].includes(arg)) fail(`unknown option ${arg}`)
+    if (arg.startsWith("--") && !["--port", "--store", "--db", "--rate", "--lease"].includes(arg)) {
+      fail(`unknown option ${arg}`)
+    }
   }
   const portText = get("port") ?? "8080"
   const port = /^\d{1,5}$/.test(portText) && Number(portText) <= 65535 ? Number(portText) : fail("bad --port")
@@ -35,17 +41,39 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
   const rate = match !== null && Number(match[1]) >= 1 && Number(match[2]) > 0
     ? { capacity: Number(match[1]), refill: Number(match[2]) }
     : fail("bad --rate, expected <capacity>:<refillPerSecond>, e.g. 20:5")
-  return { port, store: store as ServeArgs["store"], db: get("db") ?? "orders-idempotency.db", rate }
+  const leaseText = get("lease") ?? "60000"
+  const leaseMillis = /^\d{1,9}$/.test(leaseText) && Number(leaseText) > 0 ? Number(leaseText) : fail("bad --lease")
+  return { port, store: store as ServeArgs["store"], db: get("db") ?? "orders-idempotency.db", rate, leaseMillis }
 }
 
-/** The idempotency store and the rate-limit store the `--store` option picks. */
+export const databaseUrl = () => process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+export const redisUrl = () => process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379"
+
+/**
+ * The idempotency store and the rate-limit store the `--store` option picks. SQLite and PostgreSQL hold the
+ * idempotency keys (the limiter stays in memory, per process); Redis holds both, so several processes share
+ * one token bucket.
+ */
 export const storeLayers = (
   args: ServeArgs
-): Layer.Layer<IdempotencyStore.IdempotencyStore | RateLimiterStore.RateLimiterStore> => {
+): Layer.Layer<IdempotencyStore.IdempotencyStore | RateLimiterStore.RateLimiterStore, unknown> => {
   switch (args.store) {
     case "memory":
       return Layer.merge(IdempotencyStore.layerMemory, RateLimiterStore.layerMemory)
-    default:
-      return fail(`--store ${args.store} is not available yet`)
+    case "sqlite":
+      return Layer.merge(
+        IdempotencyStore.layerSql().pipe(Layer.provide(SqliteClient.layer({ filename: args.db }))),
+        RateLimiterStore.layerMemory
+      )
+    case "postgres":
+      return Layer.merge(
+        IdempotencyStore.layerSql().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl()) }))),
+        RateLimiterStore.layerMemory
+      )
+    case "redis":
+      return Layer.merge(
+        IdempotencyStore.layerRedis({ url: redisUrl() }),
+        RateLimiterStore.layerRedis({ url: redisUrl() })
+      )
   }
 }

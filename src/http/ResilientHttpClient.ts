@@ -41,7 +41,10 @@ export interface Options {
     readonly maxAttempts?: number
     readonly maxRetryAfter?: Duration.DurationInput
   }
-  /** A circuit breaker per origin (scheme, host and port), built with these options. Default: none. */
+  /**
+   * A circuit breaker per origin (scheme, host and port), built with these options. Default: none. Unless
+   * you pass `isFailure`, 429 answers do not count as failures (the server is throttling, not down).
+   */
   readonly breaker?: KeyedOptions
   /** A limiter keyed by origin that every attempt waits for (respecting the deadline). Default: none. */
   readonly rateLimiter?: RateLimiter

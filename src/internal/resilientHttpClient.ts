@@ -25,6 +25,14 @@ type AttemptError =
 /** Statuses whose Retry-After is honoured (RFC 9110 names 503 and 3xx; RFC 6585 429; 413 as urllib3 does). */
 const retryAfterStatuses = new Set([413, 429, 503])
 
+/**
+ * What trips the per-origin breaker by default: every failure except `Fatal` (as the breaker's own default)
+ * and except 429 — a server that throttles is working as designed, and the retry already honours it.
+ */
+const countsAsOutage = (error: unknown): boolean =>
+  !Failure.isFatal(error) &&
+  !(Failure.isRetryable(error) && error.cause instanceof StatusError && error.cause.status === 429)
+
 export const classifyTransportError = (
   error: HttpClientError.HttpClientError
 ): HttpClientError.HttpClientError | ConnectFailed | UnknownOutcome => {
@@ -45,7 +53,9 @@ export const make = (options: Options = {}) =>
       maxAttempts: options.retry?.maxAttempts ?? 3,
       ...(options.retry?.maxRetryAfter === undefined ? {} : { maxRetryAfter: options.retry.maxRetryAfter })
     })
-    const breakers = options.breaker === undefined ? undefined : yield* CircuitBreaker.keyed<string>(options.breaker)
+    const breakers = options.breaker === undefined
+      ? undefined
+      : yield* CircuitBreaker.keyed<string>({ isFailure: countsAsOutage, ...options.breaker })
     const limiter = options.rateLimiter
     const keyMethods = options.idempotencyKeys === false
       ? new Set<string>()

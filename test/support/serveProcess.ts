@@ -16,7 +16,8 @@ export interface Served {
 export const startServe = (args: ReadonlyArray<string> = [], env: Record<string, string> = {}) =>
   Effect.acquireRelease(
     Effect.async<Served, Error>((resume) => {
-      const child = spawn(`${root}/node_modules/.bin/tsx`, ["examples/serve.ts", "--port", "0", ...args], {
+      // node itself with tsx as a loader: one process, so killing it really kills the server
+      const child = spawn(process.execPath, ["--import", "tsx", "examples/serve.ts", "--port", "0", ...args], {
         cwd: root,
         env: { ...process.env, ...env },
         stdio: ["ignore", "pipe", "pipe"]

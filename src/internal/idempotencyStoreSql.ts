@@ -1,0 +1,210 @@
+import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
+import { Clock, Duration, Effect, Layer, Schedule, type Scope } from "effect"
+import { randomUUID } from "node:crypto"
+import {
+  type ClaimRef,
+  type ClaimRequest,
+  type ClaimResult,
+  IdempotencyStore,
+  IdempotencyStoreError,
+  type SqlOptions,
+  type SqlStore,
+  type Store,
+  type StoredResponse
+} from "../IdempotencyStore.js"
+import { resolve, type SqlDialect, sqlSchema } from "./idempotencyStoreSqlOptions.js"
+
+/** `state` values: a claim whose handler is still running, and a stored response. */
+const IN_PROGRESS = 0
+const COMPLETED = 1
+
+/** Claims that keep losing races (the row changes between the upsert and the read) give up after this many. */
+const CLAIM_ATTEMPTS = 3
+
+interface ExistingRow {
+  readonly fingerprint: string
+  readonly state: unknown
+  readonly status: unknown
+  readonly headers: string | null
+  readonly body: Uint8Array | null
+  readonly lease_until: unknown
+  readonly expires_at: unknown
+}
+
+/** Drivers return BIGINT as a string (pg) or a bigint (SQLite with safe integers); both fit a double here. */
+const num = (value: unknown): number => {
+  const n = Number(value)
+  // thrown inside the store's effects, where it becomes an IdempotencyStoreError like any database failure
+  if (value === null || value === undefined || Number.isNaN(n)) throw new Error(`corrupt record: ${String(value)}`)
+  return n
+}
+
+/** Millis stored in BIGINT columns: whole numbers, and an infinite duration becomes "never". */
+const instant = (now: number, duration: Duration.Duration): number => {
+  const millis = Math.ceil(Duration.toMillis(duration))
+  return Number.isFinite(millis) ? Math.min(now + millis, Number.MAX_SAFE_INTEGER) : Number.MAX_SAFE_INTEGER
+}
+
+/** The dialects with `INSERT … ON CONFLICT … DO UPDATE … WHERE … RETURNING`. */
+const dialectOf = (sql: SqlClient.SqlClient): SqlDialect | undefined =>
+  sql.onDialectOrElse({ orElse: () => undefined, sqlite: () => "sqlite" as const, pg: () => "pg" as const })
+
+/** Creates the table and its index if missing; safe to run from many processes at once. */
+export const migrate = (
+  sql: SqlClient.SqlClient,
+  dialect: SqlDialect,
+  table: string
+): Effect.Effect<void, SqlError> => {
+  const statements = sqlSchema(dialect, table).map((statement) => sql.unsafe(statement).raw)
+  return dialect === "pg"
+    // concurrent CREATE TABLE IF NOT EXISTS can still collide in the catalog: serialise them on an advisory lock
+    ? sql.withTransaction(
+      Effect.zipRight(
+        sql`SELECT pg_advisory_xact_lock(hashtext(${table}))`.raw,
+        Effect.all(statements, { discard: true })
+      )
+    )
+    : Effect.all(statements, { discard: true })
+}
+
+export const make = (
+  options?: SqlOptions
+): Effect.Effect<SqlStore, SqlError, SqlClient.SqlClient | Scope.Scope> =>
+  Effect.gen(function*() {
+    const config = resolve(options)
+    // column names are ours: a client's camelCase transforms must not rename them
+    const sql = (yield* SqlClient.SqlClient).withoutTransforms()
+    const dialect = dialectOf(sql)
+    if (dialect === undefined) {
+      return yield* new SqlError({
+        message: "IdempotencyStore.layerSql supports SQLite and PostgreSQL clients only"
+      })
+    }
+    if (config.migrate) yield* migrate(sql, dialect, config.table)
+    const table = sql(config.table)
+
+    const failWith = (operation: IdempotencyStoreError["operation"]) => <A, R>(effect: Effect.Effect<A, unknown, R>) =>
+      effect.pipe(
+        Effect.catchAllDefect((defect) => Effect.fail(defect)),
+        Effect.mapError((cause) => new IdempotencyStoreError({ operation, cause }))
+      )
+
+    const upsert = (request: ClaimRequest, now: number, token: string) =>
+      sql<{ readonly token: string }>`
+        INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
+        VALUES (${request.scope}, ${request.key}, ${request.fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
+          ${instant(now, request.lease)}, ${instant(now, request.ttl)})
+        ON CONFLICT (scope, key) DO UPDATE SET
+          fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
+          headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
+        WHERE ${table}.expires_at <= ${now}
+          OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
+            AND ${table}.fingerprint = excluded.fingerprint)
+        RETURNING token`
+
+    const existing = (request: ClaimRequest) =>
+      sql<ExistingRow>`
+        SELECT fingerprint, state, status, headers, lease_until, expires_at,
+          CASE WHEN state = ${COMPLETED} AND fingerprint = ${request.fingerprint} THEN body END AS body
+        FROM ${table}
+        WHERE scope = ${request.scope} AND key = ${request.key}`
+
+    /** `undefined`: the row changed between the two statements (deleted, expired, lease ran out): claim again. */
+    const classify = (request: ClaimRequest, row: ExistingRow | undefined, now: number): ClaimResult | undefined => {
+      if (row === undefined || num(row.expires_at) <= now) return undefined
+      if (row.fingerprint !== request.fingerprint) return { _tag: "Mismatch" }
+      if (num(row.state) === COMPLETED) {
+        const response: StoredResponse = {
+          status: num(row.status),
+          headers: JSON.parse(row.headers ?? "{}"),
+          body: row.body === null ? new Uint8Array() : new Uint8Array(row.body)
+        }
+        return { _tag: "Completed", response }
+      }
+      return num(row.lease_until) > now ? { _tag: "InProgress" } : undefined
+    }
+
+    const claimAttempt = (request: ClaimRequest, now: number, attempt: number): Effect.Effect<ClaimResult, unknown> => {
+      const token = randomUUID()
+      return Effect.flatMap(upsert(request, now, token), (inserted) =>
+        inserted.length > 0
+          ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
+          : Effect.flatMap(existing(request), (rows) =>
+            Effect.suspend(() => {
+              const result = classify(request, rows[0], now)
+              if (result !== undefined) return Effect.succeed(result)
+              return attempt + 1 < CLAIM_ATTEMPTS
+                ? claimAttempt(request, now, attempt + 1)
+                : Effect.fail(`the record of ${request.key} kept changing during ${CLAIM_ATTEMPTS} claims`)
+            })))
+    }
+
+    const claim = (request: ClaimRequest) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => claimAttempt(request, now, 0)).pipe(failWith("claim"))
+
+    const owner = (ref: ClaimRef, now: number) =>
+      sql`scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${IN_PROGRESS}
+        AND expires_at > ${now}`
+
+    const complete = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        sql`
+          UPDATE ${table} SET state = ${COMPLETED}, status = ${response.status},
+            headers = ${JSON.stringify(response.headers)}, body = ${response.body}, lease_until = 0,
+            expires_at = ${instant(now, ttl)}
+          WHERE ${owner(ref, now)}
+          RETURNING token`).pipe(Effect.map((rows) => rows.length > 0), failWith("complete"))
+
+    const renew = (ref: ClaimRef, lease: Duration.Duration) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+        sql`
+          UPDATE ${table} SET lease_until = ${instant(now, lease)}
+          WHERE ${owner(ref, now)}
+          RETURNING token`).pipe(Effect.map((rows) => rows.length > 0), failWith("renew"))
+
+    const release = (ref: ClaimRef) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw).pipe(
+        Effect.asVoid,
+        failWith("release")
+      )
+
+    const deleteBatch = (now: number) =>
+      dialect === "pg"
+        ? sql`
+          DELETE FROM ${table} WHERE ctid IN (
+            SELECT ctid FROM ${table} WHERE expires_at <= ${now} LIMIT ${config.cleanupBatch}
+          ) AND expires_at <= ${now}
+          RETURNING 1 AS deleted`
+        : sql`
+          DELETE FROM ${table} WHERE rowid IN (
+            SELECT rowid FROM ${table} WHERE expires_at <= ${now} LIMIT ${config.cleanupBatch}
+          )
+          RETURNING 1 AS deleted`
+
+    /** Deletes expired rows one bounded batch (one short statement) at a time until a batch comes back short. */
+    const deleteExpired: Effect.Effect<number, SqlError> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const loop = (total: number): Effect.Effect<number, SqlError> =>
+        Effect.flatMap(deleteBatch(now), (rows) =>
+          rows.length < config.cleanupBatch ? Effect.succeed(total + rows.length) : loop(total + rows.length))
+      return loop(0)
+    })
+
+    if (config.cleanup) {
+      yield* deleteExpired.pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("idempotency: deleting expired records failed", cause)
+        ),
+        Effect.repeat(Schedule.spaced(config.cleanupInterval)),
+        Effect.delay(config.cleanupInterval),
+        Effect.interruptible,
+        Effect.forkScoped
+      )
+    }
+
+    const store: Store = { claim, complete, renew, release }
+    return { ...store, deleteExpired, dialect, table: config.table }
+  })
+
+export const layer = (options?: SqlOptions): Layer.Layer<IdempotencyStore, SqlError, SqlClient.SqlClient> =>
+  Layer.scoped(IdempotencyStore, make(options))

@@ -1,0 +1,76 @@
+/**
+ * Validation and defaults of the Redis layers' options. Kept apart from `redis.ts` so the public modules
+ * can check options when a layer is built without loading `ioredis` (an optional dependency).
+ */
+import * as validate from "./validate.js"
+
+export interface CommonOptions {
+  readonly prefix?: string
+  readonly timeout?: import("effect").Duration.DurationInput
+  readonly expiryMargin?: import("effect").Duration.DurationInput
+}
+
+export interface Defaults {
+  readonly prefix: string
+  readonly timeoutMillis: number
+  readonly marginMillis: number
+}
+
+export const idempotencyDefaults: Defaults = { prefix: "idem:", timeoutMillis: 2000, marginMillis: 60_000 }
+export const rateLimiterDefaults: Defaults = { prefix: "rl:", timeoutMillis: 1000, marginMillis: 1000 }
+
+export interface Resolved {
+  readonly prefix: string
+  readonly timeoutMillis: number
+  readonly marginMillis: number
+}
+
+export const resolve = (
+  what: string,
+  options: CommonOptions,
+  defaults: Defaults
+): Resolved => {
+  const prefix = options.prefix ?? defaults.prefix
+  // a brace in the prefix would become the Cluster hash tag of every key: one slot for everything
+  if (typeof prefix !== "string" || /[{}]/.test(prefix)) {
+    validate.invalid(`${what} prefix must be a string without "{" or "}", got ${String(prefix)}`)
+  }
+  const timeoutMillis = options.timeout === undefined
+    ? defaults.timeoutMillis
+    : validate.millis(`${what} timeout`, options.timeout, { finite: true })
+  if (timeoutMillis <= 0) validate.invalid(`${what} timeout must be longer than zero`)
+  const marginMillis = options.expiryMargin === undefined
+    ? defaults.marginMillis
+    : validate.millis(`${what} expiryMargin`, options.expiryMargin, { finite: true })
+  return { prefix, timeoutMillis, marginMillis }
+}
+
+/**
+ * One part of a key inside a hash tag. `%`, `:`, `{` and `}` are percent-encoded, so the parts
+ * joined by `:` are unambiguous and the tag ends exactly at the closing brace.
+ */
+export const escapePart = (part: string): string => /[%:{}]/.test(part) ? part.replace(/[%:{}]/g, encodeChar) : part
+
+const encodeChar = (c: string): string => c === "%" ? "%25" : c === ":" ? "%3A" : c === "{" ? "%7B" : "%7D"
+
+export interface RateLimiterOptions extends CommonOptions {
+  readonly onError?: "allow" | "deny"
+  readonly retryAfterOnError?: import("effect").Duration.DurationInput
+}
+
+export interface ResolvedRateLimiter extends Resolved {
+  readonly onError: "allow" | "deny"
+  readonly retryAfterOnErrorMillis: number
+}
+
+export const resolveRateLimiter = (options: RateLimiterOptions): ResolvedRateLimiter => {
+  const what = "RateLimiterStore.layerRedis"
+  const onError = options.onError ?? "deny"
+  if (onError !== "allow" && onError !== "deny") {
+    validate.invalid(`${what} onError must be "allow" or "deny", got ${String(onError)}`)
+  }
+  const retryAfterOnErrorMillis = options.retryAfterOnError === undefined
+    ? 1000
+    : validate.millis(`${what} retryAfterOnError`, options.retryAfterOnError, { finite: true })
+  return { ...resolve(what, options, rateLimiterDefaults), onError, retryAfterOnErrorMillis }
+}
