@@ -273,6 +273,21 @@ describe("ResilientHttpClient", () => {
       expect(yield* Queue.size(seen)).toBe(2)
     }).pipe(Effect.provide(ServerAndClient)))
 
+  it.scoped("429 answers do not open the breaker: a throttling server is not down", () =>
+    Effect.gen(function*() {
+      const { seen, url } = yield* scripted([[429, "1"]])
+      const http = yield* client({
+        retry: false,
+        breaker: { trip: CircuitBreaker.consecutive(2), openFor: "30 seconds" }
+      })
+      for (let i = 0; i < 4; i++) {
+        expect(failureOf(yield* Effect.exit(http.execute(HttpClientRequest.get(url))))).toBeInstanceOf(
+          HttpErrors.StatusError
+        )
+      }
+      expect(yield* Queue.size(seen)).toBe(4)
+    }).pipe(Effect.provide(ServerAndClient)))
+
   it.scoped("a client-side limiter paces attempts per origin", () =>
     Effect.gen(function*() {
       const { seen, url } = yield* scripted(["ok"])

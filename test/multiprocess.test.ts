@@ -1,7 +1,8 @@
-import { describe, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { randomUUID } from "node:crypto"
 import { orderCount, postOrder, request, startServe } from "./support/serveProcess.js"
+import { describeWith } from "./support/services.js"
 
 // Several `npm run serve` processes sharing one store: the proof that claims and buckets are really shared.
 // Needs the machine's PostgreSQL and Redis (DATABASE_URL, REDIS_URL); in CI a missing service fails here.
@@ -15,70 +16,72 @@ const totalCount = (urls: ReadonlyArray<string>) =>
     (counts) => counts.reduce((a, b) => a + b, 0)
   )
 
-describe.each(["redis", "postgres"] as const)("three serve processes sharing %s", (store) => {
-  it.live(
-    "100 concurrent POSTs with one key, spread across them, create exactly one order",
-    () =>
-      Effect.gen(function*() {
-        const servers = yield* startMany(3, ["--store", store])
-        const urls = servers.map((s) => s.url)
-        const before = yield* totalCount(urls)
-        const key = `mp-${randomUUID()}`
-        const answers = yield* Effect.forEach(
-          Array.from({ length: 100 }, (_, i) => urls[i % 3]!),
-          (url) => postOrder(url, { key, body: { sku: "BOOK-1", qty: 1 } }),
-          { concurrency: "unbounded" }
-        )
-        expect((yield* totalCount(urls)) - before).toBe(1)
-        const statuses = new Set(answers.map((a) => a.status))
-        for (const status of statuses) expect([201, 409]).toContain(status)
-        const created = answers.filter((a) => a.status === 201)
-        expect(created.length).toBeGreaterThanOrEqual(1)
-        expect(new Set(created.map((a) => JSON.parse(a.body).id)).size).toBe(1)
-      }).pipe(Effect.scoped),
-    60_000
-  )
+for (const store of ["redis", "postgres"] as const) {
+  describeWith([store], `three serve processes sharing ${store}`, () => {
+    it.live(
+      "100 concurrent POSTs with one key, spread across them, create exactly one order",
+      () =>
+        Effect.gen(function*() {
+          const servers = yield* startMany(3, ["--store", store])
+          const urls = servers.map((s) => s.url)
+          const before = yield* totalCount(urls)
+          const key = `mp-${randomUUID()}`
+          const answers = yield* Effect.forEach(
+            Array.from({ length: 100 }, (_, i) => urls[i % 3]!),
+            (url) => postOrder(url, { key, body: { sku: "BOOK-1", qty: 1 } }),
+            { concurrency: "unbounded" }
+          )
+          expect((yield* totalCount(urls)) - before).toBe(1)
+          const statuses = new Set(answers.map((a) => a.status))
+          for (const status of statuses) expect([201, 409]).toContain(status)
+          const created = answers.filter((a) => a.status === 201)
+          expect(created.length).toBeGreaterThanOrEqual(1)
+          expect(new Set(created.map((a) => JSON.parse(a.body).id)).size).toBe(1)
+        }).pipe(Effect.scoped),
+      60_000
+    )
 
-  it.live(
-    "a process killed while holding a claim: after the lease, a retry elsewhere completes exactly once",
-    () =>
-      Effect.gen(function*() {
-        const servers = yield* startMany(3, ["--store", store, "--lease", "1500"])
-        const key = `kill-${randomUUID()}`
-        const order = { key, query: "?delayMs=4000", body: { sku: "BOOK-2" } }
-        const before = yield* totalCount(servers.map((s) => s.url))
-        // the same request to two processes at once: one claims the key (and sleeps 4 s), the other gets 409
-        const [first, second] = yield* Effect.all([
-          Effect.fork(postOrder(servers[0]!.url, order)),
-          Effect.fork(postOrder(servers[1]!.url, order))
-        ])
-        const loser = yield* Effect.raceFirst(
-          Effect.as(Effect.filterOrFail(Fiber.join(first), (a) => a.status === 409), 0),
-          Effect.as(Effect.filterOrFail(Fiber.join(second), (a) => a.status === 409), 1)
-        )
-        const owner = servers[1 - loser]!
-        const b = servers[loser]!
-        const c = servers[2]!
-        owner.child.kill("SIGKILL")
-        yield* Effect.exit(Fiber.join(loser === 0 ? second : first))
-        // retry on B until the dead owner's lease has run out and B takes the claim over
-        let retry = yield* postOrder(b.url, order)
-        for (let i = 0; i < 100 && retry.status === 409; i++) {
-          yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
-          retry = yield* postOrder(b.url, order)
-        }
-        expect(retry.status).toBe(201)
-        const replay = yield* postOrder(c.url, order)
-        expect(replay.status).toBe(201)
-        expect(replay.body).toBe(retry.body)
-        expect(replay.headers.get("idempotent-replayed")).toBe("true")
-        expect((yield* totalCount([b.url, c.url])) - before).toBe(1)
-      }).pipe(Effect.scoped),
-    60_000
-  )
-})
+    it.live(
+      "a process killed while holding a claim: after the lease, a retry elsewhere completes exactly once",
+      () =>
+        Effect.gen(function*() {
+          const servers = yield* startMany(3, ["--store", store, "--lease", "1500"])
+          const key = `kill-${randomUUID()}`
+          const order = { key, query: "?delayMs=4000", body: { sku: "BOOK-2" } }
+          const before = yield* totalCount(servers.map((s) => s.url))
+          // the same request to two processes at once: one claims the key (and sleeps 4 s), the other gets 409
+          const [first, second] = yield* Effect.all([
+            Effect.fork(postOrder(servers[0]!.url, order)),
+            Effect.fork(postOrder(servers[1]!.url, order))
+          ])
+          const loser = yield* Effect.raceFirst(
+            Effect.as(Effect.filterOrFail(Fiber.join(first), (a) => a.status === 409), 0),
+            Effect.as(Effect.filterOrFail(Fiber.join(second), (a) => a.status === 409), 1)
+          )
+          const owner = servers[1 - loser]!
+          const b = servers[loser]!
+          const c = servers[2]!
+          owner.child.kill("SIGKILL")
+          yield* Effect.exit(Fiber.join(loser === 0 ? second : first))
+          // retry on B until the dead owner's lease has run out and B takes the claim over
+          let retry = yield* postOrder(b.url, order)
+          for (let i = 0; i < 100 && retry.status === 409; i++) {
+            yield* Effect.promise(() => new Promise((resolve) => setTimeout(resolve, 100)))
+            retry = yield* postOrder(b.url, order)
+          }
+          expect(retry.status).toBe(201)
+          const replay = yield* postOrder(c.url, order)
+          expect(replay.status).toBe(201)
+          expect(replay.body).toBe(retry.body)
+          expect(replay.headers.get("idempotent-replayed")).toBe("true")
+          expect((yield* totalCount([b.url, c.url])) - before).toBe(1)
+        }).pipe(Effect.scoped),
+      60_000
+    )
+  })
+}
 
-describe("three serve processes sharing a Redis token bucket", () => {
+describeWith(["redis"], "three serve processes sharing a Redis token bucket", () => {
   it.live(
     "admit at most capacity + rate × elapsed (+ a small bound), and at least 90% of it",
     () =>

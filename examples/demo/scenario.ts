@@ -37,6 +37,9 @@ export interface Summary {
   readonly attempts: number
   readonly retries: number
   readonly replays: number
+  /** 429 answers received */
+  readonly status429: number
+  /** 429 answers whose Retry-After the client waited for (the naive client never does) */
   readonly honoured429: number
   readonly breakerOpenings: number
   /** orders in the service's database */
@@ -216,7 +219,8 @@ export const run = (kind: Kind, settings: Settings): Effect.Effect<Summary, unkn
       attempts: counters.attempts,
       retries: counters.attempts - settings.orders,
       replays: counters.replays,
-      honoured429: counters.status429,
+      status429: counters.status429,
+      honoured429: kind === "resilient" ? counters.status429 : 0,
       breakerOpenings: (yield* openingsSoFar) - openingsBefore,
       created: total,
       duplicates: total - inDb.size,
