@@ -171,6 +171,13 @@ describe("IdempotencyMiddleware", () => {
       yield* serve(orders.router.pipe(IdempotencyMiddleware.make({ maxBodyBytes: 100 })))
       const big = yield* post("/orders", { key: "big", body: { blob: "x".repeat(200) } })
       expect(big.status).toBe(413)
+      // no Content-Length: the body is chunked, and the read stops once it is too large
+      const chunk = "x".repeat(80)
+      const chunked = yield* rawStatus(
+        "POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: chunky\r\nTransfer-Encoding: chunked\r\n" +
+          `Connection: close\r\n\r\n50\r\n${chunk}\r\n50\r\n${chunk}\r\n0\r\n\r\n`
+      )
+      expect(chunked).toBe(413)
       expect(orders.runs()).toBe(0)
     })))
 

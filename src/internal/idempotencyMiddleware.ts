@@ -1,5 +1,12 @@
 import type { HttpApp } from "@effect/platform"
-import { Headers, HttpBody, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  Headers,
+  HttpBody,
+  HttpIncomingMessage,
+  HttpServerError,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { Chunk, Duration, Effect, Option, Stream } from "effect"
 import { createHash } from "node:crypto"
 import type { Options } from "../http/IdempotencyMiddleware.js"
@@ -129,7 +136,8 @@ const tooLarge = (max: number) =>
     status: 413,
     type: "body-too-large",
     title: "Request body too large",
-    detail: `idempotent requests may carry at most ${max} bytes`
+    detail: `idempotent requests may carry at most ${max} bytes`,
+    headers: { connection: "close" }
   })
 
 const storeUnavailable = problem({
@@ -140,29 +148,46 @@ const storeUnavailable = problem({
   headers: { "retry-after": "1" }
 })
 
-interface Buffered {
-  size: number
-  readonly parts: Array<Uint8Array>
-}
-
-/** Reads at most `max` bytes; stops reading as soon as the body is known to be larger. */
+/**
+ * Reads the body, at most `max` bytes. On Node the request stream is read directly: past `max` the rest is
+ * discarded as it arrives (not kept), so the client still gets its 413 instead of a reset connection.
+ * Elsewhere the platform's reader is used, which stops at `max`.
+ */
 const readBody = (
   request: HttpServerRequest.HttpServerRequest,
   max: number
-): Effect.Effect<Uint8Array | "too-large" | "unreadable"> =>
-  Stream.runFoldEffect(
-    request.stream,
-    { size: 0, parts: [] } as Buffered,
-    (acc, chunk): Effect.Effect<Buffered, "too-large"> => {
-      acc.size += chunk.byteLength
-      if (acc.size > max) return Effect.fail("too-large")
-      acc.parts.push(chunk)
-      return Effect.succeed(acc)
-    }
-  ).pipe(
-    Effect.map((acc) => concat(acc.parts)),
-    Effect.catchAll((e) => Effect.succeed(e === "too-large" ? e : "unreadable" as const))
+): Effect.Effect<Uint8Array | "too-large" | "unreadable"> => {
+  const source = request.source as Partial<NodeJS.ReadableStream> | undefined
+  if (source !== undefined && typeof source.on === "function" && typeof source.resume === "function") {
+    return readNode(source as NodeJS.ReadableStream, max)
+  }
+  return request.arrayBuffer.pipe(
+    Effect.map((buffer) => new Uint8Array(buffer)),
+    HttpIncomingMessage.withMaxBodySize(Option.some(max)),
+    Effect.orElseSucceed(() => "unreadable" as const)
   )
+}
+
+const readNode = (stream: NodeJS.ReadableStream, max: number) =>
+  Effect.async<Uint8Array | "too-large" | "unreadable">((resume) => {
+    const parts: Array<Uint8Array> = []
+    let size = 0
+    const onData = (chunk: Uint8Array | string) => {
+      const bytes = typeof chunk === "string" ? Buffer.from(chunk) : chunk
+      size += bytes.byteLength
+      if (size > max) {
+        stream.removeListener("data", onData)
+        stream.resume() // keep draining, keep nothing
+        resume(Effect.succeed("too-large"))
+      } else {
+        parts.push(bytes)
+      }
+    }
+    stream.on("data", onData)
+    stream.once("end", () => resume(Effect.succeed(concat(parts))))
+    stream.once("error", () => resume(Effect.succeed("unreadable")))
+    return Effect.sync(() => stream.removeListener("data", onData))
+  })
 
 /** The request with its body already read, so the handler can read it again. */
 const withBody = (
