@@ -14,7 +14,8 @@
  */
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Duration, Effect, Option } from "effect"
+import { Duration, Effect } from "effect"
+import { defaultScope } from "../internal/clientScope.js"
 import { problem } from "../internal/problem.js"
 import * as validate from "../internal/validate.js"
 import type { Decision, RateLimiter } from "../RateLimiter.js"
@@ -103,6 +104,3 @@ export const make = (options: Options) => {
         }
       ))
 }
-
-const defaultScope = (request: HttpServerRequest.HttpServerRequest): string =>
-  request.headers["x-api-key"] ?? Option.getOrElse(request.remoteAddress, () => "anonymous")

@@ -12,6 +12,7 @@ import { createHash } from "node:crypto"
 import type { Options } from "../http/IdempotencyMiddleware.js"
 import { parseIdempotencyKey } from "../http/StructuredFields.js"
 import { type ClaimRef, IdempotencyStore, type StoredResponse } from "../IdempotencyStore.js"
+import { defaultScope } from "./clientScope.js"
 import { problem } from "./problem.js"
 import * as validate from "./validate.js"
 
@@ -127,9 +128,6 @@ export const make = (options: Options = {}) => {
       )
     })
 }
-
-const defaultScope = (request: HttpServerRequest.HttpServerRequest): string =>
-  request.headers["x-api-key"] ?? Option.getOrElse(request.remoteAddress, () => "anonymous")
 
 const tooLarge = (max: number) =>
   problem({
