@@ -139,6 +139,22 @@ describe("ResilientHttpClient", () => {
       expect(yield* Fiber.join(call)).toEqual(Exit.succeed(200))
     }).pipe(Effect.provide(ServerAndClient)))
 
+  it.scoped("retry.budget gives the client a retry budget of its own", () =>
+    Effect.gen(function*() {
+      const { seen, url } = yield* scripted([503])
+      // maxTokens 4: the second failure leaves 2 tokens, which is not more than half: two calls in all
+      const http = yield* client({
+        retry: { schedule: fast, maxAttempts: 10, budget: { maxTokens: 4, tokenRatio: 0.1 } }
+      })
+      const call = yield* Effect.fork(Effect.exit(http.execute(HttpClientRequest.get(url))))
+      yield* Queue.take(seen)
+      yield* TestClock.adjust("100 millis")
+      yield* Queue.take(seen)
+      const error = failureOf(yield* Fiber.join(call)) as Retry.RetriesExhausted<HttpErrors.StatusError>
+      expect(error.reason).toBe("budget")
+      expect(error.attempts).toBe(2)
+    }).pipe(Effect.provide(ServerAndClient)))
+
   it.scoped("exhausted retries carry the last status error", () =>
     Effect.gen(function*() {
       const { seen, url } = yield* scripted([500])

@@ -23,6 +23,7 @@ import type { DeadlineExceeded } from "../Deadline.js"
 import * as internal from "../internal/resilientHttpClient.js"
 import type { RateLimited, RateLimiter } from "../RateLimiter.js"
 import type { RetriesExhausted } from "../Retry.js"
+import type * as RetryBudget from "../RetryBudget.js"
 import type { ConnectFailed, StatusError, UnknownOutcome } from "./HttpErrors.js"
 
 /**
@@ -34,12 +35,14 @@ export interface Options {
   readonly attemptTimeout?: Duration.DurationInput
   /**
    * Retries. Default: `Backoff.fullJitter({ base: "100 millis", cap: "5 seconds" })`, 3 attempts, Retry-After up
-   * to 60 s. `false` turns retrying off. A `RetryBudget` in the context is used automatically.
+   * to 60 s. `false` turns retrying off (retryable statuses then fail with `StatusError`). `budget` gives this
+   * client a `RetryBudget` of its own; without it, a `RetryBudget` in the caller's context is used.
    */
   readonly retry?: false | {
     readonly schedule?: Schedule.Schedule<Duration.Duration>
     readonly maxAttempts?: number
     readonly maxRetryAfter?: Duration.DurationInput
+    readonly budget?: RetryBudget.Options
   }
   /**
    * A circuit breaker per origin (scheme, host and port), built with these options. Default: none. Unless

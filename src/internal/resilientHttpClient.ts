@@ -12,6 +12,7 @@ import type { Options, ResilientError } from "../http/ResilientHttpClient.js"
 import { ResilientHttpClient } from "../http/ResilientHttpClient.js"
 import * as RetryAfter from "../http/RetryAfter.js"
 import * as Retry from "../Retry.js"
+import * as RetryBudget from "../RetryBudget.js"
 import { withDeadline } from "./deadline.js"
 import * as validate from "./validate.js"
 
@@ -53,6 +54,9 @@ export const make = (options: Options = {}) =>
       maxAttempts: options.retry?.maxAttempts ?? 3,
       ...(options.retry?.maxRetryAfter === undefined ? {} : { maxRetryAfter: options.retry.maxRetryAfter })
     })
+    const budget = options.retry === false || options.retry?.budget === undefined
+      ? undefined
+      : RetryBudget.unsafeMake(options.retry.budget)
     const breakers = options.breaker === undefined
       ? undefined
       : yield* CircuitBreaker.keyed<string>({ isFailure: countsAsOutage, ...options.breaker })
@@ -136,7 +140,9 @@ export const make = (options: Options = {}) =>
       if (limiter !== undefined) once = Effect.zipRight(limiter.acquire(origin), once)
       const retried = retry === undefined
         ? Effect.catchIf(once, Failure.isRetryable, (e) => Effect.fail(e.cause))
-        : retry(once)
+        : budget === undefined
+        ? retry(once)
+        : Effect.provideService(retry(once), RetryBudget.RetryBudget, budget)
       return retried as Effect.Effect<HttpClientResponse.HttpClientResponse, ResilientError>
     }
 
