@@ -127,6 +127,11 @@ export const runScript = <A, E>(
     } catch (cause) {
       fail(cause)
     }
+    // interrupted while waiting: the command may still run on the server, but nobody waits for it
+    return Effect.sync(() => {
+      settled = true
+      clearTimeout(timer)
+    })
   })
 
 /** Why a call failed when Redis did not answer in time. */

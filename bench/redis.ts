@@ -1,0 +1,173 @@
+/**
+ * Issue #5: decisions/s of the Redis token bucket (`limiter.tryAcquire` through Effect, one `EVALSHA`
+ * each) at concurrency 1 and 64, next to raw ioredis `PING` on the same connection at the same
+ * concurrency — one round trip, the physical limit. Target: ≥ 0.8× of PING.
+ *
+ * A third line, raw `EVALSHA` of the same script through ioredis without Effect, splits the gap into
+ * what Redis and ioredis cost for a script call and what the library adds on top.
+ *
+ * `REDIS_URL` (default `redis://127.0.0.1:6379`); without a reachable Redis it prints a note and skips.
+ */
+import { Effect } from "effect"
+import { Redis } from "ioredis"
+import { RateLimiter, RateLimiterStore } from "../src/index.js"
+import { tokenBucketScript } from "../src/internal/rateLimiterStoreRedis.js"
+import type { Case } from "./harness.js"
+
+const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+const TARGET = 0.8
+const KEYS = 10_000
+const keys = Array.from({ length: KEYS }, (_, i) => `user-${i}`)
+
+const connect = async (): Promise<Redis | undefined> => {
+  const client = new Redis(url, { lazyConnect: true, connectTimeout: 1000, maxRetriesPerRequest: 1 })
+  client.on("error", () => {})
+  try {
+    await client.connect()
+    await client.ping()
+    return client
+  } catch {
+    client.disconnect()
+    return undefined
+  }
+}
+
+const prefix = `bench:${process.pid}:`
+// a bucket that mostly allows (the common case); denials cost the same work
+const params = { name: "bench", capacity: 1_000_000, refillPerSecond: 1_000_000 }
+
+/** Everything is measured in `extra` (throughput needs concurrency, which the harness does not do). */
+export const cases: ReadonlyArray<Case> = []
+
+const name = {
+  ping: (c: number) => `redis PING (c=${c})`,
+  script: (c: number) => `redis raw EVALSHA token bucket (c=${c})`,
+  limiter: (c: number) => `limiter.tryAcquire (redis, c=${c})`
+}
+
+/** ≥ 0.8× of PING's throughput is ≤ 1.25× its time per decision. */
+export const targets: ReadonlyArray<readonly [string, string, number, "absolute"]> = [1, 64].map((c) =>
+  [name.limiter(c), name.ping(c), 1 / TARGET, "absolute"] as const
+)
+
+/** Operations per second of `concurrency` promise workers each running `op` back to back for `millis`. */
+const throughput = async (
+  concurrency: number,
+  millis: number,
+  op: (i: number) => Promise<unknown>
+): Promise<number> => {
+  let done = 0
+  const start = process.hrtime.bigint()
+  const end = start + BigInt(millis) * 1_000_000n
+  const worker = async (w: number) => {
+    for (let i = w; process.hrtime.bigint() < end; i += concurrency) {
+      await op(i)
+      done++
+    }
+  }
+  await Promise.all(Array.from({ length: concurrency }, (_, w) => worker(w)))
+  return done / (Number(process.hrtime.bigint() - start) / 1e9)
+}
+
+/** The limiter's decisions as one Effect program with `concurrency` fibers, for `millis`. */
+const decisions = (l: RateLimiter.RateLimiter, concurrency: number, millis: number): Promise<number> =>
+  Effect.runPromise(Effect.gen(function*() {
+    let done = 0
+    const start = process.hrtime.bigint()
+    const end = start + BigInt(millis) * 1_000_000n
+    yield* Effect.forEach(
+      Array.from({ length: concurrency }, (_, w) => w),
+      (w) =>
+        Effect.gen(function*() {
+          for (let i = w; process.hrtime.bigint() < end; i += concurrency) {
+            yield* l.tryAcquire(keys[i % KEYS]!)
+            done++
+          }
+        }),
+      { concurrency: "unbounded", discard: true }
+    )
+    return done / (Number(process.hrtime.bigint() - start) / 1e9)
+  }))
+
+/** The store's script called directly, as the store calls it (same key shape and arguments). */
+const rawScript = (c: Redis) => (i: number) =>
+  c.evalsha(
+    tokenBucketScript.sha,
+    1,
+    `${prefix}tb:{${params.name}:${keys[i % KEYS]}}`,
+    String(Date.now()),
+    "1",
+    String(params.capacity),
+    String(params.refillPerSecond),
+    "1000"
+  )
+
+const median = (xs: Array<number>): number => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)]!
+
+let skipped = false
+
+/** Measures throughput at concurrency 1 and 64, as ns per operation (so `--json` has them too). */
+export const extra = async (): Promise<Record<string, number>> => {
+  const client = await connect()
+  if (client === undefined) {
+    skipped = true
+    return {}
+  }
+  try {
+    const limiter = await Effect.runPromise(
+      RateLimiter.tokenBucket(params).pipe(
+        Effect.provide(RateLimiterStore.layerRedis({ client, prefix })),
+        Effect.scoped
+      )
+    )
+    const raw = rawScript(client)
+    const out: Record<string, number> = {}
+    for (const concurrency of [1, 64]) {
+      await throughput(concurrency, 300, () => client.ping()) // warm-up
+      await throughput(concurrency, 300, raw)
+      await decisions(limiter, concurrency, 300)
+      // interleaved rounds, so drift of the machine hits all alike; the median of each
+      const ping: Array<number> = []
+      const script: Array<number> = []
+      const limited: Array<number> = []
+      for (let round = 0; round < 5; round++) {
+        ping.push(await throughput(concurrency, 400, () => client.ping()))
+        script.push(await throughput(concurrency, 400, raw))
+        limited.push(await decisions(limiter, concurrency, 400))
+      }
+      out[name.ping(concurrency)] = 1e9 / median(ping)
+      out[name.script(concurrency)] = 1e9 / median(script)
+      out[name.limiter(concurrency)] = 1e9 / median(limited)
+    }
+    // the bench keys expire on their own within two seconds (natural ttl plus the margin)
+    return out
+  } finally {
+    await client.quit().catch(() => client.disconnect())
+  }
+}
+
+const perSecond = (nsPerOp: number) => `${(1e6 / nsPerOp).toFixed(1)}k/s`
+
+/** Printed after the cases (not with --json): the same figures as decisions per second. */
+export const report = async (nsPerOp: ReadonlyMap<string, number>): Promise<void> => {
+  if (skipped) {
+    console.log(`
+redis: no Redis at ${url} — skipped (set REDIS_URL or start redis-server)`)
+    return
+  }
+  console.log(`
+redis token bucket decisions/s vs raw ioredis PING (${url}; target ≥ ${TARGET}× of PING):`)
+  for (const c of [1, 64]) {
+    const p = nsPerOp.get(name.ping(c))
+    const s = nsPerOp.get(name.script(c))
+    const l = nsPerOp.get(name.limiter(c))
+    if (p === undefined || s === undefined || l === undefined) continue
+    console.log(`  ${name.ping(c)}`.padEnd(56), perSecond(p).padStart(10))
+    console.log(`  ${name.script(c)}`.padEnd(56), perSecond(s).padStart(10), ` ${(p / s).toFixed(2)}× of PING`)
+    console.log(
+      `  ${name.limiter(c)}`.padEnd(56),
+      perSecond(l).padStart(10),
+      ` ${(p / l).toFixed(2)}× of PING ${p / l >= TARGET ? "ok" : "MISSED"}, ${(s / l).toFixed(2)}× of raw EVALSHA`
+    )
+  }
+}

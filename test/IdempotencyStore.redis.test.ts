@@ -1,0 +1,181 @@
+import { HttpRouter, HttpServerResponse } from "@effect/platform"
+import { afterAll, expect, it } from "@effect/vitest"
+import { Duration, Effect, Layer, TestClock } from "effect"
+import { Redis } from "ioredis"
+import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
+import { keyOf } from "../src/internal/idempotencyStoreRedis.js"
+import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
+import { post, serve, TestServer } from "./support/httpServer.js"
+import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
+
+const prefix = uniquePrefix("idem")
+const layer = IdempotencyStore.layerRedis({ url: REDIS_URL, prefix })
+
+let counter = 0
+const fresh = (what: string) => `${what}-${++counter}`
+
+/** An orders endpoint that counts how often its handler really ran. */
+const makeOrders = () => {
+  let runs = 0
+  const router = HttpRouter.empty.pipe(
+    HttpRouter.post(
+      "/orders",
+      Effect.suspend(() => {
+        const n = ++runs
+        return HttpServerResponse.json({ id: n }, { status: 201, headers: { location: `/orders/${n}` } })
+      }).pipe(Effect.orDie)
+    )
+  )
+  return { router, runs: () => runs }
+}
+
+const inspect = <A>(f: (client: Redis) => Promise<A>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new Redis(REDIS_URL)),
+    (client) => Effect.promise(() => f(client)),
+    (client) => Effect.sync(() => client.disconnect())
+  )
+
+describeRedis("IdempotencyStore.layerRedis", () => {
+  afterAll(() => deleteKeys(prefix))
+
+  idempotencyStoreSuite("redis", layer)
+
+  it.scoped("the middleware over Redis runs the first request and replays duplicates", () =>
+    Effect.gen(function*() {
+      const orders = makeOrders()
+      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      const key = fresh("mw")
+      // simultaneous duplicates: one runs, the others get 201 (replay) or 409 (still running)
+      const racing = yield* Effect.all(
+        Array.from({ length: 30 }, () => post("/orders", { key, body: { sku: "BOOK-1" } })),
+        { concurrency: "unbounded" }
+      )
+      expect(orders.runs()).toBe(1)
+      for (const reply of racing) expect([201, 409]).toContain(reply.status)
+      const first = racing.find((r) => r.status === 201 && r.headers["idempotent-replayed"] === undefined)!
+      const replies = yield* Effect.all(
+        Array.from({ length: 10 }, () => post("/orders", { key, body: { sku: "BOOK-1" } })),
+        { concurrency: "unbounded" }
+      )
+      expect(first.status).toBe(201)
+      expect(first.headers["idempotent-replayed"]).toBeUndefined()
+      for (const again of replies) {
+        expect(again.status).toBe(201)
+        expect(again.body).toBe(first.body)
+        expect(again.headers["location"]).toBe("/orders/1")
+        expect(again.headers["idempotent-replayed"]).toBe("true")
+      }
+      expect(orders.runs()).toBe(1)
+      expect((yield* post("/orders", { key, body: { sku: "OTHER" } })).status).toBe(422)
+    }).pipe(Effect.provide(Layer.merge(TestServer, layer))))
+
+  it.scoped("the middleware answers 503 and does not run the handler when Redis is down", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const orders = makeOrders()
+      const down = IdempotencyStore.layerRedis({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
+      yield* serve(orders.router.pipe(IdempotencyMiddleware.make())).pipe(Effect.provide(down))
+      const reply = yield* post("/orders", { key: fresh("down") })
+      expect(reply.status).toBe(503)
+      expect(reply.headers["retry-after"]).toBe("1")
+      expect(orders.runs()).toBe(0)
+    }).pipe(Effect.provide(TestServer)))
+
+  it.live("a store call fails with IdempotencyStoreError, not a defect, when Redis is unreachable", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const store = yield* IdempotencyStore.IdempotencyStore.pipe(
+        Effect.provide(IdempotencyStore.layerRedis({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" }))
+      )
+      const request = { scope: "s", key: "k", fingerprint: "f", ttl: Duration.hours(1), lease: Duration.seconds(10) }
+      const error = yield* Effect.flip(store.claim(request))
+      expect(error._tag).toBe("IdempotencyStoreError")
+      expect(error.operation).toBe("claim")
+      const ref = { scope: "s", key: "k", token: "t" }
+      const body = new Uint8Array()
+      expect((yield* Effect.flip(store.complete(ref, { status: 200, headers: {}, body }, Duration.hours(1)))).operation)
+        .toBe("complete")
+      expect((yield* Effect.flip(store.renew(ref, Duration.seconds(10)))).operation).toBe("renew")
+      expect((yield* Effect.flip(store.release(ref))).operation).toBe("release")
+    }).pipe(Effect.scoped))
+
+  it.effect("one hash per record under a Cluster hash tag; Redis deletes it the margin after its expiry", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.IdempotencyStore
+      const key = fresh("{layout}:key")
+      yield* TestClock.adjust("5 seconds")
+      const claim = yield* store.claim({
+        scope: "tenant:1",
+        key,
+        fingerprint: "f",
+        ttl: Duration.minutes(10),
+        lease: Duration.seconds(30)
+      })
+      expect(claim._tag).toBe("Claimed")
+      const redisKey = keyOf(prefix, "tenant:1", key)
+      expect(redisKey.startsWith(`${prefix}{tenant%3A1:`)).toBe(true)
+      expect(redisKey.split("{")).toHaveLength(2)
+      expect(redisKey.endsWith("}")).toBe(true)
+      const [type, fields, pttl] = yield* inspect((c) =>
+        Promise.all([c.type(redisKey), c.hgetall(redisKey), c.pttl(redisKey)])
+      )
+      expect(type).toBe("hash")
+      expect(fields).toMatchObject({ fp: "f", done: "0", lease: "35000", exp: "605000" })
+      // ttl 10 min + margin 1 min, in real time
+      expect(pttl).toBeGreaterThan(660_000 - 5_000)
+      expect(pttl).toBeLessThanOrEqual(660_000)
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("a corrupt record is an IdempotencyStoreError, not a defect", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.IdempotencyStore
+      const request = (key: string) => ({
+        scope: "s",
+        key,
+        fingerprint: "f",
+        ttl: Duration.hours(1),
+        lease: Duration.seconds(10)
+      })
+      const wrongType = fresh("wrongtype")
+      yield* inspect((c) => c.set(keyOf(prefix, "s", wrongType), "not a hash", "EX", 60))
+      const error = yield* Effect.flip(store.claim(request(wrongType)))
+      expect(error._tag).toBe("IdempotencyStoreError")
+      expect(String(error.cause)).toContain("WRONGTYPE")
+      const badHeaders = fresh("badheaders")
+      yield* inspect((c) =>
+        c.hset(keyOf(prefix, "s", badHeaders), {
+          fp: "f",
+          tok: "t",
+          done: "1",
+          lease: "0",
+          exp: String(Duration.toMillis(Duration.hours(1))),
+          status: "200",
+          headers: "{not json",
+          body: ""
+        })
+      )
+      const corrupt = yield* Effect.flip(store.claim(request(badHeaders)))
+      expect(corrupt._tag).toBe("IdempotencyStoreError")
+      expect(corrupt.operation).toBe("claim")
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("a client passed in is used as it is and stays open after the layer is released", () =>
+    Effect.gen(function*() {
+      const client = new Redis(REDIS_URL)
+      const key = fresh("client")
+      const result = yield* Effect.flatMap(
+        IdempotencyStore.IdempotencyStore,
+        (store) =>
+          store.claim({ scope: "s", key, fingerprint: "f", ttl: Duration.hours(1), lease: Duration.seconds(10) })
+      ).pipe(Effect.provide(IdempotencyStore.layerRedis({ client, prefix })))
+      expect(result._tag).toBe("Claimed")
+      expect(yield* Effect.promise(() => client.exists(keyOf(prefix, "s", key)))).toBe(1)
+      client.disconnect()
+    }))
+
+  it("rejects bad options when built", () => {
+    expect(() => IdempotencyStore.layerRedis({ url: REDIS_URL, prefix: "{x}" })).toThrow(/prefix/)
+    expect(() => IdempotencyStore.layerRedis({ url: REDIS_URL, timeout: "nonsense" as "1 second" })).toThrow(/timeout/)
+  })
+})

@@ -1,0 +1,257 @@
+import { afterAll, expect, it } from "@effect/vitest"
+import { Duration, Effect, FastCheck as fc, Layer, Logger, TestClock } from "effect"
+import { Redis } from "ioredis"
+import { createServer, type Socket } from "node:net"
+import { RateLimiter, RateLimiterStore } from "../src/index.js"
+import { keyOf } from "../src/internal/rateLimiterStoreRedis.js"
+import { rateLimiterSuite } from "./rateLimiterSuite.js"
+import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
+
+const prefix = uniquePrefix("rl")
+
+/**
+ * The suite runs on `TestClock`, which stands still while real time passes, whereas Redis expires keys
+ * in real time: a generous margin keeps a key alive for the whole (real) length of a test. In
+ * production both clocks move together and the default margin (1 s) only has to cover clock skew.
+ */
+const shared = new Redis(REDIS_URL, { lazyConnect: true })
+const suiteLayer = RateLimiterStore.layerRedis({ client: shared, prefix, expiryMargin: "1 minute" })
+
+let counter = 0
+const fresh = (what: string) => `${what}-${++counter}`
+
+/** A plain client for looking at keys. */
+const inspect = <A>(f: (client: Redis) => Promise<A>) =>
+  Effect.acquireUseRelease(
+    Effect.sync(() => new Redis(REDIS_URL)),
+    (client) => Effect.promise(() => f(client)),
+    (client) => Effect.sync(() => client.disconnect())
+  )
+
+const withStore = <A, E>(
+  layer: Layer.Layer<RateLimiterStore.RateLimiterStore>,
+  f: (store: RateLimiterStore.Store) => Effect.Effect<A, E>
+) => Effect.flatMap(RateLimiterStore.RateLimiterStore, f).pipe(Effect.provide(layer), Effect.scoped)
+
+/** Where Redis Cluster hashes a key: the text between the first `{` and the next `}`, if not empty. */
+const hashTag = (key: string): string => {
+  const open = key.indexOf("{")
+  const close = open === -1 ? -1 : key.indexOf("}", open + 1)
+  return close > open + 1 ? key.slice(open + 1, close) : key
+}
+
+/** A TCP server that accepts connections and never answers: a hung Redis. */
+const blackHole = Effect.acquireRelease(
+  Effect.async<{ port: number; close: () => void }>((resume) => {
+    const sockets = new Set<Socket>()
+    const server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on("error", () => {})
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      resume(Effect.succeed({
+        port: typeof address === "object" && address !== null ? address.port : 0,
+        close: () => {
+          for (const s of sockets) s.destroy()
+          server.close()
+        }
+      }))
+    })
+  }),
+  (hole) => Effect.sync(() => hole.close())
+)
+
+describeRedis("RateLimiterStore.layerRedis", () => {
+  afterAll(async () => {
+    // the layer never closes a client it was given: it must still be usable here
+    expect(await shared.ping()).toBe("PONG")
+    shared.disconnect()
+    await deleteKeys(prefix)
+  })
+
+  rateLimiterSuite("redis", suiteLayer)
+
+  it.effect.prop(
+    "decides exactly as the memory store, call for call",
+    {
+      algorithm: fc.constantFrom("tokenBucket" as const, "fixedWindow" as const, "slidingWindow" as const),
+      limit: fc.integer({ min: 1, max: 10 }),
+      // refill rates and windows with awkward fractions: 1000 / rate is rarely exact
+      rate: fc.double({ min: 0.01, max: 5000, noNaN: true }),
+      window: fc.integer({ min: 1, max: 5000 }),
+      start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
+      steps: fc.array(
+        fc.record({
+          delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3000 })),
+          cost: fc.integer({ min: 1, max: 12 })
+        }),
+        { minLength: 1, maxLength: 30 }
+      )
+    },
+    ({ algorithm, limit, rate, start, steps, window }) =>
+      withStore(suiteLayer, (redis) =>
+        Effect.gen(function*() {
+          const memory = RateLimiterStore.unsafeMakeMemory()
+          const name = fresh("diff")
+          let now = start
+          for (const { cost, delay } of steps) {
+            now += delay
+            const expected = algorithm === "tokenBucket"
+              ? memory.sync.tokenBucket("k", cost, { name, capacity: limit, refillPerSecond: rate }, now)
+              : memory.sync[algorithm]("k", cost, { name, limit, windowMillis: window }, now)
+            const actual = algorithm === "tokenBucket"
+              ? yield* redis.tokenBucket("k", cost, { name, capacity: limit, refillPerSecond: rate }, now)
+              : yield* redis[algorithm]("k", cost, { name, limit, windowMillis: window }, now)
+            expect(actual).toEqual(expected)
+          }
+        })),
+    { fastCheck: { numRuns: 200 } }
+  )
+
+  it.effect("an admitted request sets the key's PX to its natural ttl plus the margin; a denial writes nothing", () =>
+    Effect.gen(function*() {
+      const layer = RateLimiterStore.layerRedis({ url: REDIS_URL, prefix }) // default margin: 1 s
+      const name = fresh("pttl")
+      yield* TestClock.adjust("250 millis")
+      const [tb, fw, sw, denied] = yield* Effect.provide(
+        Effect.gen(function*() {
+          const bucket = yield* RateLimiter.tokenBucket({ capacity: 10, refillPerSecond: 2, name })
+          yield* bucket.tryAcquire("k", 3) // full again 1.5 s from now
+          const fixed = yield* RateLimiter.fixedWindow({ limit: 5, window: "10 seconds", name })
+          yield* fixed.tryAcquire("k") // window ends 9.75 s from now
+          const sliding = yield* RateLimiter.slidingWindow({ limit: 5, window: "10 seconds", name })
+          yield* sliding.tryAcquire("k") // forgotten two windows after this window's start: 19.75 s
+          const store = yield* RateLimiterStore.RateLimiterStore
+          const denied = yield* store.tokenBucket("never", 11, { name, capacity: 10, refillPerSecond: 2 }, 250)
+          return [bucket, fixed, sliding, denied] as const
+        }).pipe(Effect.scoped),
+        layer
+      )
+      expect(tb.limit).toBe(10)
+      expect(fw.limit).toBe(5)
+      expect(sw.limit).toBe(5)
+      expect(denied.allowed).toBe(false)
+      expect(denied.retryAfterMillis).toBe(Infinity)
+      const pttl = yield* inspect((c) =>
+        Promise.all([
+          c.pttl(keyOf(prefix, "tb", name, "k")),
+          c.pttl(keyOf(prefix, "fw", name, "k")),
+          c.pttl(keyOf(prefix, "sw", name, "k")),
+          c.exists(keyOf(prefix, "tb", name, "never"))
+        ])
+      )
+      const within = (ttl: number, natural: number) => {
+        expect(ttl).toBeGreaterThan(natural + 1000 - 2000) // a slow machine may take a second
+        expect(ttl).toBeLessThanOrEqual(natural + 1000)
+      }
+      within(pttl[0], 1500)
+      within(pttl[1], 9750)
+      within(pttl[2], 19_750)
+      expect(pttl[3]).toBe(0)
+    }))
+
+  it.live("an idle key disappears from Redis on its own", () =>
+    Effect.gen(function*() {
+      const name = fresh("idle")
+      const layer = RateLimiterStore.layerRedis({ url: REDIS_URL, prefix, expiryMargin: 0 })
+      yield* withStore(layer, (store) =>
+        store.tokenBucket("k", 1, { name, capacity: 1, refillPerSecond: 50 }, Date.now()))
+      expect(
+        yield* inspect((c) =>
+          c.exists(keyOf(prefix, "tb", name, "k"))
+        )
+      ).toBe(1)
+      yield* Effect.sleep("150 millis") // the bucket is full again after 20 ms
+      expect(yield* inspect((c) => c.exists(keyOf(prefix, "tb", name, "k")))).toBe(0)
+    }))
+
+  it.effect("keys are Cluster-safe: one hash tag per limiter and key, whatever characters they contain", () =>
+    Effect.gen(function*() {
+      expect(keyOf("rl:", "tb", "api", "user-42")).toBe("rl:tb:{api:user-42}")
+      for (const [name, key] of [["api", "user-42"], ["a:b", "c"], ["a", "b:c"], ["{x}", "}{"], ["%3A", ":"]]) {
+        const keys = (["tb", "fw", "sw"] as const).map((a) => keyOf(prefix, a, name!, key!))
+        const tags = keys.map(hashTag)
+        expect(new Set(tags).size).toBe(1) // the three algorithms' keys of one limiter key: one slot
+        expect(keys[0]!.split("{")).toHaveLength(2) // braces in names are escaped: the tag is exactly ours
+        expect(tags[0]!.split(":")).toHaveLength(2)
+      }
+      // escaping keeps ambiguous joins apart
+      expect(keyOf("p:", "tb", "a:b", "c")).not.toBe(keyOf("p:", "tb", "a", "b:c"))
+      expect(keyOf("p:", "tb", "%3A", "x")).not.toBe(keyOf("p:", "tb", ":", "x"))
+      // and the store really uses those keys
+      const name = fresh("{odd}:name")
+      yield* withStore(
+        suiteLayer,
+        (store) => store.fixedWindow("k:{1}", 1, { name, limit: 1, windowMillis: 60_000 }, 0)
+      )
+      expect(yield* inspect((c) => c.exists(keyOf(prefix, "fw", name, "k:{1}")))).toBe(1)
+      expect(() => RateLimiterStore.layerRedis({ url: REDIS_URL, prefix: "{app}:" })).toThrow(/prefix/)
+    }))
+
+  it.effect("falls back to EVAL when the server lost its scripts (SCRIPT FLUSH)", () =>
+    withStore(suiteLayer, (store) =>
+      Effect.gen(function*() {
+        const name = fresh("noscript")
+        const params = { name, capacity: 2, refillPerSecond: 1 }
+        expect((yield* store.tokenBucket("k", 1, params, 0)).remaining).toBe(1)
+        yield* inspect((c) => c.script("FLUSH"))
+        expect((yield* store.tokenBucket("k", 1, params, 0)).remaining).toBe(0)
+        expect((yield* store.tokenBucket("k", 1, params, 0)).allowed).toBe(false)
+      })))
+
+  const logged = (messages: Array<string>) =>
+    Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => messages.push(String(message))))
+
+  it.live("an outage denies by default, with retryAfterOnError, and logs a warning — promptly", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const messages: Array<string> = []
+      const layer = RateLimiterStore.layerRedis({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
+      const started = Date.now()
+      const decisions = yield* Effect.provide(
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter.tokenBucket({ capacity: 5, refillPerSecond: 1, name: fresh("down") })
+          return [yield* limiter.tryAcquire("k"), yield* limiter.tryAcquire("k")]
+        }).pipe(Effect.scoped),
+        Layer.merge(layer, logged(messages))
+      )
+      expect(Date.now() - started).toBeLessThan(1500)
+      for (const d of decisions) {
+        expect(d.allowed).toBe(false)
+        expect(d.limit).toBe(5)
+        expect(Duration.toMillis(d.retryAfter)).toBe(1000)
+      }
+      expect(messages.filter((m) => m.includes("denying"))).toHaveLength(1) // the second one is not logged again
+    }))
+
+  it.live("onError: \"allow\" fails open; a Redis that never answers times out instead of hanging", () =>
+    Effect.gen(function*() {
+      const hole = yield* blackHole
+      const messages: Array<string> = []
+      const layer = RateLimiterStore.layerRedis({
+        url: `redis://127.0.0.1:${hole.port}`,
+        timeout: "300 millis",
+        onError: "allow"
+      })
+      const started = Date.now()
+      const decision = yield* Effect.provide(
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter.fixedWindow({ limit: 1, window: "1 minute", name: fresh("hung") })
+          return yield* limiter.tryAcquire("k")
+        }).pipe(Effect.scoped),
+        Layer.merge(layer, logged(messages))
+      )
+      const elapsed = Date.now() - started
+      expect(elapsed).toBeGreaterThanOrEqual(250)
+      expect(elapsed).toBeLessThan(2000)
+      expect(decision.allowed).toBe(true)
+      expect(messages.some((m) => m.includes("allowing"))).toBe(true)
+    }).pipe(Effect.scoped))
+
+  it("rejects bad options when built", () => {
+    expect(() => RateLimiterStore.layerRedis({ url: REDIS_URL, onError: "maybe" as "allow" })).toThrow(/onError/)
+    expect(() => RateLimiterStore.layerRedis({ url: REDIS_URL, timeout: 0 })).toThrow(/timeout/)
+    expect(() => RateLimiterStore.layerRedis({ url: REDIS_URL, expiryMargin: -1 })).toThrow(/expiryMargin/)
+  })
+})
