@@ -9,8 +9,11 @@ import * as breaker from "./breaker.js"
 import * as bulkhead from "./bulkhead.js"
 import * as core from "./core.js"
 import { type Case, fmt, measure, type Result } from "./harness.js"
+import * as idempotency from "./idempotency.js"
 import * as limiter from "./limiter.js"
 import * as pipeline from "./pipeline.js"
+import * as queue from "./queue.js"
+import * as redis from "./redis.js"
 
 const json = process.argv.includes("--json")
 interface Suite {
@@ -21,7 +24,7 @@ interface Suite {
   readonly extra?: () => Promise<Record<string, number>>
   readonly report?: (results: ReadonlyMap<string, number>) => Promise<void>
 }
-const suites: ReadonlyArray<Suite> = [core, bulkhead, breaker, limiter, pipeline]
+const suites: ReadonlyArray<Suite> = [core, bulkhead, breaker, limiter, pipeline, redis, idempotency, queue]
 
 const results: Array<Result> = []
 for (const suite of suites) {

@@ -14,6 +14,10 @@ export * as Chaos from "./http/Chaos.js"
 /** @since 0.1.0 */
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 0.1.0 */
+export * as Consumer from "./queue/Consumer.js"
+/** @since 0.1.0 */
+export * as DeadLetter from "./queue/DeadLetter.js"
+/** @since 0.1.0 */
 export * as Deadline from "./Deadline.js"
 /** @since 0.1.0 */
 export * as DeadlineMiddleware from "./http/DeadlineMiddleware.js"
@@ -30,6 +34,12 @@ export * as IdempotencyMiddleware from "./http/IdempotencyMiddleware.js"
 /** @since 0.1.0 */
 export * as IdempotencyStore from "./IdempotencyStore.js"
 /** @since 0.1.0 */
+export * as Outbox from "./queue/Outbox.js"
+/** @since 0.1.0 */
+export * as PgQueue from "./queue/PgQueue.js"
+/** @since 0.1.0 */
+export * as QueueSource from "./queue/QueueSource.js"
+/** @since 0.1.0 */
 export * as RateLimiter from "./RateLimiter.js"
 /** @since 0.1.0 */
 export * as RateLimiterStore from "./RateLimiterStore.js"
@@ -37,6 +47,8 @@ export * as RateLimiterStore from "./RateLimiterStore.js"
 export * as RateLimitHeaders from "./http/RateLimitHeaders.js"
 /** @since 0.1.0 */
 export * as RateLimitMiddleware from "./http/RateLimitMiddleware.js"
+/** @since 0.1.0 */
+export * as RedisStreamQueue from "./queue/RedisStreamQueue.js"
 /** @since 0.1.0 */
 export * as ResilientHttpClient from "./http/ResilientHttpClient.js"
 /** @since 0.1.0 */

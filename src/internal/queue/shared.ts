@@ -1,0 +1,82 @@
+import { Cause, Effect, Option, Random } from "effect"
+import type { ListOptions } from "../../queue/DeadLetter.js"
+import * as validate from "../validate.js"
+
+/** Receipts are `<position>:<fencing token>`. */
+export const parseReceipt = (receipt: string): readonly [number, number] => {
+  const colon = receipt.lastIndexOf(":")
+  return [Number(receipt.slice(0, colon)), Number(receipt.slice(colon + 1))]
+}
+
+/** Same, keeping the position as text (a PostgreSQL bigint or a Redis stream id). */
+export const splitReceipt = (receipt: string): readonly [string, number] => {
+  const colon = receipt.lastIndexOf(":")
+  return [receipt.slice(0, colon), Number(receipt.slice(colon + 1))]
+}
+
+export const listLimit = (options: ListOptions | undefined): number =>
+  options?.limit === undefined ? 100 : validate.positiveInt("DeadLetterQueue.list limit", options.limit)
+
+/** Table names are spliced into SQL: only plain identifiers are accepted. */
+export const identifier = (what: string, name: string): string => {
+  if (!/^[A-Za-z_][A-Za-z0-9_]{0,54}$/.test(name)) {
+    validate.invalid(
+      `${what} must be a plain SQL identifier (letters, digits, _; at most 55 characters), got "${name}"`
+    )
+  }
+  return name
+}
+
+const MAX_REASON = 4000
+
+/** Renders a failure as one line of text for a dead-letter entry: the error, not a stack trace. */
+export const renderCause = (cause: Cause.Cause<unknown>): string => {
+  const failure = Cause.failureOption(cause)
+  let text: string
+  if (Option.isSome(failure)) {
+    text = describe(failure.value)
+  } else {
+    const defect = Cause.dieOption(cause)
+    text = Option.isSome(defect)
+      ? `defect: ${describe(defect.value)}`
+      : Cause.isInterruptedOnly(cause)
+      ? "interrupted"
+      : Cause.pretty(cause)
+  }
+  return text.length > MAX_REASON ? `${text.slice(0, MAX_REASON)}…` : text
+}
+
+const describe = (error: unknown): string => {
+  if (typeof error !== "object" || error === null) return String(error)
+  const tag = "_tag" in error ? String((error as { _tag: unknown })._tag) : undefined
+  const message = error instanceof Error || "message" in error ? String((error as { message: unknown }).message) : ""
+  let text = tag === undefined
+    ? (message === "" ? safeJson(error) : message)
+    : message === ""
+    ? tag
+    : `${tag}: ${message}`
+  // Retry gave up: say what the last attempt failed with
+  if (tag === "RetriesExhausted" && "last" in error) text += `; last: ${describe((error as { last: unknown }).last)}`
+  if ((tag === "Fatal" || tag === "Retryable") && "cause" in error) {
+    const inner = (error as { cause: unknown }).cause
+    if (typeof inner === "object" && inner !== null && !(inner instanceof Error)) text += ` ${safeJson(inner)}`
+  }
+  return text
+}
+
+const safeJson = (value: unknown): string => {
+  try {
+    return JSON.stringify(value) ?? String(value)
+  } catch {
+    return String(value)
+  }
+}
+
+/** A random 128-bit id in UUID form, from `Random` (so tests can seed it). */
+export const randomId: Effect.Effect<string> = Effect.map(
+  Effect.all(Array.from({ length: 8 }, () => Random.nextIntBetween(0, 0x10000))),
+  (parts) => {
+    const hex = parts.map((n) => n.toString(16).padStart(4, "0")).join("")
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
+  }
+)

@@ -1,0 +1,68 @@
+/**
+ * A {@link QueueSource} in PostgreSQL: a jobs table claimed with `FOR UPDATE SKIP LOCKED`, a visibility
+ * timeout, a receive count column, and a dead-letter table `<table>_dlq`.
+ *
+ * Time: visibility is decided with the caller's `Clock` — `receive` passes its own `now` in milliseconds
+ * and the rows store absolute `visible_at` instants — so `TestClock` drives it in tests, and the
+ * consumers' clocks must agree (NTP) in production: a consumer whose clock runs ahead by `s` sees claimed
+ * messages come back `s` early.
+ *
+ * `@effect/sql` is loaded only when `make` runs, so importing `effect-resilience` does not need it.
+ *
+ * @since 0.1.0
+ */
+import type { SqlClient } from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import type { Duration } from "effect"
+import { Effect } from "effect"
+import { tableStatements } from "../internal/queue/pgSchema.js"
+import { identifier } from "../internal/queue/shared.js"
+import type { QueueSource } from "./QueueSource.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface PgOptions {
+  /** The jobs table; the dead letters go to `<table>_dlq`. A plain identifier. */
+  readonly table: string
+  /** How long a received message stays invisible to other receivers. */
+  readonly visibilityTimeout: Duration.DurationInput
+  /** Names the queue in metrics and errors. Default: the table name. */
+  readonly name?: string
+  /** Create the tables if they do not exist (`CREATE ... IF NOT EXISTS`). Default: true. */
+  readonly migrate?: boolean
+}
+
+/**
+ * Builds the source (creating its tables unless `migrate: false`). It uses the `SqlClient` it finds
+ * here for every operation; inside `sql.withTransaction`, `send` joins the caller's transaction — which
+ * makes `Outbox.relay` to a queue in the same database exactly-once.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Consumer, PgQueue } from "effect-resilience"
+ *
+ * const program = Effect.gen(function*() {
+ *   const source = yield* PgQueue.make<{ readonly orderId: string }>({ table: "jobs", visibilityTimeout: "1 minute" })
+ *   yield* Consumer.run({ source, handler: (m) => Effect.log(m.body.orderId), maxReceiveCount: 5 })
+ *   yield* Effect.never
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make = <A = unknown>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlError, SqlClient> => {
+  identifier("PgQueue table", options.table)
+  return Effect.flatMap(Effect.promise(() => import("../internal/queue/pg.js")), (m) => m.make<A>(options))
+}
+
+/**
+ * The statements `make` runs when `migrate` is on, for your migration tool.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const migrations: (table: string) => ReadonlyArray<string> = tableStatements

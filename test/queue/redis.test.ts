@@ -1,0 +1,209 @@
+/**
+ * `RedisStreamQueue` against a real Redis: consumer groups, `XAUTOCLAIM` recovery of a consumer that died
+ * holding messages, delivery counts from `XPENDING`, dead letters, and the 10,000-message soak (with the
+ * idempotent consumer on SQLite). Visibility here is Redis's own clock, so these tests use short real
+ * timeouts. Every test uses its own keys and deletes them.
+ */
+import { SqliteClient } from "@effect/sql-sqlite-node"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { afterAll, expect, it } from "@effect/vitest"
+import { Effect, Exit, Option, Scope } from "effect"
+import { Redis } from "ioredis"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { Consumer, Failure, type QueueSource, RedisStreamQueue } from "../../src/index.js"
+import { deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "../support/redis.js"
+import { type Body, runSoak } from "./soak.js"
+
+const prefix = uniquePrefix("queue")
+let streams = 0
+const freshStream = () => `${prefix}stream-${++streams}`
+
+const dir = mkdtempSync(join(tmpdir(), "effect-resilience-queue-"))
+
+afterAll(async () => {
+  rmSync(dir, { recursive: true, force: true })
+  await deleteKeys(prefix).catch(() => {})
+})
+
+const client = Effect.acquireRelease(
+  Effect.sync(() => new Redis(REDIS_URL, { maxRetriesPerRequest: 1 })),
+  (redis) => Effect.promise(() => redis.quit())
+)
+
+const waitFor = <R>(done: Effect.Effect<boolean, unknown, R>, max = 400) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < max; i++) {
+      if (yield* done) return
+      yield* Effect.sleep("25 millis")
+    }
+    throw new Error("condition never held")
+  })
+
+const msg = (id: string, n = 0) => ({ id, body: { n } })
+
+describeRedis("RedisStreamQueue", () => {
+  it.live("XREADGROUP claims once per group; XAUTOCLAIM takes over a dead consumer's entries after the timeout", () =>
+    Effect.gen(function*() {
+      const redis = yield* client
+      const stream = freshStream()
+      const options = { redis, stream, visibilityTimeout: "300 millis", reclaimInterval: "20 millis" } as const
+      const dead = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "dead" })
+      yield* dead.send([msg("a", 1), { id: "b", key: "k", body: { n: 2 } }, msg("c", 3)])
+      const held = yield* dead.receive(2) // ...and the process died
+      expect(held.map((m) => [m.id, m.receiveCount])).toEqual([["a", 1], ["b", 1]])
+      expect(held[1]!.key).toBe("k")
+
+      const alive = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "alive" })
+      const applied: Array<string> = []
+      const consumer = yield* Consumer.run({
+        source: alive,
+        handler: Consumer.idempotentMemory((m) => Effect.sync(() => applied.push(`${m.id}#${m.receiveCount}`))),
+        maxReceiveCount: 5,
+        pollInterval: "10 millis"
+      })
+      yield* waitFor(Effect.map(consumer.stats, (s) => s.processed === 1))
+      expect(applied).toEqual(["c#1"])
+      const started = Date.now()
+      yield* waitFor(Effect.map(consumer.stats, (s) => s.processed === 3))
+      expect(Date.now() - started).toBeGreaterThanOrEqual(150)
+      // the delivery count came from the pending entries list
+      expect(applied.sort()).toEqual(["a#2", "b#2", "c#1"])
+      // the dead consumer's receipts are stale now
+      expect(yield* dead.release(held[0]!)).toBe(false)
+      expect(yield* dead.deadLetter(held[0]!, "stale")).toBe(false)
+      expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
+      expect((yield* Effect.promise(() => redis.xpending(stream, "consumers")))[0]).toBe(0)
+    }).pipe(Effect.scoped))
+
+  it.live("release: visible again after the delay, with the error remembered; undoReceive keeps the count", () =>
+    Effect.gen(function*() {
+      const redis = yield* client
+      const source = yield* RedisStreamQueue.make<Body>({
+        redis,
+        stream: freshStream(),
+        visibilityTimeout: "10 seconds",
+        reclaimInterval: "1 millis"
+      })
+      yield* source.send([msg("a")])
+      const [a] = yield* source.receive(5)
+      expect(yield* source.release(a!, { delay: "200 millis", error: "boom" })).toBe(true)
+      expect(yield* source.receive(5)).toEqual([])
+      yield* Effect.sleep("250 millis")
+      const [again] = yield* source.receive(5)
+      expect(again).toMatchObject({ id: "a", receiveCount: 2, lastError: "boom" })
+      expect(yield* source.release(again!, { undoReceive: true })).toBe(true)
+      const [third] = yield* source.receive(5)
+      expect(third).toMatchObject({ id: "a", receiveCount: 2 })
+      expect(yield* source.ack(third!)).toBe(true)
+      expect(yield* source.ack(third!)).toBe(false)
+    }).pipe(Effect.scoped))
+
+  it.live("dead letters: atomic move, list, inspect, redrive, purge, depth; redriven messages are processed once", () =>
+    Effect.gen(function*() {
+      const redis = yield* client
+      const stream = freshStream()
+      const source = yield* RedisStreamQueue.make<Body>({ redis, stream, visibilityTimeout: "10 seconds" })
+      yield* source.send([msg("ok-1", 1), msg("bad-1", -1), { id: "bad-2", key: "k", body: { n: -2 } }])
+      let fixed = false
+      const applied = new Map<string, number>()
+      const handler = Consumer.idempotentMemory((m: QueueSource.Message<Body>) =>
+        m.body.n < 0 && !fixed
+          ? Effect.fail(Failure.fatal(`negative amount ${m.body.n}`))
+          : Effect.sync(() => void applied.set(m.id, (applied.get(m.id) ?? 0) + 1))
+      )
+      const first = yield* Scope.make()
+      const c1 = yield* Consumer.run({ source, handler, maxReceiveCount: 3, pollInterval: "10 millis" }).pipe(
+        Scope.extend(first)
+      )
+      yield* waitFor(Effect.map(c1.stats, (s) => s.processed + s.deadLettered === 3))
+      yield* Scope.close(first, Exit.void)
+
+      expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
+      expect(yield* source.deadLetters.depth).toBe(2)
+      const listed = yield* source.deadLetters.list()
+      expect(listed.map((d) => d.id)).toEqual(["bad-1", "bad-2"])
+      expect(listed[1]).toMatchObject({
+        id: "bad-2",
+        key: "k",
+        body: { n: -2 },
+        reason: "Fatal: fatal failure: negative amount -2",
+        receiveCount: 1
+      })
+      expect(listed[1]!.lastSeenAt).toBeGreaterThanOrEqual(listed[1]!.firstSeenAt)
+      expect(Option.getOrThrow(yield* source.deadLetters.inspect("bad-1")).body).toEqual({ n: -1 })
+      expect(Option.isNone(yield* source.deadLetters.inspect("nope"))).toBe(true)
+
+      fixed = true
+      expect(yield* source.deadLetters.redrive(["bad-1", "nope"])).toBe(1)
+      const second = yield* Scope.make()
+      const c2 = yield* Consumer.run({ source, handler, maxReceiveCount: 3, pollInterval: "10 millis" }).pipe(
+        Scope.extend(second)
+      )
+      yield* waitFor(Effect.map(c2.stats, (s) => s.processed === 1))
+      expect(yield* source.deadLetters.redrive()).toBe(1)
+      yield* waitFor(Effect.map(c2.stats, (s) => s.processed === 2))
+      yield* Scope.close(second, Exit.void)
+      expect(Object.fromEntries(applied)).toEqual({ "ok-1": 1, "bad-1": 1, "bad-2": 1 })
+      expect(yield* source.deadLetters.depth).toBe(0)
+
+      // purge
+      yield* source.send([msg("x")])
+      const [x] = yield* source.receive(1)
+      yield* source.deadLetter(x!, "manual")
+      expect(yield* source.deadLetters.purge(["x"])).toBe(1)
+      yield* source.send([msg("y")])
+      const [y] = yield* source.receive(1)
+      yield* source.deadLetter(y!, "manual")
+      expect(yield* source.deadLetters.purge()).toBe(1)
+      expect(yield* source.deadLetters.depth).toBe(0)
+    }).pipe(Effect.scoped))
+
+  it.live(
+    "soak: 10,000 messages, poison, random failures and crashes — exactly once, nothing lost",
+    () =>
+      Effect.gen(function*() {
+        const redis = yield* client
+        const sql = yield* SqlClient.SqlClient
+        const stream = freshStream()
+        yield* Consumer.createProcessedTable("processed")
+        yield* sql`CREATE TABLE effects (id TEXT NOT NULL)`
+        const source = yield* RedisStreamQueue.make<Body>({
+          redis,
+          stream,
+          visibilityTimeout: "1 second",
+          reclaimInterval: "100 millis",
+          name: "soak-redis"
+        })
+        const started = Date.now()
+        const result = yield* runSoak<SqlClient.SqlClient>({
+          source,
+          idempotent: (h) => Consumer.idempotent(h, { table: "processed" }),
+          record: (id) => sql`INSERT INTO effects (id) VALUES (${id})`,
+          effects: Effect.map(
+            sql<{ readonly id: string; readonly n: number }>`SELECT id, count(*) AS n FROM effects GROUP BY id`,
+            (rows) => new Map(rows.map((r) => [r.id, Number(r.n)]))
+          ),
+          remaining: Effect.promise(async () =>
+            (await redis.xlen(stream)) + Number((await redis.xpending(stream, "consumers"))[0])
+          ),
+          transactional: true
+        }, {
+          n: Number(process.env.SOAK_N ?? 10_000),
+          seed: 13,
+          prefix: "redis",
+          concurrency: 16,
+          maxReceiveCount: 5,
+          timeout: "10 seconds",
+          tick: Effect.sleep("50 millis"),
+          maxTicks: 2_400
+        })
+        console.log("[soak redis]", JSON.stringify({ ...result, seconds: (Date.now() - started) / 1000 }))
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(SqliteClient.layer({ filename: join(dir, "soak.db") }))
+      ),
+    150_000
+  )
+})
