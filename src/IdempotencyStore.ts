@@ -230,16 +230,7 @@ export const sqlSchema: (dialect: "sqlite" | "pg", table?: string) => ReadonlyAr
  * @since 0.1.0
  * @category models
  */
-export type RedisOptions =
-  & (
-    | { readonly client: import("ioredis").Redis | import("ioredis").Cluster }
-    | { readonly url: string; readonly redisOptions?: import("ioredis").RedisOptions }
-  )
-  & {
-    readonly prefix?: string
-    readonly timeout?: Duration.DurationInput
-    readonly expiryMargin?: Duration.DurationInput
-  }
+export type RedisOptions = redisOptions.Connection & redisOptions.CommonOptions
 
 /**
  * A store in Redis (or Redis Cluster) shared by every process that uses it, on `ioredis`. Each

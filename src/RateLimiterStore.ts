@@ -240,18 +240,7 @@ export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RateLimiter
  * @since 0.1.0
  * @category models
  */
-export type RedisOptions =
-  & (
-    | { readonly client: import("ioredis").Redis | import("ioredis").Cluster }
-    | { readonly url: string; readonly redisOptions?: import("ioredis").RedisOptions }
-  )
-  & {
-    readonly prefix?: string
-    readonly timeout?: import("effect").Duration.DurationInput
-    readonly expiryMargin?: import("effect").Duration.DurationInput
-    readonly onError?: "allow" | "deny"
-    readonly retryAfterOnError?: import("effect").Duration.DurationInput
-  }
+export type RedisOptions = redisOptions.Connection & redisOptions.RateLimiterOptions
 
 /**
  * A store in Redis (or Redis Cluster) shared by every process that uses it, on `ioredis`. Each decision

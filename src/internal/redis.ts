@@ -6,14 +6,13 @@
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
-import { type Cluster, Redis, type RedisOptions as IORedisOptions } from "ioredis"
+import { type Cluster, Redis } from "ioredis"
 import { createHash } from "node:crypto"
+import type { Connection } from "./redisOptions.js"
 
 export type Client = Redis | Cluster
 
-export type ClientOptions =
-  | { readonly client: Client }
-  | { readonly url: string; readonly redisOptions?: IORedisOptions }
+export type ClientOptions = Connection
 
 /**
  * The caller's client as it is (never closed here), or a new client for `url` that is closed with the

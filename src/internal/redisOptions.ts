@@ -4,6 +4,11 @@
  */
 import * as validate from "./validate.js"
 
+/** How a Redis store reaches Redis: a client of yours (never closed by the store), or a URL it connects to. */
+export type Connection =
+  | { readonly client: import("ioredis").Redis | import("ioredis").Cluster }
+  | { readonly url: string; readonly redisOptions?: import("ioredis").RedisOptions }
+
 export interface CommonOptions {
   readonly prefix?: string
   readonly timeout?: import("effect").Duration.DurationInput
