@@ -151,6 +151,11 @@ export interface SqlOptions {
   readonly cleanupInterval?: Duration.DurationInput
   /** Rows deleted per statement at most (default 1000): a round repeats batches until one comes back short. */
   readonly cleanupBatch?: number
+  /**
+   * A store operation that has not finished by then fails with `IdempotencyStoreError` (the middleware answers
+   * 503) and its query is interrupted. Default 2 seconds.
+   */
+  readonly timeout?: Duration.DurationInput
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { HttpApp } from "@effect/platform"
 import { HttpClient, HttpClientRequest, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Layer, TestClock } from "effect"
@@ -307,7 +308,54 @@ describe("IdempotencyMiddleware", () => {
       })
     ))))
 
+  it.scoped("works under a router prefix and after an outer middleware read the body", () =>
+    withServer(Effect.gen(function*() {
+      const orders = makeOrders()
+      const readFirst = <E, R>(app: HttpApp.Default<E, R>) =>
+        Effect.flatMap(
+          HttpServerRequest.HttpServerRequest,
+          (request) => Effect.zipRight(Effect.orDie(request.text), app)
+        )
+      const app = orders.router.pipe(HttpRouter.prefixAll("/api"), IdempotencyMiddleware.make(), readFirst)
+      yield* serve(app)
+      const first = yield* post("/api/orders", { key: "prefixed", body: { sku: "A" } })
+      expect(first.status).toBe(201)
+      expect(JSON.parse(first.body)).toEqual({ id: 1, sku: "A" })
+      expect((yield* post("/api/orders", { key: "prefixed", body: { sku: "A" } })).headers["idempotent-replayed"]).toBe(
+        "true"
+      )
+      expect(orders.runs()).toBe(1)
+    })))
+
+  it.effect("the memory store never evicts a record early through entries of the record it replaced", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemory
+      const request = {
+        scope: "s",
+        key: "k",
+        fingerprint: "f",
+        ttl: Duration.seconds(100),
+        lease: Duration.seconds(10)
+      }
+      const a = yield* store.claim(request)
+      yield* TestClock.adjust("1 second")
+      yield* store.renew({ scope: "s", key: "k", token: (a as any).token }, Duration.seconds(10))
+      yield* TestClock.adjust("1 second")
+      yield* store.release({ scope: "s", key: "k", token: (a as any).token })
+      yield* TestClock.adjust("1 second")
+      const b = yield* store.claim(request)
+      yield* TestClock.adjust("1 second")
+      const response = { status: 201, headers: {}, body: new Uint8Array([1]) }
+      expect(yield* store.complete({ scope: "s", key: "k", token: (b as any).token }, response, Duration.seconds(100)))
+        .toBe(true)
+      yield* TestClock.adjust("97 seconds") // t = 101: B's record is kept until t = 104
+      expect((yield* store.claim(request))._tag).toBe("Completed")
+    }))
+
   it("rejects bad options when built", () => {
+    expect(() => IdempotencyMiddleware.make({ ttl: "30 seconds", lease: "60 seconds" })).toThrow(
+      /longer than the lease/
+    )
     expect(() => IdempotencyMiddleware.make({ maxKeyLength: 0 })).toThrow(/maxKeyLength/)
     expect(() => IdempotencyMiddleware.make({ lease: 0 })).toThrow(/lease/)
     expect(() => IdempotencyMiddleware.make({ ttl: -1 })).toThrow(/ttl/)

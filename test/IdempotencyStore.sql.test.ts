@@ -12,7 +12,7 @@ import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Layer, Redacted, Scope, TestClock } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Scope, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -300,6 +300,42 @@ describe("IdempotencyMiddleware over SQL", () => {
 })
 
 describePg("IdempotencyStore.layerSql (PostgreSQL)", () => {
+  it.scoped(
+    "a locked table: the claim fails with IdempotencyStoreError after the timeout, it does not hang",
+    () =>
+      Effect.gen(function*() {
+        const table = freshPgTable()
+        const store = yield* IdempotencyStore.makeSql({ table, timeout: "2 seconds" })
+        const sql = yield* SqlClient.SqlClient
+        const locked = yield* Deferred.make<void>()
+        const unlock = yield* Deferred.make<void>()
+        // another connection holds the table locked in a transaction until the claim has given up
+        const holder = yield* Effect.fork(
+          sql.withTransaction(
+            Effect.zipRight(
+              sql`LOCK TABLE ${sql(table)} IN ACCESS EXCLUSIVE MODE`,
+              Effect.zipRight(Deferred.succeed(locked, undefined), Deferred.await(unlock))
+            )
+          )
+        )
+        yield* Deferred.await(locked)
+        const claim = yield* Effect.fork(Effect.exit(store.claim(claimRequest("locked"))))
+        // the claim is waiting on the lock; move the test clock until its timeout fires (yielding to I/O between)
+        for (let i = 0; i < 50 && claim.unsafePoll() === null; i++) {
+          yield* TestClock.adjust("500 millis")
+          yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+        }
+        const exit = yield* Fiber.join(claim)
+        yield* Deferred.succeed(unlock, undefined)
+        yield* Fiber.join(holder)
+        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)).toMatchObject({
+          _tag: "Some",
+          value: { _tag: "IdempotencyStoreError", operation: "claim" }
+        })
+      }).pipe(Effect.provide(PgLive)),
+    20_000
+  )
+
   it.scoped("the migration is idempotent, even from several processes' layers at once", () =>
     Effect.gen(function*() {
       const table = freshPgTable()

@@ -9,6 +9,7 @@ import {
 } from "@effect/platform"
 import { Chunk, Duration, Effect, Option, Stream } from "effect"
 import { createHash } from "node:crypto"
+import type { Readable } from "node:stream"
 import type { Options } from "../http/IdempotencyMiddleware.js"
 import { parseIdempotencyKey } from "../http/StructuredFields.js"
 import { type ClaimRef, IdempotencyStore, type StoredResponse } from "../IdempotencyStore.js"
@@ -28,6 +29,8 @@ export const make = (options: Options = {}) => {
   const leaseMillis = validate.millis("IdempotencyMiddleware lease", options.lease ?? "60 seconds")
   if (leaseMillis <= 0) validate.invalid("IdempotencyMiddleware lease must be > 0")
   const lease = Duration.millis(leaseMillis)
+  // a claim is kept for at most its TTL: shorter than the lease, a live owner could lose it
+  if (Duration.toMillis(ttl) <= leaseMillis) validate.invalid("IdempotencyMiddleware ttl must be longer than the lease")
   const storeServerErrors = options.storeServerErrors ?? true
   const scopeOf = options.scope ?? defaultScope
 
@@ -67,63 +70,69 @@ export const make = (options: Options = {}) => {
       const store = yield* IdempotencyStore
       const scope = scopeOf(request)
       const fingerprint = createHash("sha256").update(`${request.method} ${request.url}\n`).update(body).digest("hex")
-      const claimed = yield* Effect.either(store.claim({ scope, key: key.value, fingerprint, ttl, lease }))
-      if (claimed._tag === "Left") return storeUnavailable
-      const claim = claimed.right
-      switch (claim._tag) {
-        case "Mismatch":
-          return problem({
-            status: 422,
-            type: "idempotency-key-reused",
-            title: "Idempotency-Key reused with a different request",
-            detail: "this key was first used with another method, path or body"
-          })
-        case "InProgress":
-          return problem({
-            status: 409,
-            type: "idempotency-key-in-progress",
-            title: "A request with this Idempotency-Key is still in progress",
-            detail: "retry after the first request has finished",
-            headers: { "retry-after": "1" }
-          })
-        case "Completed":
-          return replay(claim.response)
-      }
+      const ask = Effect.either(store.claim({ scope, key: key.value, fingerprint, ttl, lease }))
 
-      const ref: ClaimRef = { scope, key: key.value, token: claim.token }
-      const release = Effect.catchAll(store.release(ref), (e) => Effect.logWarning("idempotency: release failed", e))
-      const heartbeat = store.renew(ref, lease).pipe(
-        Effect.delay(Duration.millis(leaseMillis / 3)),
-        Effect.catchAll((e) => Effect.as(Effect.logWarning("idempotency: lease renewal failed", e), true)),
-        Effect.repeat({ while: (stillOwned) => stillOwned })
-      )
-      const handler = Effect.scoped(Effect.zipRight(
-        Effect.forkScoped(Effect.interruptible(heartbeat)), // the server may run handlers uninterruptibly
-        Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBody(request, body))
-      ))
-
+      // One uninterruptible region from the claim to its completion or release: a client that goes away
+      // right after the claim succeeded must not leave the key "in progress" until the lease runs out.
       return yield* Effect.uninterruptibleMask((restore) =>
-        Effect.matchCauseEffect(restore(handler), {
-          // a defect, a typed failure or an interruption: nothing is stored, a retry runs again
-          onFailure: (cause) => Effect.zipRight(release, Effect.failCause(cause)),
-          onSuccess: (response) =>
-            Effect.flatMap(Effect.tapErrorCause(captureBody(response), () => release), (bytes) => {
-              if (Option.isNone(bytes) || (response.status >= 500 && !storeServerErrors)) {
-                return Effect.as(release, Option.isNone(bytes) ? response : withBytes(response, bytes.value))
-              }
-              const stored: StoredResponse = {
-                status: response.status,
-                headers: pickHeaders(response),
-                body: bytes.value
-              }
-              return store.complete(ref, stored, ttl).pipe(
-                Effect.flatMap((owned) =>
-                  owned ? Effect.void : Effect.logWarning("idempotency: claim was taken over before completion")
-                ),
-                Effect.catchAll((e) => Effect.logWarning("idempotency: storing the response failed", e)),
-                Effect.as(withBytes(response, bytes.value))
-              )
-            })
+        Effect.flatMap(ask, (claimed): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
+          if (claimed._tag === "Left") return Effect.succeed(storeUnavailable)
+          const claim = claimed.right
+          switch (claim._tag) {
+            case "Mismatch":
+              return Effect.succeed(problem({
+                status: 422,
+                type: "idempotency-key-reused",
+                title: "Idempotency-Key reused with a different request",
+                detail: "this key was first used with another method, path or body"
+              }))
+            case "InProgress":
+              return Effect.succeed(problem({
+                status: 409,
+                type: "idempotency-key-in-progress",
+                title: "A request with this Idempotency-Key is still in progress",
+                detail: "retry after the first request has finished",
+                headers: { "retry-after": "1" }
+              }))
+            case "Completed":
+              return Effect.succeed(replay(claim.response))
+          }
+          const ref: ClaimRef = { scope, key: key.value, token: claim.token }
+          const release = Effect.catchAll(
+            store.release(ref),
+            (e) => Effect.logWarning("idempotency: release failed", e)
+          )
+          const heartbeat = store.renew(ref, lease).pipe(
+            Effect.delay(Duration.millis(leaseMillis / 3)),
+            Effect.catchAll((e) => Effect.as(Effect.logWarning("idempotency: lease renewal failed", e), true)),
+            Effect.repeat({ while: (stillOwned) => stillOwned })
+          )
+          const handler = Effect.scoped(Effect.zipRight(
+            Effect.forkScoped(Effect.interruptible(heartbeat)), // the server may run handlers uninterruptibly
+            Effect.provideService(app, HttpServerRequest.HttpServerRequest, withBody(request, body))
+          ))
+          return Effect.matchCauseEffect(restore(handler), {
+            // a defect, a typed failure or an interruption: nothing is stored, a retry runs again
+            onFailure: (cause) => Effect.zipRight(release, Effect.failCause(cause)),
+            onSuccess: (response) =>
+              Effect.flatMap(Effect.tapErrorCause(captureBody(response), () => release), (bytes) => {
+                if (Option.isNone(bytes) || (response.status >= 500 && !storeServerErrors)) {
+                  return Effect.as(release, Option.isNone(bytes) ? response : withBytes(response, bytes.value))
+                }
+                const stored: StoredResponse = {
+                  status: response.status,
+                  headers: pickHeaders(response),
+                  body: bytes.value
+                }
+                return store.complete(ref, stored, ttl).pipe(
+                  Effect.flatMap((owned) =>
+                    owned ? Effect.void : Effect.logWarning("idempotency: claim was taken over before completion")
+                  ),
+                  Effect.catchAll((e) => Effect.logWarning("idempotency: storing the response failed", e)),
+                  Effect.as(withBytes(response, bytes.value))
+                )
+              })
+          })
         })
       )
     })
@@ -147,26 +156,33 @@ const storeUnavailable = problem({
 })
 
 /**
- * Reads the body, at most `max` bytes. On Node the request stream is read directly: past `max` the rest is
- * discarded as it arrives (not kept), so the client still gets its 413 instead of a reset connection.
- * Elsewhere the platform's reader is used, which stops at `max`.
+ * Reads the body, at most `max` bytes. On Node the request stream is read directly while nothing has read
+ * it yet: past `max` the rest is discarded as it arrives (not kept), so the client still gets its 413 instead
+ * of a reset connection. Otherwise the platform's (cached) text reader is used, which stops at `max`.
  */
 const readBody = (
   request: HttpServerRequest.HttpServerRequest,
   max: number
 ): Effect.Effect<Uint8Array | "too-large" | "unreadable"> => {
-  const source = request.source as Partial<NodeJS.ReadableStream> | undefined
-  if (source !== undefined && typeof source.on === "function" && typeof source.resume === "function") {
-    return readNode(source as NodeJS.ReadableStream, max)
+  const source = request.source as Partial<Readable> | undefined
+  if (
+    source !== undefined && typeof source.on === "function" && typeof source.resume === "function" &&
+    source.readableDidRead === false && source.readableEnded === false
+  ) {
+    return readNode(source as Readable, max)
   }
-  return request.arrayBuffer.pipe(
-    Effect.map((buffer) => new Uint8Array(buffer)),
+  // already read by something before us: the platform caches the body as text (not as bytes)
+  return request.text.pipe(
+    Effect.map((text): Uint8Array | "too-large" => {
+      const bytes = new TextEncoder().encode(text)
+      return bytes.byteLength > max ? "too-large" : bytes
+    }),
     HttpIncomingMessage.withMaxBodySize(Option.some(max)),
     Effect.orElseSucceed(() => "unreadable" as const)
   )
 }
 
-const readNode = (stream: NodeJS.ReadableStream, max: number) =>
+const readNode = (stream: Readable, max: number) =>
   Effect.async<Uint8Array | "too-large" | "unreadable">((resume) => {
     const parts: Array<Uint8Array> = []
     let size = 0
@@ -211,7 +227,12 @@ const withBody = (
           catch: decodeError
         })
     },
-    stream: { get: () => Stream.succeed(bytes) }
+    stream: { get: () => Stream.succeed(bytes) },
+    // routers with prefixes rewrite the url through `modify`: the copy must keep the body read here
+    modify: {
+      value: (options: Parameters<HttpServerRequest.HttpServerRequest["modify"]>[0]) =>
+        withBody(request.modify(options), bytes)
+    }
   })
 }
 

@@ -9,7 +9,7 @@ interface Record {
   response: StoredResponse | undefined
   leaseUntil: number
   expiresAt: number
-  /** bumped on every write so stale heap entries are recognised */
+  /** a store-wide sequence number, new on every write, so stale heap entries are recognised */
   version: number
 }
 
@@ -26,9 +26,12 @@ export const makeMemory = Effect.sync(() => {
   const records = new Map<string, Record>()
   const expiries = new MinHeap<Expiry>()
   let tokens = 0
+  // one sequence for the whole store: a replacement record must never match a heap entry of the record
+  // it replaced (a per-record counter would start again and let old entries evict the new record early)
+  let writes = 0
 
   const schedule = (id: string, record: Record) => {
-    record.version++
+    record.version = ++writes
     expiries.push({ at: Math.max(record.expiresAt, record.leaseUntil), id, version: record.version })
   }
 
@@ -66,7 +69,7 @@ export const makeMemory = Effect.sync(() => {
           response: undefined,
           leaseUntil: now + lease,
           expiresAt: now + ttl,
-          version: existing?.version ?? 0
+          version: 0
         }
         records.set(id, record)
         schedule(id, record)

@@ -84,9 +84,18 @@ export const make = (
     if (config.migrate) yield* migrate(sql, dialect, config.table)
     const table = sql(config.table)
 
+    // every operation is bounded: a locked table or a saturated pool must become a 503, not a hung request.
+    // `disconnect`: the answer does not wait for a query the driver cannot abort; `interruptible`: the
+    // timeout works even where the caller runs uninterruptibly (the middleware's claim-to-completion region)
     const failWith = (operation: IdempotencyStoreError["operation"]) => <A, R>(effect: Effect.Effect<A, unknown, R>) =>
       effect.pipe(
         Effect.catchAllDefect((defect) => Effect.fail(defect)),
+        Effect.interruptible,
+        Effect.disconnect,
+        Effect.timeoutFail({
+          duration: config.timeout,
+          onTimeout: () => new Error(`no answer from the database within ${Duration.format(config.timeout)}`)
+        }),
         Effect.mapError((cause) => new IdempotencyStoreError({ operation, cause }))
       )
 

@@ -10,6 +10,7 @@ export interface ResolvedSqlOptions {
   readonly cleanup: boolean
   readonly cleanupInterval: Duration.Duration
   readonly cleanupBatch: number
+  readonly timeout: Duration.Duration
 }
 
 export type SqlDialect = "sqlite" | "pg"
@@ -61,7 +62,10 @@ export const resolve = (options: SqlOptions = {}): ResolvedSqlOptions => {
     { finite: true }
   )
   if (interval <= 0) validate.invalid("IdempotencyStore.layerSql cleanupInterval must be > 0")
+  const timeout = validate.millis("IdempotencyStore.layerSql timeout", options.timeout ?? "2 seconds", { finite: true })
+  if (timeout <= 0) validate.invalid("IdempotencyStore.layerSql timeout must be > 0")
   return {
+    timeout: Duration.millis(timeout),
     table,
     migrate: options.migrate ?? true,
     cleanup: options.cleanup ?? true,

@@ -114,9 +114,11 @@ export const make = (options: Options = {}) =>
     const attempt = (request: HttpClientRequest.HttpClientRequest, hasKey: boolean) =>
       withDeadline((deadline, now) => {
         const budget = deadline === undefined ? attemptMillis : Math.min(attemptMillis, deadline - now)
-        const sent = deadlineHeader === undefined
+        // whole milliseconds, rounded down (never promise the server more time than the client waits);
+        // no header when there is no finite budget
+        const sent = deadlineHeader === undefined || !Number.isFinite(budget)
           ? request
-          : HttpClientRequest.setHeader(request, deadlineHeader, String(Math.max(0, Math.ceil(budget))))
+          : HttpClientRequest.setHeader(request, deadlineHeader, String(Math.max(0, Math.floor(budget))))
         return underlying.execute(sent).pipe(
           timeout,
           Effect.matchEffect({
