@@ -169,7 +169,9 @@ export interface Options {
   /**
    * How long to stay open before a trial. A `Schedule` is stepped once per opening (its delay is used), and
    * starts over when the breaker closes; when it ends, its last delay is reused. It must be synchronous
-   * (every `Schedule` built from Effect's constructors and `Backoff` is).
+   * (every `Schedule` built from Effect's constructors and `Backoff` is) and give a delay at its first
+   * step: it is probed once when the breaker is built (with Effect's default services), and one that is
+   * done at once, fails or is asynchronous is rejected with `IllegalArgumentException`.
    */
   readonly openFor: Duration.DurationInput | Schedule.Schedule<Duration.Duration, unknown>
   /** Trial calls let through in half-open, all of which must succeed to close. An integer >= 1; default 1. */
@@ -182,7 +184,10 @@ export interface Options {
   readonly isFailure?: (error: unknown) => boolean
   /** Tags the breaker's metrics (`breaker` label). */
   readonly name?: string
-  /** A {@link Snapshot} to start from. */
+  /**
+   * A {@link Snapshot} to start from. A malformed snapshot throws `IllegalArgumentException`, except its
+   * `window`: a missing, `null` or unknown one starts the counters empty.
+   */
   readonly initialState?: Snapshot
 }
 
@@ -317,6 +322,15 @@ export interface KeyedOptions extends Omit<Options, "initialState"> {
    * stay bounded by it.
    */
   readonly maxKeys?: number
+  /**
+   * Label each breaker's metrics with its key (`key`, the key as a string), for a state gauge per key.
+   * Effect's metric registry never forgets a label set, so **every key ever seen costs metric series**
+   * for the life of the process — `maxKeys` bounds the breakers, not the series. Turn it on only for
+   * keys from a small, known set. A dropped breaker's gauge is set back to 0 (closed). Default `false`:
+   * the breakers count transitions and rejections under the `breaker` label only, and do not report
+   * the state gauge (one gauge cannot hold many breakers' states).
+   */
+  readonly keyLabel?: boolean
 }
 
 /**
@@ -338,7 +352,8 @@ export interface Keyed<K> {
 }
 
 /**
- * A registry of breakers, one per key. Each breaker's metrics carry a `key` label (the key as a string).
+ * A registry of breakers, one per key. Their metrics carry the `breaker` label (the `name` option) only,
+ * unless `keyLabel` is set (see {@link KeyedOptions}). Throws `IllegalArgumentException` for invalid options.
  *
  * @example
  * ```ts
@@ -366,7 +381,7 @@ export const keyed: <K = string>(options: KeyedOptions) => Effect.Effect<Keyed<K
 
 /**
  * The breaker's state: 0 closed, 1 half-open, 2 open; labelled `breaker` (the `name` option) and, for
- * keyed breakers, `key`.
+ * keyed breakers with `keyLabel`, `key` (keyed breakers without it do not report it).
  *
  * @since 0.1.0
  * @category metrics
@@ -376,7 +391,7 @@ export const stateGauge: Metric.Metric.Gauge<number> = Metric.gauge("effect_resi
 })
 
 /**
- * Transitions, labelled `breaker`, `key` (when set), then `from` and `to`.
+ * Transitions, labelled `breaker`, `key` (keyed breakers with `keyLabel`), then `from` and `to`.
  *
  * @since 0.1.0
  * @category metrics
@@ -387,7 +402,7 @@ export const transitions: Metric.Metric.Counter<number> = Metric.counter(
 )
 
 /**
- * Calls refused with {@link CircuitOpen}, labelled `breaker` and `key` when set.
+ * Calls refused with {@link CircuitOpen}, labelled `breaker` and `key` (keyed breakers with `keyLabel`).
  *
  * @since 0.1.0
  * @category metrics

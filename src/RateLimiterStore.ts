@@ -136,7 +136,11 @@ export interface MemoryStore extends Store {
   /** Keys held, over all limiters using the store. */
   readonly size: Effect.Effect<number>
   unsafeSize(): number
-  /** Evicts every expired key now (the background sweep does this every `sweepInterval`). */
+  /**
+   * Evicts every key expired now: at the `Clock` time of the fiber running it, or at the latest instant
+   * any call passed the store when that is later. (The background sweep, every `sweepInterval`, uses the
+   * callers' time: that latest instant, advanced by the time elapsed since it last changed.)
+   */
   readonly evictExpired: Effect.Effect<void>
 }
 
@@ -146,9 +150,12 @@ export interface MemoryStore extends Store {
  */
 export interface MemoryOptions {
   /**
-   * How often a background fiber evicts expired keys, so memory returns to baseline even when traffic
-   * stops. `Duration.infinity` turns it off (eviction then happens only as new keys arrive).
-   * Default: 1 second.
+   * How often a background fiber evicts expired keys, so the keys of idle clients go even when no new
+   * key arrives. `Duration.infinity` turns it off (eviction then happens only as new keys arrive).
+   * Default: 1 second. The interval is slept on the `Clock` of the fiber building the store, but what has
+   * expired is judged on the callers' time — the latest `nowMillis` a call passed, advanced only by the time
+   * elapsed since — so callers on another clock (a `TestClock`, the layer provided outside it) never lose
+   * live keys, and idle keys still go when every caller is idle.
    */
   readonly sweepInterval?: import("effect").Duration.DurationInput
 }
@@ -162,9 +169,12 @@ const sweepMillis = (options?: MemoryOptions): number =>
  *
  * Eviction is O(1) amortised per call, never a scan: each limiter's keys sit in a list in order of
  * last use; every new key first evicts up to 2 expired keys from the front, and a background sweep
- * (every `sweepInterval`) evicts the expired front in batches. An idle key is therefore gone at most
- * one ttl after its last use plus one `sweepInterval` — ttl being `capacity / refillPerSecond` for a
- * token bucket, the window for a fixed window, two windows for a sliding window.
+ * (every `sweepInterval`) evicts the expired front in batches, at the latest instant any call passed the
+ * store. While the store is in use, an idle key is therefore gone at most one ttl after its last use plus
+ * one `sweepInterval` — ttl being `capacity / refillPerSecond` for a token bucket, the window for a fixed
+ * window, two windows for a sliding window. Once no call comes at all, the sweep has no newer instant and
+ * evicts nothing more until the next call (memory does not grow meanwhile); `evictExpired` evicts at the
+ * caller's `Clock`.
  *
  * Throws `IllegalArgumentException` for a negative or malformed `sweepInterval`.
  *

@@ -191,6 +191,79 @@ describe("CircuitBreaker", () => {
       }))
   })
 
+  describe("periods: a call counts only in the period it was admitted in", () => {
+    /** Forks a call admitted now that fails after `millis` of TestClock time. */
+    const late = (breaker: CircuitBreaker.CircuitBreaker, millis: number) =>
+      Effect.fork(breaker.protect(Effect.zipRight(Effect.sleep(Duration.millis(millis)), boom)))
+
+    it.scoped("a call from an earlier closed period does not count after the breaker closes again", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(2), openFor: "1 second" })
+        const stale = yield* late(breaker, 10_000) // admitted while closed, hangs through the outage
+        yield* settle
+        yield* failTimes(breaker, 2)
+        expect(yield* breaker.state).toBe("open")
+        yield* TestClock.adjust("1 second")
+        yield* call(breaker, ok) // the trial succeeds: closed again
+        expect(yield* breaker.state).toBe("closed")
+        yield* TestClock.adjust("9 seconds")
+        yield* Fiber.await(stale)
+        expect((yield* breaker.snapshot).window).toEqual({ kind: "consecutive", failures: 0 })
+        yield* call(breaker, boom) // one failure of the new period: not two
+        expect(yield* breaker.state).toBe("closed")
+      }))
+
+    it.scoped("the same holds on the slow-call path", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.failureRate({
+            threshold: 0.5,
+            minimumCalls: 2,
+            window: { calls: 2 },
+            slowCall: { duration: "1 minute", rateThreshold: 1 }
+          }),
+          openFor: "1 second"
+        })
+        const stale = yield* late(breaker, 10_000)
+        yield* settle
+        yield* failTimes(breaker, 2)
+        expect(yield* breaker.state).toBe("open")
+        yield* TestClock.adjust("1 second")
+        yield* call(breaker, ok)
+        expect(yield* breaker.state).toBe("closed")
+        yield* TestClock.adjust("9 seconds")
+        yield* Fiber.await(stale)
+        expect((yield* breaker.snapshot).window).toEqual({ kind: "count", size: 2, outcomes: [] })
+        yield* call(breaker, ok) // 0 of 1 failed, not 1 of 2
+        expect(yield* breaker.state).toBe("closed")
+      }))
+
+    it.scoped("reset starts a new period even when the breaker is closed", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(2), openFor: "1 second" })
+        const stale = yield* late(breaker, 1_000)
+        yield* settle
+        yield* breaker.reset
+        yield* TestClock.adjust("1 second")
+        yield* Fiber.await(stale)
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("closed")
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("open")
+      }))
+
+    it.scoped("calls of the current period still count, on both paths", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(2), openFor: "1 second" })
+        const slow = yield* late(breaker, 1_000)
+        yield* settle
+        yield* call(breaker, boom)
+        yield* TestClock.adjust("1 second")
+        yield* Fiber.await(slow)
+        expect(yield* breaker.state).toBe("open")
+      }))
+  })
+
   describe("openFor as a Schedule", () => {
     it.scoped("repeated openings back off, and closing starts the schedule over", () =>
       Effect.gen(function*() {
@@ -485,6 +558,31 @@ describe("CircuitBreaker", () => {
         })
         expect((yield* other.snapshot).window).toEqual({ kind: "count", size: 3, outcomes: [] })
       }))
+
+    it.scoped("a missing, null or malformed window starts the counters empty instead of crashing", () =>
+      Effect.gen(function*() {
+        const state = { state: "closed", isolated: false, openUntil: null, openings: 0 }
+        const time = CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 1, window: { duration: "10 seconds" } })
+        const cases: ReadonlyArray<readonly [CircuitBreaker.TripPolicy, unknown]> = [
+          [CircuitBreaker.consecutive(1), undefined],
+          [CircuitBreaker.consecutive(1), null],
+          [CircuitBreaker.consecutive(1), "consecutive"],
+          [CircuitBreaker.consecutive(1), { failures: 3 }],
+          [time, { kind: "time", bucketMillis: 1000, buckets: [null, [0, "3", 1, 0], [1], "x"] }],
+          [time, { kind: "time", bucketMillis: 1000, buckets: null }]
+        ]
+        for (const [trip, window] of cases) {
+          const initialState = JSON.parse(JSON.stringify({ ...state, window })) as CircuitBreaker.Snapshot
+          const exit = yield* Effect.exit(CircuitBreaker.make({ trip, openFor: "1 second", initialState }))
+          expect(Exit.isSuccess(exit)).toBe(true)
+          if (Exit.isFailure(exit)) continue
+          expect(yield* exit.value.state).toBe("closed")
+          const empty = trip._tag === "Consecutive"
+            ? { kind: "consecutive", failures: 0 }
+            : { kind: "time", bucketMillis: 1000, buckets: [] }
+          expect((yield* exit.value.snapshot).window).toEqual(empty)
+        }
+      }))
   })
 
   describe("observability", () => {
@@ -542,6 +640,73 @@ describe("CircuitBreaker", () => {
         expect(yield* breakers.keys).toEqual(["b", "a"])
       }))
 
+    const seriesOf = (name: string) =>
+      Effect.map(
+        Metric.snapshot,
+        (pairs) =>
+          pairs.filter((p) =>
+            p.metricKey.name.startsWith("effect_resilience_breaker") &&
+            p.metricKey.tags.some((t) => t.key === "breaker" && t.value === name)
+          )
+      )
+
+    it.scoped("keyed breakers report only the breaker label by default: metric series stay bounded", () =>
+      Effect.gen(function*() {
+        const name = "keyed-default-labels"
+        const breakers = yield* CircuitBreaker.keyed<string>({
+          trip: CircuitBreaker.consecutive(1),
+          openFor: "1 minute",
+          maxKeys: 2,
+          name
+        })
+        for (let i = 0; i < 50; i++) yield* call(yield* breakers.get(`k${i}`), boom)
+        const series = yield* seriesOf(name)
+        expect(series.filter((p) => p.metricKey.tags.some((t) => t.key === "key"))).toEqual([])
+        // counters aggregate over keys; one gauge cannot hold fifty states, so there is none
+        const opened = Metric.taggedWithLabels(CircuitBreaker.transitions, [
+          MetricLabel.make("breaker", name),
+          MetricLabel.make("from", "closed"),
+          MetricLabel.make("to", "open")
+        ])
+        expect((yield* Metric.value(opened)).count).toBe(50)
+        expect(series.filter((p) => p.metricKey.name === "effect_resilience_breaker_state")).toEqual([])
+      }))
+
+    it.scoped("with keyLabel, a dropped key's state gauge goes back to closed", () =>
+      Effect.gen(function*() {
+        const name = "keyed-key-labels"
+        const breakers = yield* CircuitBreaker.keyed<string>({
+          trip: CircuitBreaker.consecutive(1),
+          openFor: "1 minute",
+          maxKeys: 1,
+          name,
+          keyLabel: true
+        })
+        const gaugeOf = (key: string) =>
+          Effect.map(
+            Metric.value(
+              Metric.taggedWithLabels(CircuitBreaker.stateGauge, [
+                MetricLabel.make("breaker", name),
+                MetricLabel.make("key", key)
+              ])
+            ),
+            (s) => s.value
+          )
+        const a = yield* breakers.get("a")
+        yield* call(a, boom)
+        expect(yield* gaugeOf("a")).toBe(2)
+        yield* breakers.get("b") // drops "a"
+        expect(yield* breakers.keys).toEqual(["b"])
+        expect(yield* gaugeOf("a")).toBe(0)
+        // the dropped breaker, still held by a caller, no longer reports
+        yield* TestClock.adjust("1 minute")
+        yield* call(a, ok)
+        expect(yield* gaugeOf("a")).toBe(0)
+        expect(() => CircuitBreaker.keyed({ ...basic, keyLabel: "yes" as never })).toThrow(
+          Cause.IllegalArgumentException
+        )
+      }))
+
     it.scoped("keyed drops the least recently used breaker beyond maxKeys", () =>
       Effect.gen(function*() {
         const breakers = yield* CircuitBreaker.keyed<number>({ ...basic, maxKeys: 2 })
@@ -583,6 +748,38 @@ describe("CircuitBreaker", () => {
         () => CircuitBreaker.keyed({ ...basic, maxKeys: 0 })
       ]
       for (const f of bad) expect(f).toThrow(Cause.IllegalArgumentException)
+    })
+
+    it("rejects an openFor schedule that gives no delay at its first step, synchronously", () => {
+      const schedules: ReadonlyArray<Schedule.Schedule<Duration.Duration, unknown>> = [
+        // done at once
+        Schedule.recurs(0).pipe(Schedule.as(Duration.seconds(1))),
+        // dies
+        Schedule.spaced("1 second").pipe(
+          Schedule.as(Duration.seconds(1)),
+          Schedule.tapOutput(() => Effect.die("no delay today"))
+        ),
+        // asynchronous
+        Schedule.spaced("1 second").pipe(
+          Schedule.as(Duration.seconds(1)),
+          Schedule.tapOutput(() => Effect.sleep("1 millis"))
+        )
+      ]
+      for (const openFor of schedules) {
+        expect(() => CircuitBreaker.make({ trip: CircuitBreaker.consecutive(1), openFor })).toThrow(
+          Cause.IllegalArgumentException
+        )
+        expect(() => CircuitBreaker.keyed({ trip: CircuitBreaker.consecutive(1), openFor })).toThrow(
+          Cause.IllegalArgumentException
+        )
+      }
+      // one step is enough: a schedule that ends later keeps its last delay
+      expect(() =>
+        CircuitBreaker.make({
+          trip: CircuitBreaker.consecutive(1),
+          openFor: Schedule.recurs(1).pipe(Schedule.as(Duration.seconds(1)))
+        })
+      ).not.toThrow()
     })
   })
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Metric, TestClock } from "effect"
+import { Cause, Clock, Duration, Effect, Metric, TestClock } from "effect"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import { plain, rateLimiterSuite } from "./rateLimiterSuite.js"
 
@@ -20,25 +20,65 @@ const withStore = <A, E>(
   })
 
 describe("RateLimiterStore.layerMemory eviction", () => {
-  it.scoped("idle keys are swept: the key count returns to zero", () =>
+  it.scoped("idle keys are swept on the callers' time, also once every caller is idle", () =>
     withStore(1000, (store) =>
       Effect.gen(function*() {
         const bucket = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 1 })
         const fixed = yield* RateLimiter.fixedWindow({ limit: 2, window: "1 second" })
         const sliding = yield* RateLimiter.slidingWindow({ limit: 2, window: "1 second" })
         for (let i = 0; i < 1000; i++) {
-          yield* bucket.tryAcquire(`k${i}`)
-          yield* fixed.tryAcquire(`k${i}`)
-          yield* sliding.tryAcquire(`k${i}`)
+          yield* bucket.tryAcquire(`k${i}`) // full again at 1000
+          yield* fixed.tryAcquire(`k${i}`) // its window ends at 1000
+          yield* sliding.tryAcquire(`k${i}`) // forgotten two windows on, at 2000
         }
         expect(yield* store.size).toBe(3000)
-        yield* advance(999)
+        // no call from now on. The sweeps at 1000, 2000, 3000 evict at the callers' time: their latest
+        // instant (0), advanced by the time elapsed since the sweeper first saw it (at 1000)
+        yield* advance(1000) // callers' time 0: nothing has expired
         expect(yield* store.size).toBe(3000)
-        yield* advance(1) // the fixed windows have passed and one token refilled: swept
+        yield* advance(1000) // callers' time 1000: buckets full, fixed windows over
         expect(yield* store.size).toBe(1000)
-        yield* advance(1000) // the sliding windows are forgotten two windows on
+        yield* advance(1000) // callers' time 2000: the sliding windows are forgotten
         expect(yield* store.size).toBe(0)
       })))
+
+  it.scoped("the sweep never evicts a live key when the store's clock is not the callers'", () =>
+    Effect.gen(function*() {
+      // the store is built on a clock an hour ahead of the callers' TestClock (say, the layer provided
+      // outside TestContext); its sweep interval still elapses with the TestClock
+      const test = yield* Effect.clock
+      const hour = 3_600_000
+      const ahead: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: () => test.unsafeCurrentTimeMillis() + hour,
+        currentTimeMillis: Effect.sync(() => test.unsafeCurrentTimeMillis() + hour),
+        unsafeCurrentTimeNanos: () => test.unsafeCurrentTimeNanos() + BigInt(hour) * BigInt(1_000_000),
+        currentTimeNanos: Effect.sync(() => test.unsafeCurrentTimeNanos() + BigInt(hour) * BigInt(1_000_000)),
+        sleep: (d) => test.sleep(d)
+      }
+      const store = yield* RateLimiterStore.makeMemory({ sweepInterval: "1 second" }).pipe(Effect.withClock(ahead))
+      yield* Effect.gen(function*() {
+        // one token, refilled in 1,000 s
+        const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 0.001 })
+        expect((yield* limiter.tryAcquire("k")).allowed).toBe(true)
+        expect((yield* limiter.tryAcquire("k")).allowed).toBe(false)
+        yield* advance(5_000) // five sweeps
+        expect(store.unsafeSize()).toBe(1)
+        expect((yield* limiter.tryAcquire("k")).allowed).toBe(false)
+      }).pipe(Effect.provideService(RateLimiterStore.RateLimiterStore, store))
+    }))
+
+  it.effect("each build of layerMemory is a store of its own", () =>
+    Effect.gen(function*() {
+      const once = RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: "layer-builds" }).pipe(
+        Effect.flatMap((limiter) => limiter.tryAcquire("k")),
+        Effect.map((d) => d.allowed),
+        Effect.scoped,
+        Effect.provide(RateLimiterStore.layerMemory)
+      )
+      expect(yield* once).toBe(true)
+      expect(yield* once).toBe(true)
+    }))
 
   it.scoped("a key costs nothing while it equals a fresh key", () =>
     withStore(Infinity, (store) =>

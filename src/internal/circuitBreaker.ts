@@ -1,21 +1,8 @@
 import type { Clock, Context, Fiber, Scope } from "effect"
-import {
-  Cause,
-  Duration,
-  Effect,
-  Exit,
-  FiberId,
-  Layer,
-  MetricLabel,
-  PubSub,
-  Runtime,
-  ScheduleDecision,
-  ScheduleIntervals,
-  Stream
-} from "effect"
+import { Cause, Duration, Effect, FiberId, Layer, MetricLabel, PubSub, Runtime, Stream } from "effect"
 import type { CircuitBreaker, Options, Snapshot, State, Transition } from "../CircuitBreaker.js"
 import { CircuitOpen, rejections, stateGauge, transitions } from "../CircuitBreaker.js"
-import { type Config, resolve } from "./circuitBreakerPolicy.js"
+import { type Config, resolve, stepSync, windowOf } from "./circuitBreakerPolicy.js"
 import { makeRecorder } from "./circuitBreakerWindow.js"
 
 // states as small integers: the gauge value, and cheap to compare on the hot path
@@ -33,6 +20,11 @@ const handlers = <A, E, B, E2>(
   onSuccess: (a: A) => Effect.Effect<B, E2>,
   onFailure: (cause: Cause.Cause<E>) => Effect.Effect<B, E2>
 ) => ({ onSuccess, onFailure })
+
+interface ClosedHandlers {
+  readonly onSuccess: (a: unknown) => Effect.Effect<unknown, unknown>
+  readonly onFailure: (cause: Cause.Cause<unknown>) => Effect.Effect<unknown, unknown>
+}
 
 /**
  * Sets an attribute on the current span, if any. (`Effect.annotateCurrentSpan` builds a
@@ -68,6 +60,15 @@ export const make = (options: Options): Effect.Effect<CircuitBreaker, never, Sco
   return Effect.flatMap(env, (e) => build(config, e))
 }
 
+/**
+ * A breaker and its internals for the keyed registry: `publish` writes the breaker's state to the gauge
+ * again (after another breaker of the same labels, built in a race and dropped, reset it).
+ */
+export interface Built {
+  readonly breaker: CircuitBreaker
+  readonly publish: () => void
+}
+
 export const layer = <I>(tag: Context.Tag<I, CircuitBreaker>, options: Options): Layer.Layer<I> => {
   const config = resolve(options)
   return Layer.scoped(tag, Effect.flatMap(env, (e) => build(config, e)))
@@ -82,10 +83,14 @@ export const env: Effect.Effect<Env> = Effect.zipWith(
 /**
  * Builds a breaker in the current scope. All state lives in local variables mutated synchronously: a
  * decision (check the state, take a permit) happens inside one synchronous step, so no other fiber can
- * interleave. Results are tagged with the generation they were admitted in; a result from another
- * generation (the breaker moved on meanwhile) is ignored for half-open trials.
+ * interleave. Results are tagged with the generation they were admitted in — every transition (and
+ * `reset`) starts a new one — and a result from another generation is ignored: the breaker moved on
+ * meanwhile, so the call says nothing about the current period, closed or half-open.
  */
-export const build = (config: Config, { clock, runtime }: Env): Effect.Effect<CircuitBreaker, never, Scope.Scope> =>
+export const build = (config: Config, e: Env): Effect.Effect<CircuitBreaker, never, Scope.Scope> =>
+  Effect.map(buildInternal(config, e), (b) => b.breaker)
+
+export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.Effect<Built, never, Scope.Scope> =>
   Effect.gen(function*() {
     const changesHub = yield* PubSub.unbounded<Transition>()
     const { isFailure, labels, permits, schedule, slowMillis } = config
@@ -103,18 +108,28 @@ export const build = (config: Config, { clock, runtime }: Env): Effect.Effect<Ci
     let succeeded = 0
     let scheduleState: unknown = schedule?.initial
     let replay = 0 // schedule steps owed after restoring `openings` from a snapshot
-    let lastDelay = config.openForMillis ?? 0
+    let lastDelay = config.openForMillis
     let timer: Fiber.RuntimeFiber<void> | undefined
     let disposed = false
 
     const now = () => clock.unsafeCurrentTimeMillis()
 
+    // the handlers shared by the calls admitted in the current closed generation, built on first use
+    let closedHandlers: ClosedHandlers | undefined
+
+    const reports = config.gauge !== "off"
+    /** Writes the state to the gauge; a disposed breaker (a dropped key) no longer reports. */
+    const publish = () => {
+      if (reports && !disposed) gauge.unsafeUpdate(state, labels)
+    }
+
     const transition = (to: number, at: number) => {
       const from = state
       state = to
       generation++
+      closedHandlers = undefined
       admitted = succeeded = 0
-      gauge.unsafeUpdate(to, labels)
+      publish()
       if (from !== to) {
         transitions.unsafeUpdate(1, [
           ...labels,
@@ -147,13 +162,12 @@ export const build = (config: Config, { clock, runtime }: Env): Effect.Effect<Ci
       if (!disposed) timer = Runtime.runFork(runtime, Effect.zipRight(clock.sleep(Duration.millis(delay)), onTimer))
     }
 
+    // a schedule that ends (or, against its probe at construction, fails) keeps the last delay
     const step = (at: number): void => {
-      const exit = Runtime.runSyncExit(runtime, schedule!.step(at, openings, scheduleState))
-      if (Exit.isSuccess(exit)) {
-        const [next, , decision] = exit.value
-        if (ScheduleDecision.isDone(decision)) return
-        scheduleState = next
-        lastDelay = Math.max(0, ScheduleIntervals.start(decision.intervals) - at)
+      const r = stepSync(runtime, schedule!, at, openings, scheduleState)
+      if (r._tag === "Delay") {
+        scheduleState = r.state
+        lastDelay = r.millis
       }
     }
 
@@ -185,10 +199,13 @@ export const build = (config: Config, { clock, runtime }: Env): Effect.Effect<Ci
       return isFailure(failure.value) ? FAILED : SUCCEEDED
     }
 
-    /** Records a call admitted while closed; true when it changed the state. */
-    const recordClosed = (outcome: number, startedAt: number): boolean => {
-      // a call admitted before an opening that finishes later says nothing about now
-      if (state !== CLOSED || outcome === IGNORED) return false
+    /**
+     * Records a call admitted while closed in generation `gen`; true when it changed the state. A call
+     * admitted in an earlier period (before an opening, or a reset) that finishes later says nothing about
+     * now, even if the breaker has closed again since.
+     */
+    const recordClosed = (gen: number, outcome: number, startedAt: number): boolean => {
+      if (gen !== generation || outcome === IGNORED) return false
       const at = timedClosed ? now() : 0
       const slow = slowMillis !== undefined && at - startedAt > slowMillis
       if (!recorder.record(outcome === FAILED, slow, at)) return false
@@ -238,20 +255,26 @@ export const build = (config: Config, { clock, runtime }: Env): Effect.Effect<Ci
         )
       )
 
-    // the closed path without a slow-call rule needs no per-call state: its handlers are built once
-    const closedHandlers = handlers(
-      (a: unknown) =>
-        recordClosed(SUCCEEDED, 0) ? Effect.zipRight(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
-      (cause: Cause.Cause<unknown>) =>
-        recordClosed(classify(cause), 0)
-          ? Effect.zipRight(annotateTransition, Effect.failCause(cause))
-          : Effect.failCause(cause)
-    )
+    // The closed path without a slow-call rule needs no per-call state: the calls of one closed generation
+    // share handlers, built by the first of them and dropped at the next transition.
+    const makeClosedHandlers = (gen: number): ClosedHandlers =>
+      handlers(
+        (a: unknown) =>
+          recordClosed(gen, SUCCEEDED, 0) ? Effect.zipRight(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
+        (cause: Cause.Cause<unknown>) =>
+          recordClosed(gen, classify(cause), 0)
+            ? Effect.zipRight(annotateTransition, Effect.failCause(cause))
+            : Effect.failCause(cause)
+      )
 
     const runClosed = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-      if (slowMillis === undefined) return Effect.matchCauseEffect(self, closedHandlers) as Effect.Effect<A, E, R>
+      if (slowMillis === undefined) {
+        const h = closedHandlers ??= makeClosedHandlers(generation)
+        return Effect.matchCauseEffect(self, h) as Effect.Effect<A, E, R>
+      }
       const startedAt = now()
-      return observe(self, (outcome) => recordClosed(outcome, startedAt))
+      const gen = generation
+      return observe(self, (outcome) => recordClosed(gen, outcome, startedAt))
     }
 
     const reject = (at: number): Effect.Effect<never, CircuitOpen> => {
@@ -296,7 +319,8 @@ export const build = (config: Config, { clock, runtime }: Env): Effect.Effect<Ci
     // restore, then publish the starting state to the gauge
     const initial = config.initialState
     if (initial !== undefined) {
-      recorder.restore(initial.window)
+      const window = windowOf(initial)
+      if (window !== undefined) recorder.restore(window)
       openings = replay = initial.openings
       isolated = initial.isolated
       if (initial.isolated || initial.state === "open") {
@@ -307,10 +331,12 @@ export const build = (config: Config, { clock, runtime }: Env): Effect.Effect<Ci
         state = HALF_OPEN
       }
     }
-    gauge.unsafeUpdate(state, labels)
+    publish()
 
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
+        // a keyed breaker's series outlives it (Effect's registry keeps every label set): leave it closed
+        if (config.gauge === "release" && !disposed) gauge.unsafeUpdate(CLOSED, labels)
         disposed = true
         const t = timer
         timer = undefined
@@ -333,16 +359,13 @@ export const build = (config: Config, { clock, runtime }: Env): Effect.Effect<Ci
           transition(OPEN, now())
         }
       }),
+      // a new closed period even when already closed: calls admitted before the reset no longer count
       reset: Effect.sync(() => {
         cancelTimer()
         isolated = false
-        admitted = succeeded = 0
-        if (state !== CLOSED) close(now())
-        else recorder.reset()
-        openings = replay = 0
-        scheduleState = schedule?.initial
+        close(now())
       }),
       snapshot: Effect.sync(snapshot)
     }
-    return breaker
+    return { breaker, publish }
   })

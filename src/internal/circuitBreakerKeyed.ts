@@ -1,24 +1,27 @@
-import { Effect, ExecutionStrategy, Exit, MetricLabel, Scope } from "effect"
+import { Effect, ExecutionStrategy, Exit, Scope } from "effect"
 import type { CircuitBreaker, CircuitOpen, Keyed, KeyedOptions } from "../CircuitBreaker.js"
-import { build, env } from "./circuitBreaker.js"
-import { resolve } from "./circuitBreakerPolicy.js"
+import { buildInternal, type Built, env } from "./circuitBreaker.js"
+import { forKey, resolve } from "./circuitBreakerPolicy.js"
 import * as validate from "./validate.js"
 
-interface Entry {
-  readonly breaker: CircuitBreaker
+interface Entry extends Built {
   readonly scope: Scope.CloseableScope
 }
 
 /**
  * A `Map` kept in least-recently-used order (a hit moves its key to the end), bounded by `maxKeys`: the
  * first key is the one to drop. Each breaker lives in a child scope of the registry, closed when it is
- * dropped, so its timer and subscribers go with it.
+ * dropped, so its timer and subscribers go with it (and, with `keyLabel`, its state gauge goes back to closed).
  */
 export const keyed = <K = string>(options: KeyedOptions): Effect.Effect<Keyed<K>, never, Scope.Scope> => {
   const maxKeys = validate.positiveInt("CircuitBreaker.keyed maxKeys", options.maxKeys ?? 1_000, {
     allowInfinity: true
   })
-  resolve(options) // validate once, eagerly
+  if (options.keyLabel !== undefined && typeof options.keyLabel !== "boolean") {
+    validate.invalid("CircuitBreaker.keyed keyLabel must be a boolean")
+  }
+  const keyLabel = options.keyLabel === true
+  const config = resolve(options) // validated once, eagerly
   return Effect.gen(function*() {
     const parent = yield* Effect.scope
     const e = yield* env
@@ -27,19 +30,21 @@ export const keyed = <K = string>(options: KeyedOptions): Effect.Effect<Keyed<K>
     const create = (key: K): Effect.Effect<CircuitBreaker> =>
       Effect.gen(function*() {
         const scope = yield* Scope.fork(parent, ExecutionStrategy.sequential)
-        const breaker = yield* Scope.extend(build(resolve(options, [MetricLabel.make("key", String(key))]), e), scope)
+        const built = yield* Scope.extend(buildInternal(forKey(config, key, keyLabel), e), scope)
         const raced = entries.get(key)
         if (raced !== undefined) {
+          // the breaker built in the race shares the key's series: give it back to the one that stays
           yield* Scope.close(scope, Exit.void)
+          raced.publish()
           return raced.breaker
         }
-        entries.set(key, { breaker, scope })
+        entries.set(key, { ...built, scope })
         if (entries.size > maxKeys) {
           const [oldest, entry] = entries.entries().next().value!
           entries.delete(oldest)
           yield* Scope.close(entry.scope, Exit.void)
         }
-        return breaker
+        return built.breaker
       })
 
     const get = (key: K): Effect.Effect<CircuitBreaker> =>

@@ -1,5 +1,5 @@
 import type { Duration } from "effect"
-import { MetricLabel, Schedule } from "effect"
+import { Cause, Exit, FiberId, MetricLabel, Runtime, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import type {
   Consecutive,
   FailureRate,
@@ -7,7 +7,8 @@ import type {
   Options,
   Snapshot,
   State,
-  TripPolicy
+  TripPolicy,
+  WindowSnapshot
 } from "../CircuitBreaker.js"
 import { isFatal } from "../Failure.js"
 import * as validate from "./validate.js"
@@ -54,28 +55,89 @@ export const failureRate = (options: FailureRateOptions): FailureRate => {
 /** The options of a breaker, validated and decoded once. */
 export interface Config {
   readonly trip: TripPolicy
-  /** A constant open time, or `undefined` when `schedule` is used. */
-  readonly openForMillis: number | undefined
+  /**
+   * The open time: the constant, or with `schedule` the delay its first step gave when probed (used only
+   * should a later step fail).
+   */
+  readonly openForMillis: number
   readonly schedule: Schedule.Schedule<Duration.Duration, unknown> | undefined
   readonly permits: number
   readonly isFailure: (error: unknown) => boolean
   readonly slowMillis: number | undefined
   readonly labels: ReadonlyArray<MetricLabel.MetricLabel>
+  /**
+   * The state gauge: `"on"`; `"off"` (keyed breakers without their own series: one gauge cannot hold
+   * many states); `"release"` (a keyed breaker with a `key` label: set back to closed when it is dropped).
+   */
+  readonly gauge: "on" | "off" | "release"
   readonly initialState: Snapshot | undefined
+}
+
+export type StepResult =
+  | { readonly _tag: "Delay"; readonly state: unknown; readonly millis: number }
+  | { readonly _tag: "Done" }
+  | { readonly _tag: "Failed"; readonly reason: string }
+
+/**
+ * Steps a schedule synchronously at `now`. An asynchronous step is not waited for: its fiber is
+ * interrupted and the step counts as failed.
+ */
+export const stepSync = (
+  runtime: Runtime.Runtime<never>,
+  schedule: Schedule.Schedule<unknown, unknown>,
+  now: number,
+  input: unknown,
+  state: unknown
+): StepResult => {
+  const exit = Runtime.runSyncExit(runtime, schedule.step(now, input, state))
+  if (Exit.isFailure(exit)) {
+    const defect = Cause.dieOption(exit.cause)
+    if (defect._tag === "Some" && Runtime.isAsyncFiberException(defect.value)) {
+      defect.value.fiber.unsafeInterruptAsFork(FiberId.none)
+      return { _tag: "Failed", reason: "is not synchronous" }
+    }
+    return { _tag: "Failed", reason: "failed" }
+  }
+  const [next, , decision] = exit.value
+  if (ScheduleDecision.isDone(decision)) return { _tag: "Done" }
+  return { _tag: "Delay", state: next, millis: Math.max(0, ScheduleIntervals.start(decision.intervals) - now) }
+}
+
+/**
+ * An `openFor` schedule must give a delay at its first step, synchronously: one that is done at once,
+ * fails or suspends would open the breaker for no time at all. It is probed once, at time 0, with
+ * Effect's default services (so a jittered schedule draws from the default `Random`, not the caller's).
+ */
+const probe = (schedule: Schedule.Schedule<unknown, unknown>): number => {
+  const r = stepSync(Runtime.defaultRuntime, schedule, 0, 0, schedule.initial)
+  if (r._tag === "Delay") return r.millis
+  return validate.invalid(
+    r._tag === "Done"
+      ? "CircuitBreaker openFor schedule is done at its first step: it must give at least one delay"
+      : `CircuitBreaker openFor schedule ${r.reason} at its first step: it must be synchronous and not fail`
+  )
+}
+
+/** A window snapshot that can be restored: anything else (missing, `null`, from JSON gone wrong) is empty. */
+export const windowOf = (s: Snapshot): WindowSnapshot | undefined => {
+  const w: unknown = (s as { readonly window?: unknown }).window
+  return typeof w === "object" && w !== null && typeof (w as { kind?: unknown }).kind === "string"
+    ? w as WindowSnapshot
+    : undefined
 }
 
 const notFatal = (error: unknown): boolean => !isFatal(error)
 
 const states: ReadonlyArray<State> = ["closed", "open", "half-open"]
 
-export const resolve = (options: Options, extraLabels: ReadonlyArray<MetricLabel.MetricLabel> = []): Config => {
+export const resolve = (options: Options): Config => {
   const trip = options.trip
   if (trip?._tag !== "Consecutive" && trip?._tag !== "FailureRate") {
     validate.invalid("CircuitBreaker trip must be built by CircuitBreaker.consecutive or CircuitBreaker.failureRate")
   }
   const isSchedule = Schedule.isSchedule(options.openFor)
   const openForMillis = isSchedule
-    ? undefined
+    ? probe(options.openFor as Schedule.Schedule<unknown, unknown>)
     : validate.millis("CircuitBreaker openFor", options.openFor as Duration.DurationInput, { finite: true })
   const permits = validate.positiveInt("CircuitBreaker halfOpenPermits", options.halfOpenPermits ?? 1)
   if (options.isFailure !== undefined && typeof options.isFailure !== "function") {
@@ -90,9 +152,7 @@ export const resolve = (options: Options, extraLabels: ReadonlyArray<MetricLabel
   ) {
     validate.invalid("CircuitBreaker initialState is not a snapshot taken with breaker.snapshot")
   }
-  const labels = options.name === undefined
-    ? extraLabels
-    : [MetricLabel.make("breaker", options.name), ...extraLabels]
+  const labels = options.name === undefined ? [] : [MetricLabel.make("breaker", options.name)]
   return {
     trip,
     openForMillis,
@@ -101,6 +161,13 @@ export const resolve = (options: Options, extraLabels: ReadonlyArray<MetricLabel
     isFailure: options.isFailure ?? notFatal,
     slowMillis: trip._tag === "FailureRate" ? trip.slowCall?.millis : undefined,
     labels,
+    gauge: "on",
     initialState: s
   }
 }
+
+/** The config of one breaker of a keyed registry. */
+export const forKey = (config: Config, key: unknown, keyLabel: boolean): Config =>
+  keyLabel
+    ? { ...config, labels: [...config.labels, MetricLabel.make("key", String(key))], gauge: "release" }
+    : { ...config, gauge: "off" }

@@ -11,7 +11,10 @@ export interface Recorder {
   record(failed: boolean, slow: boolean, now: number): boolean
   reset(): void
   snapshot(): WindowSnapshot
-  /** Restores a snapshot taken with the same policy; anything else is ignored (the window starts empty). */
+  /**
+   * Restores a snapshot taken with the same policy; anything else is ignored (the window starts empty), and
+   * so are malformed entries (snapshots usually come from `JSON.parse`).
+   */
   restore(snapshot: WindowSnapshot): void
 }
 
@@ -101,7 +104,7 @@ class CountRecorder implements Recorder {
       return
     }
     this.reset()
-    for (const o of s.outcomes) this.push(o & (FAILED | SLOW))
+    for (const o of s.outcomes) this.push(typeof o === "number" ? o & (FAILED | SLOW) : 0)
   }
 }
 
@@ -179,8 +182,10 @@ class TimeRecorder implements Recorder {
   restore(s: WindowSnapshot): void {
     if (s.kind !== "time" || s.bucketMillis !== this.bucketMillis || !Array.isArray(s.buckets)) return
     this.reset()
-    for (const [i, calls, fails, slows] of s.buckets) {
-      if (!Number.isInteger(i) || i < 0 || !(calls >= fails && calls >= slows && fails >= 0 && slows >= 0)) continue
+    for (const bucket of s.buckets) {
+      if (!Array.isArray(bucket) || !bucket.every(Number.isInteger)) continue
+      const [i, calls, fails, slows] = bucket
+      if (i < 0 || !(calls >= fails && calls >= slows && fails >= 0 && slows >= 0)) continue
       if (i > this.head) this.advance((i + 0.5) * this.bucketMillis) // mid-bucket: immune to rounding
       if (i <= this.head - this.size) continue
       const slot = i % this.size

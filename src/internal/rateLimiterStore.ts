@@ -97,21 +97,32 @@ const tableOf = (tables: Map<string, Table>, name: string): Table => {
   return t
 }
 
-/** The synchronous core of the memory store: one table per algorithm and limiter name. */
+/**
+ * The synchronous core of the memory store: one table per algorithm and limiter name.
+ *
+ * Decisions never read a clock: `latest` is the largest `nowMillis` any operation passed, and the
+ * background sweep (see `sweeper`) evicts at the callers' time derived from it. (Sweeping at the sweep
+ * fiber's own clock would evict live keys — silently resetting their limits — whenever the callers' clock
+ * is another one, e.g. a `TestClock` inside, the layer provided outside.)
+ */
 export class MemoryCore implements SyncStore {
   private readonly buckets = new Map<string, Table>()
   private readonly fixed = new Map<string, Table>()
   private readonly sliding = new Map<string, Table>()
+  latest = -Infinity
 
   tokenBucket(key: string, cost: number, params: TokenBucketParams, nowMillis: number): StoreDecision {
+    if (nowMillis > this.latest) this.latest = nowMillis
     return tableOf(this.buckets, params.name).run(algorithms.tokenBucket, key, cost, params, nowMillis)
   }
 
   fixedWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
+    if (nowMillis > this.latest) this.latest = nowMillis
     return tableOf(this.fixed, params.name).run(algorithms.fixedWindow, key, cost, params, nowMillis)
   }
 
   slidingWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
+    if (nowMillis > this.latest) this.latest = nowMillis
     return tableOf(this.sliding, params.name).run(algorithms.slidingWindow, key, cost, params, nowMillis)
   }
 
@@ -124,7 +135,7 @@ export class MemoryCore implements SyncStore {
     return n
   }
 
-  /** Evicts up to `max` expired keys over all tables; returns how many. */
+  /** Evicts up to `max` keys expired at `nowMillis` over all tables; returns how many. */
   evictExpired(nowMillis: number, max: number): number {
     let n = 0
     for (const tables of [this.buckets, this.fixed, this.sliding]) {
@@ -142,9 +153,33 @@ const sweepAt = (core: MemoryCore, now: number): Effect.Effect<void> =>
     ? Effect.void
     : Effect.zipRight(Effect.yieldNow(), Effect.suspend(() => sweepAt(core, now)))
 
-/** Evicts every expired key, yielding between batches so a large sweep never stalls other fibers. */
-export const sweep = (core: MemoryCore): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => sweepAt(core, now))
+/**
+ * The background sweep, yielding between batches so a large sweep never stalls other fibers. It evicts what
+ * has expired at the callers' time: the latest instant they passed, moved forward by the time the sweeper's
+ * own clock has seen pass since that instant last changed. While callers are active that is exactly their
+ * latest instant (whatever clock they use); when they all go idle, their time still advances, so idle keys
+ * are evicted and memory returns to baseline. Only elapsed time is taken from the sweeper's clock, so a
+ * callers' clock that is merely offset from it (a `TestClock` inside, the layer provided outside) is fine.
+ */
+export const sweeper = (core: MemoryCore): Effect.Effect<void> => {
+  let seenLatest = -Infinity
+  let seenAt = 0
+  return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.suspend(() => {
+      if (core.latest !== seenLatest) {
+        seenLatest = core.latest
+        seenAt = now
+      }
+      return sweepAt(core, seenLatest + (now - seenAt))
+    }))
+}
+
+/**
+ * `MemoryStore.evictExpired`: the same, or at the `Clock` time of the fiber running it when that is later
+ * — an explicit "evict what has expired by now", asked by a caller, on the caller's clock.
+ */
+export const evictExpired = (core: MemoryCore): Effect.Effect<void> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.suspend(() => sweepAt(core, Math.max(now, core.latest))))
 
 export const toStore = (core: MemoryCore): MemoryStore => ({
   tokenBucket: (key, cost, params, nowMillis) => Effect.sync(() => core.tokenBucket(key, cost, params, nowMillis)),
@@ -153,16 +188,22 @@ export const toStore = (core: MemoryCore): MemoryStore => ({
   sync: core,
   size: Effect.sync(() => core.size()),
   unsafeSize: () => core.size(),
-  evictExpired: sweep(core)
+  evictExpired: evictExpired(core)
 })
 
-/** A memory store with a background sweep every `intervalMillis` (none when infinite), for the scope's life. */
-export const make = (intervalMillis: number): Effect.Effect<MemoryStore, never, Scope.Scope> => {
-  const core = new MemoryCore()
-  const store = toStore(core)
-  if (!Number.isFinite(intervalMillis)) return Effect.succeed(store)
-  return Effect.as(
-    Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(intervalMillis), sweep(core)))),
-    store
-  )
-}
+/**
+ * A memory store with a background sweep every `intervalMillis` (none when infinite), for the scope's life.
+ * The interval is slept on the clock of the fiber building the store; what is expired is decided by the
+ * callers' instants only (see `Table`).
+ */
+export const make = (intervalMillis: number): Effect.Effect<MemoryStore, never, Scope.Scope> =>
+  // a new core per run: `layerMemory` is one value, built anew (with its own keys) every time it is provided
+  Effect.suspend(() => {
+    const core = new MemoryCore()
+    const store = toStore(core)
+    if (!Number.isFinite(intervalMillis)) return Effect.succeed(store)
+    return Effect.as(
+      Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(intervalMillis), sweeper(core)))),
+      store
+    )
+  })

@@ -77,7 +77,10 @@ export interface Stats {
   readonly deadLettered: number
   /** Released for redelivery after a failure. */
   readonly released: number
-  /** Left in flight by an interrupted handler or acknowledgement; they come back after the visibility timeout. */
+  /**
+   * Left in flight by an interrupted handler or acknowledgement (they come back after the visibility
+   * timeout), or skipped unhandled because they waited in the buffer until their visibility timeout ran out.
+   */
   readonly abandoned: number
   /** Being handled now. */
   readonly handling: number

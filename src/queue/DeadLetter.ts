@@ -76,8 +76,9 @@ export interface DeadLetterQueue<A = unknown> {
 export const depthGauge: Metric.Metric.Gauge<number> = metrics.dlqDepth
 
 /**
- * Messages moved to a dead-letter queue by a consumer (`effect_resilience_queue_dead_lettered_total`),
- * labelled `queue` and `reason` (`"fatal"` or `"max-receives"`).
+ * Messages moved to a dead-letter queue (`effect_resilience_queue_dead_lettered_total`), labelled `queue`
+ * and `reason`: `"fatal"` or `"max-receives"` (by a consumer), or `"corrupt-body"` (by a durable source's
+ * `receive`, for a stored body that is not JSON).
  *
  * @since 0.1.0
  * @category metrics

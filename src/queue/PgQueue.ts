@@ -16,7 +16,7 @@ import type { SqlError } from "@effect/sql/SqlError"
 import type { Duration } from "effect"
 import { Effect } from "effect"
 import { tableStatements } from "../internal/queue/pgSchema.js"
-import { identifier } from "../internal/queue/shared.js"
+import { identifier, visibilityMillis } from "../internal/queue/shared.js"
 import type { QueueSource } from "./QueueSource.js"
 
 /**
@@ -26,7 +26,10 @@ import type { QueueSource } from "./QueueSource.js"
 export interface PgOptions {
   /** The jobs table; the dead letters go to `<table>_dlq`. A plain identifier. */
   readonly table: string
-  /** How long a received message stays invisible to other receivers. */
+  /**
+   * How long a received message stays invisible to other receivers. At least 1 millisecond (rounded up
+   * to whole milliseconds); anything less throws `IllegalArgumentException` when `make` is called.
+   */
   readonly visibilityTimeout: Duration.DurationInput
   /** Names the queue in metrics and errors. Default: the table name. */
   readonly name?: string
@@ -56,6 +59,7 @@ export interface PgOptions {
  */
 export const make = <A = unknown>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlError, SqlClient> => {
   identifier("PgQueue table", options.table)
+  visibilityMillis("PgQueue", options.visibilityTimeout)
   return Effect.flatMap(Effect.promise(() => import("../internal/queue/pg.js")), (m) => m.make<A>(options))
 }
 

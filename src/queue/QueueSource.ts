@@ -95,8 +95,17 @@ export interface QueueSource<A = unknown> {
   readonly name: string
   /** How long a received message stays invisible to other receivers. */
   readonly visibilityTimeout: Duration.Duration
+  /**
+   * Enqueues the messages. The durable sources store bodies as JSON: a body `JSON.stringify` cannot
+   * carry (`undefined`, a function, a cycle, a bigint) fails the whole call with a `QueueError` and
+   * nothing is written.
+   */
   readonly send: (messages: ReadonlyArray<Outgoing<A>>) => Effect.Effect<void, QueueError>
-  /** Claims up to `max` visible messages, oldest first; an empty array when there are none (never waits). */
+  /**
+   * Claims up to `max` visible messages, oldest first; an empty array when there are none (never waits).
+   * A durable source moves a claimed message whose stored body is not JSON straight to the dead-letter
+   * queue (reason `corrupt body: <parse error>`, the raw text kept as the body) instead of returning it.
+   */
   readonly receive: (max: number) => Effect.Effect<ReadonlyArray<Message<A>>, QueueError>
   /** Deletes the message; `false` when it was already gone. */
   readonly ack: (message: Message<A>) => Effect.Effect<boolean, QueueError>
@@ -113,7 +122,10 @@ export interface QueueSource<A = unknown> {
  * @category models
  */
 export interface MemoryOptions {
-  /** How long a received message stays invisible (measured with the `Clock`, so `TestClock` drives it). */
+  /**
+   * How long a received message stays invisible (measured with the `Clock`, so `TestClock` drives it).
+   * At least 1 millisecond (rounded up to whole milliseconds).
+   */
   readonly visibilityTimeout: Duration.DurationInput
   /** Default: `"memory"`. */
   readonly name?: string

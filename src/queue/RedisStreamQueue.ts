@@ -30,7 +30,10 @@ export interface RedisOptions {
   readonly redis: Redis
   /** The stream key. */
   readonly stream: string
-  /** How long a delivered entry may stay pending before another consumer may take it over. */
+  /**
+   * How long a delivered entry may stay pending before another consumer may take it over. At least
+   * 1 millisecond (rounded up to whole milliseconds).
+   */
   readonly visibilityTimeout: Duration.DurationInput
   /** The consumer group, created at the start of the stream if missing. Default: `"consumers"`. */
   readonly group?: string

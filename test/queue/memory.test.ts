@@ -1,5 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import {
+  Clock,
   Deferred,
   Duration,
   Effect,
@@ -121,6 +122,11 @@ describe("QueueSource.memory", () => {
 
   it("rejects a visibility timeout that could never work", () => {
     expect(() => QueueSource.memory({ visibilityTimeout: -1 })).toThrow(/visibilityTimeout/)
+    // less than a millisecond: every message would be visible again before it could be handled
+    expect(() => QueueSource.memory({ visibilityTimeout: 0 })).toThrow(/at least 1 millisecond/)
+    expect(() => QueueSource.memory({ visibilityTimeout: "0.5 millis" })).toThrow(/at least 1 millisecond/)
+    expect(Duration.toMillis(Effect.runSync(QueueSource.memory({ visibilityTimeout: 1.5 })).visibilityTimeout))
+      .toBe(2)
   })
 })
 
@@ -338,6 +344,79 @@ describe("Consumer.run (memory)", () => {
       yield* until(Effect.map(consumer.stats, (s) => s.processed === 60), "1 millis")
       expect(overlap).toBe(false)
       for (const [, ns] of order) expect(ns).toEqual([...ns].sort((a, b) => a - b))
+    }))
+
+  it.effect("a message that waited in the buffer past its visibility timeout is not handled (it was redelivered)", () =>
+    Effect.gen(function*() {
+      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 second" })
+      yield* source.send([msg("a"), msg("b"), msg("c")])
+      const gate = yield* Deferred.make<void>()
+      const runs: Array<string> = []
+      const scope = yield* Scope.make()
+      const consumer = yield* Scope.extend(
+        Consumer.run({
+          source,
+          handler: (m) =>
+            Effect.zipRight(
+              Effect.sync(() => runs.push(`${m.id}#${m.receiveCount}`)),
+              m.id === "a" ? Deferred.await(gate) : Effect.void
+            ),
+          concurrency: 1,
+          bufferSize: 2,
+          maxReceiveCount: 5
+        }),
+        scope
+      )
+      yield* settle
+      expect(yield* consumer.stats).toMatchObject({ handling: 1, buffered: 2 })
+      // b and c wait behind a until their visibility runs out: the source hands them out again
+      yield* TestClock.adjust("1 second")
+      yield* settle
+      yield* Deferred.succeed(gate, undefined)
+      yield* until(Effect.map(consumer.stats, (s) => s.processed === 3))
+      // the expired deliveries were skipped (neither run nor acked); each message ran once
+      expect(runs.map((r) => r.split("#")[0])).toEqual(["a", "b", "c"])
+      expect(yield* consumer.stats).toMatchObject({ processed: 3, abandoned: 2, deadLettered: 0 })
+      yield* Scope.close(scope, Exit.void)
+    }))
+
+  it.effect("orderedByKey: a hot key's buffered messages that expired are skipped, other keys keep going", () =>
+    Effect.gen(function*() {
+      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "500 millis" })
+      yield* source.send([
+        ...Array.from({ length: 8 }, (_, i) => msg(`hot-${i}`, i, "hot")),
+        ...Array.from({ length: 4 }, (_, i) => msg(`cold-${i}`, i, `cold-${i}`))
+      ])
+      const t0 = yield* Clock.currentTimeMillis
+      const late: Array<string> = []
+      const coldDoneAt: Array<number> = []
+      const scope = yield* Scope.make()
+      const consumer = yield* Scope.extend(
+        Consumer.run({
+          source,
+          handler: (m) =>
+            Effect.gen(function*() {
+              const now = yield* Clock.currentTimeMillis
+              // started after its visibility ran out: someone else may be handling it too
+              if (now - m.receivedAt >= 500) late.push(`${m.id}#${m.receiveCount}`)
+              if (m.key === "hot") yield* Effect.sleep("100 millis")
+              else coldDoneAt.push(now - t0)
+            }),
+          concurrency: 4,
+          bufferSize: 4,
+          orderedByKey: true,
+          maxReceiveCount: 10,
+          pollInterval: "10 millis"
+        }),
+        scope
+      )
+      yield* until(Effect.map(consumer.stats, (s) => s.processed === 12))
+      expect(late).toEqual([])
+      expect((yield* consumer.stats).abandoned).toBeGreaterThan(0)
+      // the cold keys were not held up behind the hot key's expired messages
+      expect(coldDoneAt.length).toBe(4)
+      expect(Math.max(...coldDoneAt)).toBeLessThan(600)
+      yield* Scope.close(scope, Exit.void)
     }))
 
   it("rejects options that could never work", () => {

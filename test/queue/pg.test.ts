@@ -5,7 +5,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, expect, layer } from "@effect/vitest"
-import { Clock, Effect, Exit, Option, Scope, TestClock, TestServices } from "effect"
+import { Clock, Duration, Effect, Exit, Option, Scope, TestClock, TestServices } from "effect"
 import { Consumer, Failure, PgQueue, type QueueSource } from "../../src/index.js"
 import { describePg, dropPgTables, freshName, PgLive } from "./services.js"
 import { type Body, runSoak } from "./soak.js"
@@ -201,6 +201,92 @@ describePg("PgQueue", () => {
         expect(Object.fromEntries(applied)).toEqual({ "ok-1": 1, "ok-2": 1, "bad-1": 1, "bad-2": 1 })
         expect(yield* count(table)).toBe(0)
       }))
+
+    it.effect("a body that is not JSON goes to the DLQ on receive (raw text kept); the rest of the batch runs", () =>
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        const table = fresh("corrupt")
+        const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "1 second" })
+        yield* source.send([msg("good-1", 1)])
+        // written by some other producer, or by hand
+        yield* sql`INSERT INTO ${sql(table)} (id, body, enqueued_at, visible_at) VALUES ('bad', 'not json', 0, 0)`
+        yield* source.send([msg("good-2", 2)])
+        const got = yield* source.receive(10)
+        expect(got.map((m) => [m.id, m.body.n])).toEqual([["good-1", 1], ["good-2", 2]])
+        expect(yield* source.deadLetters.depth).toBe(1)
+        const [dead] = yield* source.deadLetters.list()
+        expect(dead).toMatchObject({ id: "bad", body: "not json", receiveCount: 1 })
+        expect(dead!.reason).toMatch(/^corrupt body: .*JSON/)
+        expect(Option.getOrThrow(yield* source.deadLetters.inspect("bad")).body).toBe("not json")
+        for (const m of got) expect(yield* source.ack(m)).toBe(true)
+        expect(yield* count(table)).toBe(0)
+        // through a consumer: the good messages run, nothing is left behind
+        yield* sql`INSERT INTO ${sql(table)} (id, body, enqueued_at, visible_at) VALUES ('bad-2', '{"n":', 0, 0)`
+        yield* source.send([msg("good-3", 3)])
+        const handled: Array<string> = []
+        const scope = yield* Scope.make()
+        const consumer = yield* Scope.extend(
+          Consumer.run({ source, handler: (m) => Effect.sync(() => handled.push(m.id)), maxReceiveCount: 3 }),
+          scope
+        )
+        yield* waitFor(Effect.map(consumer.stats, (s) => s.processed === 1))
+        yield* Scope.close(scope, Exit.void)
+        expect(handled).toEqual(["good-3"])
+        expect(yield* count(table)).toBe(0)
+        expect((yield* source.deadLetters.list()).map((d) => d.id)).toEqual(["bad", "bad-2"])
+      }))
+
+    it.effect("send rejects a body JSON cannot carry, writing nothing", () =>
+      Effect.gen(function*() {
+        const table = fresh("unjson")
+        const source = yield* PgQueue.make<unknown>({ table, visibilityTimeout: "1 second" })
+        const exit = yield* Effect.exit(source.send([{ id: "ok", body: 1 }, { id: "u", body: undefined }]))
+        expect(exit).toMatchObject({ _tag: "Failure", cause: { _tag: "Fail", error: { _tag: "QueueError" } } })
+        const cyclic: Record<string, unknown> = {}
+        cyclic.self = cyclic
+        expect((yield* Effect.flip(source.send([{ id: "c", body: cyclic }])))._tag).toBe("QueueError")
+        expect(yield* count(table)).toBe(0)
+      }))
+
+    it.effect("fractional milliseconds: visibility and release delays are rounded up to whole milliseconds", () =>
+      Effect.gen(function*() {
+        const table = fresh("frac")
+        const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "337.5 millis" })
+        expect(Duration.toMillis(source.visibilityTimeout)).toBe(338)
+        yield* source.send([msg("m")])
+        yield* source.receive(1)
+        yield* TestClock.adjust("337 millis")
+        expect(yield* source.receive(1)).toEqual([])
+        yield* TestClock.adjust("1 millis")
+        const [m] = yield* source.receive(1)
+        expect(m).toMatchObject({ id: "m", receiveCount: 2 })
+        // a backoff such as 100 * 1.5 ** 3
+        expect(yield* source.release(m!, { delay: Duration.millis(337.5), error: "x" })).toBe(true)
+        yield* TestClock.adjust("337 millis")
+        expect(yield* source.receive(1)).toEqual([])
+        yield* TestClock.adjust("1 millis")
+        expect((yield* source.receive(1)).map((x) => [x.id, x.lastError])).toEqual([["m", "x"]])
+      }))
+
+    it.effect("a message dead-lettered again replaces its entry and moves to the end of the DLQ", () =>
+      Effect.gen(function*() {
+        const table = fresh("dlqorder")
+        const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "1 minute" })
+        yield* source.send([msg("a", 1), msg("b", 2), msg("a", 3)])
+        const [a1, b, a2] = yield* source.receive(3)
+        expect([a1!.id, b!.id, a2!.id]).toEqual(["a", "b", "a"])
+        expect(yield* source.deadLetter(a1!, "first")).toBe(true)
+        expect(yield* source.deadLetter(b!, "b")).toBe(true)
+        expect(yield* source.deadLetter(a2!, "second")).toBe(true)
+        const listed = yield* source.deadLetters.list()
+        expect(listed.map((d) => [d.id, d.reason, d.body.n])).toEqual([["b", "b", 2], ["a", "second", 3]])
+      }))
+
+    it("rejects a visibility timeout under a millisecond when make is called", () => {
+      expect(() => PgQueue.make({ table: "t", visibilityTimeout: 0 })).toThrow(/at least 1 millisecond/)
+      expect(() => PgQueue.make({ table: "t", visibilityTimeout: "0.5 millis" })).toThrow(/at least 1 millisecond/)
+      expect(() => PgQueue.make({ table: "t", visibilityTimeout: -1 })).toThrow(/visibilityTimeout/)
+    })
 
     // live time: the soak waits for real visibility timeouts while PostgreSQL works
     it.effect(

@@ -7,7 +7,7 @@
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, expect, it } from "@effect/vitest"
-import { Effect, Exit, Option, Scope } from "effect"
+import { Duration, Effect, Exit, Option, Scope } from "effect"
 import { Redis } from "ioredis"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -159,6 +159,127 @@ describeRedis("RedisStreamQueue", () => {
       expect(yield* source.deadLetters.purge()).toBe(1)
       expect(yield* source.deadLetters.depth).toBe(0)
     }).pipe(Effect.scoped))
+
+  it.live("a body that is not JSON goes to the DLQ on receive or reclaim (raw text kept); the rest runs", () =>
+    Effect.gen(function*() {
+      const redis = yield* client
+      const stream = freshStream()
+      const options = { redis, stream, visibilityTimeout: "200 millis", reclaimInterval: "10 millis" } as const
+      const source = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "alive" })
+      // written by some other producer, or by hand
+      yield* Effect.promise(() => redis.xadd(stream, "*", "id", "bad", "body", "hello"))
+      yield* source.send([msg("good-1", 1)])
+      yield* Effect.promise(() => redis.xadd(stream, "*", "id", "no-body"))
+      const got = yield* source.receive(10)
+      expect(got.map((m) => [m.id, m.body.n])).toEqual([["good-1", 1]])
+      expect(yield* source.ack(got[0]!)).toBe(true)
+      const listed = yield* source.deadLetters.list()
+      expect(listed.map((d) => [d.id, d.body])).toEqual([["bad", "hello"], ["no-body", ""]])
+      expect(listed[0]!.reason).toMatch(/^corrupt body: .*JSON/)
+      expect(listed[1]!.reason).toBe("corrupt body: the entry has no body field")
+      expect(Option.getOrThrow(yield* source.deadLetters.inspect("bad")).body).toBe("hello")
+      expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
+      expect((yield* Effect.promise(() => redis.xpending(stream, "consumers")))[0]).toBe(0)
+
+      // a corrupt entry held by a consumer that died is dead-lettered when it is taken over
+      yield* Effect.promise(() => redis.xadd(stream, "*", "id", "bad-2", "body", "{"))
+      yield* Effect.promise(() =>
+        redis.call("XREADGROUP", "GROUP", "consumers", "dead", "COUNT", 1, "STREAMS", stream, ">")
+      )
+      yield* source.send([msg("good-2", 2)])
+      const handled: Array<string> = []
+      const scope = yield* Scope.make()
+      const consumer = yield* Consumer.run({
+        source,
+        handler: (m) => Effect.sync(() => handled.push(m.id)),
+        maxReceiveCount: 3,
+        pollInterval: "10 millis"
+      }).pipe(Scope.extend(scope))
+      yield* waitFor(Effect.map(source.deadLetters.depth, (n) => n === 3))
+      yield* waitFor(Effect.map(consumer.stats, (s) => s.processed === 1))
+      yield* Scope.close(scope, Exit.void)
+      expect(handled).toEqual(["good-2"])
+      expect((yield* source.deadLetters.list()).map((d) => d.id)).toEqual(["bad", "no-body", "bad-2"])
+      expect((yield* Effect.promise(() => redis.xpending(stream, "consumers")))[0]).toBe(0)
+    }).pipe(Effect.scoped))
+
+  it.live("send rejects a body JSON cannot carry, writing nothing; visibility under 1 ms is rejected", () =>
+    Effect.gen(function*() {
+      const redis = yield* client
+      const stream = freshStream()
+      const source = yield* RedisStreamQueue.make<unknown>({ redis, stream, visibilityTimeout: "1 second" })
+      const error = yield* Effect.flip(source.send([{ id: "ok", body: 1 }, { id: "u", body: undefined }]))
+      expect(error._tag).toBe("QueueError")
+      expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
+      expect(() => RedisStreamQueue.make({ redis, stream, visibilityTimeout: "0.5 millis" })).toThrow(
+        /at least 1 millisecond/
+      )
+    }).pipe(Effect.scoped))
+
+  it.live("fractional milliseconds: the visibility timeout is rounded up for XAUTOCLAIM", () =>
+    Effect.gen(function*() {
+      const redis = yield* client
+      const stream = freshStream()
+      const options = { redis, stream, visibilityTimeout: "100.5 millis", reclaimInterval: "10 millis" } as const
+      const dead = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "dead" })
+      const alive = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "alive" })
+      expect(Duration.toMillis(alive.visibilityTimeout)).toBe(101)
+      yield* dead.send([msg("a")])
+      yield* dead.receive(1)
+      yield* Effect.sleep("150 millis")
+      const [a] = yield* alive.receive(1)
+      expect(a).toMatchObject({ id: "a", receiveCount: 2 })
+      expect(yield* alive.release(a!, { delay: Duration.millis(30.5) })).toBe(true)
+      yield* Effect.sleep("80 millis")
+      expect((yield* alive.receive(1)).map((m) => [m.id, m.receiveCount])).toEqual([["a", 3]])
+    }).pipe(Effect.scoped))
+
+  it.live(
+    "redrive() and purge() with no ids cover the DLQ as it was, and always make progress",
+    () =>
+      Effect.gen(function*() {
+        const redis = yield* client
+        const stream = freshStream()
+        const dlq = `${stream}:dlq`
+        const source = yield* RedisStreamQueue.make<Body>({ redis, stream, visibilityTimeout: "10 seconds" })
+        // an entry with no index entry (written by hand) and a stale duplicate the index does not point at
+        yield* Effect.promise(() => redis.xadd(dlq, "*", "id", "orphan", "body", "{\"n\":1}", "reason", "by hand"))
+        yield* source.send([msg("dup", 1), msg("dup", 2)])
+        const [d1, d2] = yield* source.receive(2)
+        yield* source.deadLetter(d1!, "first")
+        const stale = (yield* Effect.promise(() => redis.xrange(dlq, "-", "+")))[1]!
+        yield* source.deadLetter(d2!, "second")
+        yield* Effect.promise(() => redis.xadd(dlq, "*", ...stale[1]))
+        expect(yield* source.deadLetters.depth).toBe(3)
+        const bounded = <A, E>(effect: Effect.Effect<A, E>) =>
+          Effect.timeoutFail(effect, { duration: "5 seconds", onTimeout: () => new Error("never finished") })
+        // the current dup goes back; the entries the index does not point at are only deleted
+        expect(yield* bounded(source.deadLetters.redrive())).toBe(1)
+        expect(yield* source.deadLetters.depth).toBe(0)
+        const back = yield* source.receive(10)
+        expect(back.map((m) => [m.id, m.body.n])).toEqual([["dup", 2]])
+        yield* Effect.promise(() => redis.xadd(dlq, "*", "id", "orphan-2", "body", "{}", "reason", "by hand"))
+        expect(yield* bounded(source.deadLetters.purge())).toBe(1)
+        expect(yield* source.deadLetters.depth).toBe(0)
+
+        // a consumer that dead-letters every redriven message again: redrive() moves what was there once
+        const stream2 = freshStream()
+        const poisoned = yield* RedisStreamQueue.make<Body>({ redis, stream: stream2, visibilityTimeout: "10 seconds" })
+        const n = 600
+        yield* poisoned.send(Array.from({ length: n }, (_, i) => msg(`p-${i}`, i)))
+        const consumer = yield* Consumer.run({
+          source: poisoned,
+          handler: () => Effect.fail(Failure.fatal("still broken")),
+          maxReceiveCount: 3,
+          concurrency: 16,
+          pollInterval: "1 millis"
+        })
+        yield* waitFor(Effect.map(consumer.stats, (s) => s.deadLettered === n))
+        const moved = yield* bounded(poisoned.deadLetters.redrive())
+        expect(moved).toBe(n)
+      }).pipe(Effect.scoped),
+    30_000
+  )
 
   it.live(
     "soak: 10,000 messages, poison, random failures and crashes — exactly once, nothing lost",

@@ -1,5 +1,5 @@
 import type { Scope } from "effect"
-import { Cause, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
 import * as Deadline from "../../Deadline.js"
 import { isFatal } from "../../Failure.js"
 import type { Consumer, Options, Stats } from "../../queue/Consumer.js"
@@ -46,6 +46,7 @@ export const run = <A, E, R, R2>(
   const { handler, onDeadLetter, source } = options
   const partitions = options.orderedByKey === true ? concurrency : 1
   const capacity = bufferSize + concurrency
+  const visibility = Duration.toMillis(source.visibilityTimeout)
   const tags = labels(source.name)
 
   const handle = (message: Message<A>): Effect.Effect<unknown, unknown, R | R2> => {
@@ -122,7 +123,25 @@ export const run = <A, E, R, R2>(
       )
     }
 
-    const process = (message: Message<A>): Effect.Effect<void, never, R | R2> => {
+    /**
+     * A message that waited in the buffer until its visibility timeout ran out has been made visible
+     * again by the source (someone else may be handling it now): it is not run and not acked. Its claim
+     * is given back with the receive undone when the receipt is still current, so waiting does not count
+     * towards `maxReceiveCount`; a stale receipt is refused by the source's fencing.
+     */
+    const abandonStale = (message: Message<A>) =>
+      source.release(message, { undoReceive: true }).pipe(
+        Effect.catchAllCause(warn("releasing an expired message", message)),
+        Effect.zipRight(Effect.sync(() => void stats.abandoned++))
+      )
+
+    const process = (message: Message<A>): Effect.Effect<void, never, R | R2> =>
+      Effect.flatMap(
+        Clock.currentTimeMillis,
+        (now) => now - message.receivedAt >= visibility ? abandonStale(message) : processFresh(message)
+      )
+
+    const processFresh = (message: Message<A>): Effect.Effect<void, never, R | R2> => {
       if (message.receiveCount > maxReceiveCount) {
         return toDeadLetter(message, false, overLimit(message, message.lastError ?? NO_ERROR))
       }
@@ -183,14 +202,21 @@ export const run = <A, E, R, R2>(
       Effect.flatMap(pollOnce, (n) => n === 0 ? Effect.sleep(pollInterval) : Effect.yieldNow())
     )
 
-    const workers = yield* Effect.forEach(
-      Array.from({ length: concurrency }, (_, i) => i),
-      (i) => Effect.forkDaemon(worker(buffers[i % partitions]!))
-    )
-    const pollerFiber = yield* Effect.forkDaemon(poller)
-
-    yield* Effect.addFinalizer(() =>
+    // forking and registering the finalizer are one uninterruptible step: an interruption in between
+    // would leave daemon fibers that nothing stops (the fibers themselves run interruptibly)
+    yield* Effect.uninterruptibleMask((restore) =>
       Effect.gen(function*() {
+        const workers = yield* Effect.forEach(
+          Array.from({ length: concurrency }, (_, i) => i),
+          (i) => Effect.forkDaemon(restore(worker(buffers[i % partitions]!)))
+        )
+        const pollerFiber = yield* Effect.forkDaemon(restore(poller))
+        yield* Effect.addFinalizer(() => shutdown(pollerFiber, workers))
+      })
+    )
+
+    function shutdown(pollerFiber: Fiber.RuntimeFiber<never>, workers: ReadonlyArray<Fiber.RuntimeFiber<never>>) {
+      return Effect.gen(function*() {
         yield* Fiber.interrupt(pollerFiber)
         for (const buffer of buffers) {
           const left = yield* Queue.takeAll(buffer)
@@ -203,7 +229,7 @@ export const run = <A, E, R, R2>(
         yield* Effect.forEach(buffers, Queue.shutdown, { discard: true })
         yield* Fiber.awaitAll(workers)
       })
-    )
+    }
 
     // `unsafeSize` is none once the buffers are shut down (where `Queue.size` would interrupt), and
     // negative while workers wait on an empty buffer

@@ -2,9 +2,8 @@ import { Chunk, Clock, Duration, Effect, Option, Queue } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import type { MemoryOptions, Message, QueueSource, ReleaseOptions } from "../../queue/QueueSource.js"
 import { MinHeap } from "../heap.js"
-import * as validate from "../validate.js"
 import { labels, observeDepth } from "./metrics.js"
-import { listLimit, parseReceipt } from "./shared.js"
+import { listLimit, parseReceipt, visibilityMillis } from "./shared.js"
 
 const READY = 0
 const IN_FLIGHT = 1
@@ -36,9 +35,7 @@ interface Timer {
  * come. Every state change bumps the entry's generation, so stale timers and receipts are ignored.
  */
 export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>> => {
-  const visibility = validate.millis("QueueSource.memory visibilityTimeout", options.visibilityTimeout, {
-    finite: true
-  })
+  const visibility = visibilityMillis("QueueSource.memory", options.visibilityTimeout)
   const name = options.name ?? "memory"
   return Effect.map(Queue.unbounded<number>(), (ready) => {
     const tags = labels(name)

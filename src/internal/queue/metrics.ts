@@ -11,7 +11,7 @@ export const processed = Metric.counter("effect_resilience_queue_processed_total
 })
 /** @internal */
 export const deadLettered = Metric.counter("effect_resilience_queue_dead_lettered_total", {
-  description: "messages a consumer moved to the dead-letter queue, by reason",
+  description: "messages moved to the dead-letter queue, by reason",
   incremental: true
 })
 /** @internal */
@@ -26,7 +26,9 @@ export const labels = (queue: string) => {
   return {
     base,
     fatal: [...base, MetricLabel.make("reason", "fatal")],
-    maxReceives: [...base, MetricLabel.make("reason", "max-receives")]
+    maxReceives: [...base, MetricLabel.make("reason", "max-receives")],
+    /** dead-lettered by the source on receive: the stored body is not JSON */
+    corrupt: [...base, MetricLabel.make("reason", "corrupt-body")]
   }
 }
 

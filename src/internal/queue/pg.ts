@@ -5,10 +5,9 @@ import { Clock, Duration, Effect, Option } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import type { PgOptions } from "../../queue/PgQueue.js"
 import { type Message, QueueError, type QueueSource, type ReleaseOptions } from "../../queue/QueueSource.js"
-import * as validate from "../validate.js"
-import { labels, observeDepth } from "./metrics.js"
+import { deadLettered, labels, observeDepth } from "./metrics.js"
 import { tableStatements } from "./pgSchema.js"
-import { identifier, listLimit, splitReceipt } from "./shared.js"
+import { corruptReason, identifier, listLimit, serialize, splitReceipt, tryParse, visibilityMillis } from "./shared.js"
 
 interface JobRow {
   readonly seq: string
@@ -41,7 +40,7 @@ const INSERT_CHUNK = 1000
  */
 export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlError, SqlClient.SqlClient> => {
   const table = identifier("PgQueue table", options.table)
-  const visibility = validate.millis("PgQueue visibilityTimeout", options.visibilityTimeout, { finite: true })
+  const visibility = visibilityMillis("PgQueue", options.visibilityTimeout)
   const name = options.name ?? table
   const dlqTable = `${table}_dlq`
   const tags = labels(name)
@@ -56,10 +55,10 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
     const d = sql(dlqTable)
     const fail = (operation: string) => (cause: unknown) => new QueueError({ queue: name, operation, cause })
 
-    const toMessage = (row: JobRow, now: number): Message<A> => ({
+    const toMessage = (row: JobRow, body: unknown, now: number): Message<A> => ({
       id: row.id,
       key: row.key ?? undefined,
-      body: JSON.parse(row.body) as A,
+      body: body as A,
       receiveCount: row.receive_count,
       enqueuedAt: row.enqueued_at,
       receivedAt: now,
@@ -67,16 +66,20 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
       receipt: `${row.seq}:${row.token}`
     })
 
-    const toDeadLetter = (row: DeadRow): DeadLetter<A> => ({
-      id: row.id,
-      key: row.key ?? undefined,
-      body: JSON.parse(row.body) as A,
-      reason: row.reason,
-      receiveCount: row.receive_count,
-      firstSeenAt: row.first_seen_at,
-      lastSeenAt: row.last_seen_at,
-      deadLetteredAt: row.dead_lettered_at
-    })
+    const toDeadLetter = (row: DeadRow): DeadLetter<A> => {
+      // a body that is not JSON (dead-lettered as corrupt on receive) is listed as its raw text
+      const parsed = tryParse(row.body)
+      return {
+        id: row.id,
+        key: row.key ?? undefined,
+        body: (parsed.ok ? parsed.value : row.body) as A,
+        reason: row.reason,
+        receiveCount: row.receive_count,
+        firstSeenAt: row.first_seen_at,
+        lastSeenAt: row.last_seen_at,
+        deadLetteredAt: row.dead_lettered_at
+      }
+    }
 
     const depth = sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM ${d}`.pipe(
       Effect.flatMap((rows) => setDepth(rows[0]?.n ?? 0)),
@@ -123,20 +126,28 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
     }
 
     const send = (messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const chunks: Array<typeof messages> = []
-        for (let i = 0; i < messages.length; i += INSERT_CHUNK) chunks.push(messages.slice(i, i + INSERT_CHUNK))
-        return Effect.forEach(chunks, (chunk) =>
-          sql`INSERT INTO ${t} ${
-            sql.insert(chunk.map((m) => ({
-              id: m.id,
-              key: m.key ?? null,
-              body: JSON.stringify(m.body),
-              enqueued_at: now,
-              visible_at: now
-            })))
-          }`, { discard: true })
-      }).pipe(Effect.mapError(fail("send")))
+      Effect.suspend(() => {
+        // every body is serialized before anything is written: a body JSON cannot carry fails the send
+        const bodies: Array<string> = []
+        for (const m of messages) {
+          const body = serialize(m.body)
+          if (!body.ok) return Effect.fail(fail("send")(body.error))
+          bodies.push(body.text)
+        }
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const rows = messages.map((m, i) => ({
+            id: m.id,
+            key: m.key ?? null,
+            body: bodies[i]!,
+            enqueued_at: now,
+            visible_at: now
+          }))
+          const chunks: Array<typeof rows> = []
+          for (let i = 0; i < rows.length; i += INSERT_CHUNK) chunks.push(rows.slice(i, i + INSERT_CHUNK))
+          return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${t} ${sql.insert(chunk)}`, { discard: true })
+            .pipe(Effect.mapError(fail("send")))
+        })
+      })
 
     const receive = (max: number) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -150,12 +161,33 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
           FROM claimed WHERE j.seq = claimed.seq
           RETURNING j.seq::text AS seq, j.id, j.key, j.body, j.enqueued_at::float8 AS enqueued_at,
             j.receive_count, j.token, j.last_error`.pipe(
-          Effect.map((rows) =>
-            rows.map((row) => toMessage(row, now)).sort((a, b) =>
-              Number(splitReceipt(a.receipt)[0]) - Number(splitReceipt(b.receipt)[0])
+          Effect.mapError(fail("receive")),
+          Effect.flatMap((rows) => {
+            const out: Array<Message<A>> = []
+            const corrupt: Array<readonly [JobRow, string]> = []
+            for (const row of rows) {
+              const body = tryParse(row.body)
+              if (body.ok) out.push(toMessage(row, body.value, now))
+              else corrupt.push([row, corruptReason(body.error)])
+            }
+            out.sort((a, b) => Number(splitReceipt(a.receipt)[0]) - Number(splitReceipt(b.receipt)[0]))
+            if (corrupt.length === 0) return Effect.succeed(out)
+            // a body that can never be read goes straight to the DLQ (raw text kept); if that fails it
+            // comes back after the visibility timeout and is tried again, and the readable rows still run
+            return Effect.as(
+              Effect.forEach(corrupt, ([row, reason]) =>
+                moveToDlq(row.seq, row.token, reason, now).pipe(
+                  Effect.tap((moved) => Effect.sync(() => moved && deadLettered.unsafeUpdate(1, tags.corrupt))),
+                  Effect.catchAllCause((cause) =>
+                    Effect.logWarning(`queue ${name}: dead-lettering a corrupt message failed`, cause).pipe(
+                      Effect.annotateLogs({ "message.id": row.id })
+                    )
+                  )
+                ), { discard: true }),
+              out
             )
-          )
-        )).pipe(Effect.mapError(fail("receive")))
+          })
+        ))
 
     const ack = (message: Message<A>) =>
       sql<{ readonly seq: string }>`DELETE FROM ${t} WHERE seq = ${splitReceipt(message.receipt)[0]} RETURNING seq`
@@ -167,7 +199,8 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
     const release = (message: Message<A>, opts?: ReleaseOptions) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
         const [seq, token] = splitReceipt(message.receipt)
-        const delay = opts?.delay === undefined ? 0 : Duration.toMillis(opts.delay)
+        // whole milliseconds: `visible_at` is a bigint
+        const delay = opts?.delay === undefined ? 0 : Math.ceil(Duration.toMillis(opts.delay))
         const undo = opts?.undoReceive === true ? 1 : 0
         return sql<{ readonly seq: string }>`UPDATE ${t} SET visible_at = ${now + delay},
             last_error = COALESCE(${opts?.error ?? null}, last_error),
@@ -175,10 +208,9 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
           WHERE seq = ${seq} AND token = ${token} RETURNING seq`
       }).pipe(Effect.map((rows) => rows.length > 0), Effect.mapError(fail("release")))
 
-    const deadLetter = (message: Message<A>, reason: string) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const [seq, token] = splitReceipt(message.receipt)
-        return sql<{ readonly id: string }>`WITH moved AS (
+    /** Moves a claimed row (fenced by its token) to the DLQ; a replaced entry moves to the end. */
+    const moveToDlq = (seq: string, token: number, reason: string, now: number) =>
+      sql<{ readonly id: string }>`WITH moved AS (
             DELETE FROM ${t} WHERE seq = ${seq} AND token = ${token}
             RETURNING id, key, body, receive_count, enqueued_at, last_received_at
           )
@@ -187,12 +219,18 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
           FROM moved
           ON CONFLICT (id) DO UPDATE SET key = excluded.key, body = excluded.body, reason = excluded.reason,
             receive_count = excluded.receive_count, first_seen_at = LEAST(dl.first_seen_at, excluded.first_seen_at),
-            last_seen_at = excluded.last_seen_at, dead_lettered_at = excluded.dead_lettered_at
-          RETURNING id`
-      }).pipe(
+            last_seen_at = excluded.last_seen_at, dead_lettered_at = excluded.dead_lettered_at,
+            dlq_seq = DEFAULT
+          RETURNING id`.pipe(
         Effect.mapError(fail("deadLetter")),
         Effect.flatMap((rows) => rows.length > 0 ? Effect.as(depth, true) : Effect.succeed(false))
       )
+
+    const deadLetter = (message: Message<A>, reason: string) =>
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const [seq, token] = splitReceipt(message.receipt)
+        return moveToDlq(seq, token, reason, now)
+      })
 
     const source: QueueSource<A> = {
       name,

@@ -3,8 +3,8 @@ import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import { type Message, QueueError, type QueueSource, type ReleaseOptions } from "../../queue/QueueSource.js"
 import type { RedisOptions } from "../../queue/RedisStreamQueue.js"
 import * as validate from "../validate.js"
-import { labels, observeDepth } from "./metrics.js"
-import { listLimit, randomId, splitReceipt } from "./shared.js"
+import { deadLettered, labels, observeDepth } from "./metrics.js"
+import { corruptReason, listLimit, randomId, serialize, splitReceipt, tryParse, visibilityMillis } from "./shared.js"
 
 type Entry = [id: string, fields: Array<string>]
 
@@ -33,22 +33,31 @@ local added = redis.call('XADD', KEYS[2], '*', unpack(fields))
 redis.call('HSET', KEYS[3], ARGV[5], added)
 return 1`
 
-const REDRIVE = `
+// Copies a DLQ entry's id, key and body back to the source stream; returns its message id.
+const MOVE_BACK = `
+local function moveBack(f, at)
+  local out = {}
+  local id = at
+  for j = 1, #f, 2 do
+    if f[j] == 'id' then id = f[j + 1] end
+    if f[j] == 'id' or f[j] == 'key' or f[j] == 'body' then
+      out[#out + 1] = f[j]
+      out[#out + 1] = f[j + 1]
+    end
+  end
+  redis.call('XADD', KEYS[1], '*', unpack(out))
+  return id
+end`
+
+// ARGV: message ids
+const REDRIVE = `${MOVE_BACK}
 local n = 0
 for i = 1, #ARGV do
   local at = redis.call('HGET', KEYS[3], ARGV[i])
   if at then
     local found = redis.call('XRANGE', KEYS[2], at, at)
     if #found > 0 then
-      local f = found[1][2]
-      local out = {}
-      for j = 1, #f, 2 do
-        if f[j] == 'id' or f[j] == 'key' or f[j] == 'body' then
-          out[#out + 1] = f[j]
-          out[#out + 1] = f[j + 1]
-        end
-      end
-      redis.call('XADD', KEYS[1], '*', unpack(out))
+      moveBack(found[1][2], at)
       n = n + 1
     end
     redis.call('XDEL', KEYS[2], at)
@@ -57,6 +66,29 @@ for i = 1, #ARGV do
 end
 return n`
 
+// ARGV: DLQ entry ids (a page of a snapshot). Every entry that still exists leaves the DLQ, so every page
+// makes progress: one the index points at is moved back; one it does not point at (a stale copy of a
+// newer entry of the same message, or an entry written by hand) is deleted without being redriven.
+const REDRIVE_ENTRIES = `${MOVE_BACK}
+local n = 0
+for i = 1, #ARGV do
+  local at = ARGV[i]
+  local found = redis.call('XRANGE', KEYS[2], at, at)
+  if #found > 0 then
+    local f = found[1][2]
+    local id = at
+    for j = 1, #f, 2 do if f[j] == 'id' then id = f[j + 1] end end
+    if redis.call('HGET', KEYS[3], id) == at then
+      moveBack(f, at)
+      redis.call('HDEL', KEYS[3], id)
+      n = n + 1
+    end
+    redis.call('XDEL', KEYS[2], at)
+  end
+end
+return n`
+
+// ARGV: message ids
 const PURGE = `
 local n = 0
 for i = 1, #ARGV do
@@ -64,6 +96,22 @@ for i = 1, #ARGV do
   if at then
     n = n + redis.call('XDEL', KEYS[1], at)
     redis.call('HDEL', KEYS[2], ARGV[i])
+  end
+end
+return n`
+
+// ARGV: DLQ entry ids (a page of a snapshot); each is deleted, with its index entry if that points at it
+const PURGE_ENTRIES = `
+local n = 0
+for i = 1, #ARGV do
+  local at = ARGV[i]
+  local found = redis.call('XRANGE', KEYS[1], at, at)
+  if #found > 0 then
+    local f = found[1][2]
+    local id = at
+    for j = 1, #f, 2 do if f[j] == 'id' then id = f[j + 1] end end
+    if redis.call('HGET', KEYS[2], id) == at then redis.call('HDEL', KEYS[2], id) end
+    n = n + redis.call('XDEL', KEYS[1], at)
   end
 end
 return n`
@@ -84,8 +132,7 @@ const enqueuedAt = (entryId: string) => Number(entryId.slice(0, entryId.indexOf(
  * count. A release rewinds the entry's idle time with `XCLAIM ... IDLE` so it is claimable after the delay.
  */
 export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, QueueError> => {
-  const visibility = validate.millis("RedisStreamQueue visibilityTimeout", options.visibilityTimeout, { finite: true })
-  if (visibility < 1) validate.invalid("RedisStreamQueue visibilityTimeout must be at least 1 millisecond")
+  const visibility = visibilityMillis("RedisStreamQueue", options.visibilityTimeout)
   const reclaimInterval = options.reclaimInterval === undefined
     ? Math.min(Math.max(1, Math.floor(visibility / 2)), 5_000)
     : validate.millis("RedisStreamQueue reclaimInterval", options.reclaimInterval, { finite: true })
@@ -111,18 +158,45 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
     let lastReclaimAt = -Infinity
     let released = false
 
-    const toMessage = (entry: Entry, receiveCount: number, lastError: string | null, now: number): Message<A> => {
-      const f = fieldsOf(entry[1])
-      return {
-        id: f.id ?? entry[0],
-        key: f.key,
-        body: JSON.parse(f.body ?? "null") as A,
-        receiveCount,
-        enqueuedAt: enqueuedAt(entry[0]),
-        receivedAt: now,
-        lastError: lastError ?? undefined,
-        receipt: `${entry[0]}:${receiveCount}`
+    /** Entries whose body is not JSON go straight to the DLQ (raw text kept); the others become messages. */
+    const toMessages = (
+      received: ReadonlyArray<{ readonly entry: Entry; readonly count: number; readonly lastError: string | null }>,
+      now: number
+    ) => {
+      const out: Array<Message<A>> = []
+      const corrupt: Array<readonly [Message<A>, string, string]> = []
+      for (const { count, entry, lastError } of received) {
+        const f = fieldsOf(entry[1])
+        const body = f.body === undefined
+          ? { ok: false as const, error: "the entry has no body field" }
+          : tryParse(f.body)
+        const message: Message<A> = {
+          id: f.id ?? entry[0],
+          key: f.key,
+          body: (body.ok ? body.value : undefined) as A,
+          receiveCount: count,
+          enqueuedAt: enqueuedAt(entry[0]),
+          receivedAt: now,
+          lastError: lastError ?? undefined,
+          receipt: `${entry[0]}:${count}`
+        }
+        if (body.ok) out.push(message)
+        else corrupt.push([message, f.body ?? "", corruptReason(body.error)])
       }
+      if (corrupt.length === 0) return Effect.succeed(out)
+      // if dead-lettering fails the entry stays pending, comes back by XAUTOCLAIM and is tried again
+      return Effect.as(
+        Effect.forEach(corrupt, ([message, raw, reason]) =>
+          moveToDlq(message, raw, reason, now).pipe(
+            Effect.tap((moved) => Effect.sync(() => moved && deadLettered.unsafeUpdate(1, tags.corrupt))),
+            Effect.catchAllCause((cause) =>
+              Effect.logWarning(`queue ${name}: dead-lettering a corrupt message failed`, cause).pipe(
+                Effect.annotateLogs({ "message.id": message.id })
+              )
+            )
+          ), { discard: true }),
+        out
+      )
     }
 
     const reclaim = (max: number, now: number) =>
@@ -144,11 +218,14 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
           pipeline.hget(errorsKey, id)
         }
         const replies = yield* call<Array<[Error | null, unknown]>>("reclaim", () => pipeline.exec())
-        return entries.map((entry, i) => {
-          const pending = replies[2 * i]?.[1] as Array<[string, string, number, number]> | undefined
-          const count = Number(pending?.[0]?.[3] ?? 2)
-          return toMessage(entry, count, (replies[2 * i + 1]?.[1] as string | null) ?? null, now)
-        })
+        return yield* toMessages(
+          entries.map((entry, i) => {
+            const pending = replies[2 * i]?.[1] as Array<[string, string, number, number]> | undefined
+            const count = Number(pending?.[0]?.[3] ?? 2)
+            return { entry, count, lastError: (replies[2 * i + 1]?.[1] as string | null) ?? null }
+          }),
+          now
+        )
       })
 
     const receive = (max: number) =>
@@ -161,7 +238,10 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
           "receive",
           () => redis.call("XREADGROUP", "GROUP", group, consumer, "COUNT", room, "STREAMS", stream, ">")
         )
-        const fresh = (read?.[0]?.[1] ?? []).map((entry) => toMessage(entry, 1, null, now))
+        const fresh = yield* toMessages(
+          (read?.[0]?.[1] ?? []).map((entry) => ({ entry, count: 1, lastError: null })),
+          now
+        )
         return reclaimed.length === 0 ? fresh : [...reclaimed, ...fresh]
       })
 
@@ -175,8 +255,9 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
 
     const release = (message: Message<A>, opts?: ReleaseOptions) => {
       const [entryId, count] = splitReceipt(message.receipt)
-      const delay = opts?.delay === undefined ? 0 : Duration.toMillis(opts.delay)
-      const idle = Math.max(0, Math.round(visibility - delay))
+      // whole milliseconds, never shorter than asked
+      const delay = opts?.delay === undefined ? 0 : Math.ceil(Duration.toMillis(opts.delay))
+      const idle = Math.max(0, visibility - delay)
       return call<number>("release", () =>
         redis.eval(
           RELEASE,
@@ -199,49 +280,58 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
 
     const depth = call<number>("depth", () => redis.xlen(dlqKey)).pipe(Effect.flatMap(setDepth))
 
+    /** Moves a pending entry (fenced by consumer and delivery count) to the DLQ, replacing an older entry. */
+    const moveToDlq = (message: Message<A>, body: string, reason: string, now: number) => {
+      const [entryId, count] = splitReceipt(message.receipt)
+      const fields = [
+        "id",
+        message.id,
+        ...(message.key === undefined ? [] : ["key", message.key]),
+        "body",
+        body,
+        "reason",
+        reason,
+        "receiveCount",
+        String(message.receiveCount),
+        "firstSeenAt",
+        String(message.enqueuedAt),
+        "lastSeenAt",
+        String(message.receivedAt),
+        "deadLetteredAt",
+        String(now)
+      ]
+      return call<number>("deadLetter", () =>
+        redis.eval(
+          DEAD_LETTER,
+          4,
+          stream,
+          dlqKey,
+          indexKey,
+          errorsKey,
+          group,
+          entryId,
+          consumer,
+          count,
+          message.id,
+          ...fields
+        )).pipe(Effect.flatMap((n) => n === 1 ? Effect.as(depth, true) : Effect.succeed(false)))
+    }
+
     const deadLetter = (message: Message<A>, reason: string) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const [entryId, count] = splitReceipt(message.receipt)
-        const fields = [
-          "id",
-          message.id,
-          ...(message.key === undefined ? [] : ["key", message.key]),
-          "body",
-          JSON.stringify(message.body),
-          "reason",
-          reason,
-          "receiveCount",
-          String(message.receiveCount),
-          "firstSeenAt",
-          String(message.enqueuedAt),
-          "lastSeenAt",
-          String(message.receivedAt),
-          "deadLetteredAt",
-          String(now)
-        ]
-        return call<number>("deadLetter", () =>
-          redis.eval(
-            DEAD_LETTER,
-            4,
-            stream,
-            dlqKey,
-            indexKey,
-            errorsKey,
-            group,
-            entryId,
-            consumer,
-            count,
-            message.id,
-            ...fields
-          ))
-      }).pipe(Effect.flatMap((n) => n === 1 ? Effect.as(depth, true) : Effect.succeed(false)))
+        const body = serialize(message.body)
+        return body.ok ? moveToDlq(message, body.text, reason, now) : Effect.fail(fail("deadLetter")(body.error))
+      })
 
     const toDeadLetter = (entry: Entry): DeadLetter<A> => {
       const f = fieldsOf(entry[1])
+      // a body that is not JSON (dead-lettered as corrupt on receive) is listed as its raw text
+      const raw = f.body ?? ""
+      const parsed = tryParse(raw)
       return {
         id: f.id ?? entry[0],
         key: f.key,
-        body: JSON.parse(f.body ?? "null") as A,
+        body: (parsed.ok ? parsed.value : raw) as A,
         reason: f.reason ?? "",
         receiveCount: Number(f.receiveCount ?? 0),
         firstSeenAt: Number(f.firstSeenAt ?? 0),
@@ -250,23 +340,43 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
       }
     }
 
-    /** Runs `script` over the given ids, or over every entry in batches. */
-    const forIds = (operation: string, script: string, keys: ReadonlyArray<string>, ids?: ReadonlyArray<string>) => {
-      const once = (batch: ReadonlyArray<string>) =>
+    /**
+     * Runs `byId` over the given message ids; or, with no ids, `byEntry` over the entries the DLQ holds
+     * now (up to its last entry id when the call starts, a page at a time), so entries dead-lettered
+     * meanwhile (a redriven message failing again) are left for the next call instead of looping.
+     */
+    const forIds = (
+      operation: string,
+      scripts: { readonly byId: string; readonly byEntry: string },
+      keys: ReadonlyArray<string>,
+      ids?: ReadonlyArray<string>
+    ) => {
+      const once = (script: string, batch: ReadonlyArray<string>) =>
         batch.length === 0
           ? Effect.succeed(0)
           : call<number>(operation, () => redis.eval(script, keys.length, ...keys, ...batch))
       const all: Effect.Effect<number, QueueError> = Effect.gen(function*() {
+        const last = yield* call<Array<Entry>>(operation, () => redis.xrevrange(dlqKey, "+", "-", "COUNT", 1))
+        const end = last[0]?.[0]
+        if (end === undefined) return 0
         let total = 0
+        let start = "-"
         for (;;) {
-          const entries = yield* call<Array<Entry>>(operation, () => redis.xrange(dlqKey, "-", "+", "COUNT", BATCH))
+          const from = start
+          const entries: Array<Entry> = yield* call<Array<Entry>>(
+            operation,
+            () => redis.xrange(dlqKey, from, end, "COUNT", BATCH)
+          )
           if (entries.length === 0) return total
-          total += yield* once(entries.map((e) => fieldsOf(e[1]).id ?? e[0]))
+          total += yield* once(scripts.byEntry, entries.map((e) => e[0]))
+          const next: string = entries[entries.length - 1]![0]
+          if (next === end || entries.length < BATCH) return total
+          start = `(${next}`
         }
       })
       const work = ids === undefined
         ? all
-        : Effect.reduce(chunk(ids, BATCH), 0, (total, batch) => Effect.map(once(batch), (n) => total + n))
+        : Effect.reduce(chunk(ids, BATCH), 0, (total, batch) => Effect.map(once(scripts.byId, batch), (n) => total + n))
       return Effect.tap(work, () => depth)
     }
 
@@ -281,27 +391,36 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
           const found = yield* call<Array<Entry>>("inspect", () => redis.xrange(dlqKey, at, at))
           return Option.map(Option.fromNullable(found[0]), toDeadLetter)
         }),
-      redrive: (ids) => forIds("redrive", REDRIVE, [stream, dlqKey, indexKey], ids),
-      purge: (ids) => forIds("purge", PURGE, [dlqKey, indexKey], ids),
+      redrive: (ids) => forIds("redrive", { byId: REDRIVE, byEntry: REDRIVE_ENTRIES }, [stream, dlqKey, indexKey], ids),
+      purge: (ids) => forIds("purge", { byId: PURGE, byEntry: PURGE_ENTRIES }, [dlqKey, indexKey], ids),
       depth
     }
 
     const send = (messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>) =>
-      Effect.forEach(chunk(messages, 1000), (batch) => {
-        const pipeline = redis.pipeline()
-        for (const m of batch) {
-          const fields = m.key === undefined
-            ? ["id", m.id, "body", JSON.stringify(m.body)]
-            : ["id", m.id, "key", m.key, "body", JSON.stringify(m.body)]
-          pipeline.xadd(stream, "*", ...fields)
+      Effect.suspend(() => {
+        // every body is serialized before anything is written: a body JSON cannot carry fails the send
+        const bodies: Array<string> = []
+        for (const m of messages) {
+          const body = serialize(m.body)
+          if (!body.ok) return Effect.fail(fail("send")(body.error))
+          bodies.push(body.text)
         }
-        return call<Array<[Error | null, unknown]> | null>("send", () => pipeline.exec()).pipe(
-          Effect.flatMap((replies) => {
-            const error = replies?.find(([e]) => e !== null)?.[0]
-            return error === undefined ? Effect.void : Effect.fail(fail("send")(error))
-          })
-        )
-      }, { discard: true })
+        return Effect.forEach(chunk(messages.map((m, i) => [m, bodies[i]!] as const), 1000), (batch) => {
+          const pipeline = redis.pipeline()
+          for (const [m, body] of batch) {
+            const fields = m.key === undefined
+              ? ["id", m.id, "body", body]
+              : ["id", m.id, "key", m.key, "body", body]
+            pipeline.xadd(stream, "*", ...fields)
+          }
+          return call<Array<[Error | null, unknown]> | null>("send", () => pipeline.exec()).pipe(
+            Effect.flatMap((replies) => {
+              const error = replies?.find(([e]) => e !== null)?.[0]
+              return error === undefined ? Effect.void : Effect.fail(fail("send")(error))
+            })
+          )
+        }, { discard: true })
+      })
 
     const source: QueueSource<A> = {
       name,

@@ -1,4 +1,4 @@
-import { Cause, Effect, Option, Random } from "effect"
+import { Cause, type Duration, Effect, Option, Random } from "effect"
 import type { ListOptions } from "../../queue/DeadLetter.js"
 import * as validate from "../validate.js"
 
@@ -80,3 +80,44 @@ export const randomId: Effect.Effect<string> = Effect.map(
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
   }
 )
+
+/** `JSON.parse` that returns its error instead of throwing (a body some other writer stored). */
+export const tryParse = (
+  text: string
+): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string } => {
+  try {
+    return { ok: true, value: JSON.parse(text) }
+  } catch (e) {
+    return { ok: false, error: e instanceof Error ? e.message : String(e) }
+  }
+}
+
+/** The reason a message whose stored body is not JSON is dead-lettered with on receive. */
+export const corruptReason = (error: string) => `corrupt body: ${error}`
+
+/**
+ * Serializes a body for a durable source; `undefined`, functions and symbols (which JSON drops) and
+ * unserializable values (cycles, bigints) are rejected up front, so nothing unreadable is ever stored.
+ */
+export const serialize = (
+  body: unknown
+): { readonly ok: true; readonly text: string } | { readonly ok: false; readonly error: unknown } => {
+  try {
+    const text = JSON.stringify(body) as string | undefined
+    return text === undefined
+      ? { ok: false, error: new TypeError(`a message body must be JSON-serializable, got ${typeof body}`) }
+      : { ok: true, text }
+  } catch (error) {
+    return { ok: false, error }
+  }
+}
+
+/**
+ * A source's visibility timeout in whole milliseconds (PostgreSQL stores `bigint` instants, `XAUTOCLAIM`
+ * takes an integer idle time): finite and at least 1 ms, rounded up.
+ */
+export const visibilityMillis = (what: string, input: Duration.DurationInput): number => {
+  const ms = validate.millis(`${what} visibilityTimeout`, input, { finite: true })
+  if (ms < 1) validate.invalid(`${what} visibilityTimeout must be at least 1 millisecond, got ${ms}`)
+  return Math.ceil(ms)
+}
