@@ -60,11 +60,9 @@ export const run = ({ clients, delays, hop }: RunOptions): RunResult => {
   let reads = 0
   let completionMs = 0
 
-  // every client sends its first read at t = 0: insert the arrivals in send order
-  for (let c = 0; c < clients; c++) {
-    const time = hop()
-    const seq = sent++
-    let i = size++
+  /** Lets an arrival placed in the hole at `i` climb to its place (earlier time first, then send order). */
+  const climb = (hole: number, time: number, seq: number, client: number) => {
+    let i = hole
     while (i > 0) {
       const parent = (i - 1) >> 1
       if (at[parent]! < time || (at[parent] === time && order[parent]! < seq)) break
@@ -75,8 +73,11 @@ export const run = ({ clients, delays, hop }: RunOptions): RunResult => {
     }
     at[i] = time
     order[i] = seq
-    owner[i] = c
+    owner[i] = client
   }
+
+  // every client sends its first read at t = 0: insert the arrivals in send order
+  for (let c = 0; c < clients; c++) climb(size++, hop(), sent++, c)
 
   while (size > 0) {
     const c = owner[0]!
@@ -128,17 +129,7 @@ export const run = ({ clients, delays, hop }: RunOptions): RunResult => {
       owner[i] = owner[child]!
       i = child
     }
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (at[parent]! < time || (at[parent] === time && order[parent]! < seq)) break
-      at[i] = at[parent]!
-      order[i] = order[parent]!
-      owner[i] = owner[parent]!
-      i = parent
-    }
-    at[i] = time
-    order[i] = seq
-    owner[i] = client
+    climb(i, time, seq, client)
   }
   return { writes, reads, completionMs }
 }

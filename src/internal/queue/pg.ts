@@ -7,7 +7,15 @@ import type { PgOptions } from "../../queue/PgQueue.js"
 import { type Message, QueueError, type QueueSource, type ReleaseOptions } from "../../queue/QueueSource.js"
 import { deadLettered, labels, observeDepth } from "./metrics.js"
 import { tableStatements } from "./pgSchema.js"
-import { corruptReason, identifier, listLimit, serialize, splitReceipt, tryParse, visibilityMillis } from "./shared.js"
+import {
+  corruptReason,
+  identifier,
+  listLimit,
+  serializeAll,
+  splitReceipt,
+  tryParse,
+  visibilityMillis
+} from "./shared.js"
 
 interface JobRow {
   readonly seq: string
@@ -127,13 +135,9 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
 
     const send = (messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>) =>
       Effect.suspend(() => {
-        // every body is serialized before anything is written: a body JSON cannot carry fails the send
-        const bodies: Array<string> = []
-        for (const m of messages) {
-          const body = serialize(m.body)
-          if (!body.ok) return Effect.fail(fail("send")(body.error))
-          bodies.push(body.text)
-        }
+        const serialized = serializeAll(messages)
+        if (!serialized.ok) return Effect.fail(fail("send")(serialized.error))
+        const bodies = serialized.texts
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           const rows = messages.map((m, i) => ({
             id: m.id,

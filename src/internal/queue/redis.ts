@@ -4,7 +4,16 @@ import { type Message, QueueError, type QueueSource, type ReleaseOptions } from 
 import type { RedisOptions } from "../../queue/RedisStreamQueue.js"
 import * as validate from "../validate.js"
 import { deadLettered, labels, observeDepth } from "./metrics.js"
-import { corruptReason, listLimit, randomId, serialize, splitReceipt, tryParse, visibilityMillis } from "./shared.js"
+import {
+  corruptReason,
+  listLimit,
+  randomId,
+  serialize,
+  serializeAll,
+  splitReceipt,
+  tryParse,
+  visibilityMillis
+} from "./shared.js"
 
 type Entry = [id: string, fields: Array<string>]
 
@@ -398,13 +407,9 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
 
     const send = (messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>) =>
       Effect.suspend(() => {
-        // every body is serialized before anything is written: a body JSON cannot carry fails the send
-        const bodies: Array<string> = []
-        for (const m of messages) {
-          const body = serialize(m.body)
-          if (!body.ok) return Effect.fail(fail("send")(body.error))
-          bodies.push(body.text)
-        }
+        const serialized = serializeAll(messages)
+        if (!serialized.ok) return Effect.fail(fail("send")(serialized.error))
+        const bodies = serialized.texts
         return Effect.forEach(chunk(messages.map((m, i) => [m, bodies[i]!] as const), 1000), (batch) => {
           const pipeline = redis.pipeline()
           for (const [m, body] of batch) {

@@ -113,6 +113,22 @@ export const serialize = (
 }
 
 /**
+ * Serializes every body before anything is written, so a body JSON cannot carry fails the whole send:
+ * the texts in order, or the first error.
+ */
+export const serializeAll = (
+  messages: ReadonlyArray<{ readonly body: unknown }>
+): { readonly ok: true; readonly texts: ReadonlyArray<string> } | { readonly ok: false; readonly error: unknown } => {
+  const texts: Array<string> = []
+  for (const m of messages) {
+    const body = serialize(m.body)
+    if (!body.ok) return body
+    texts.push(body.text)
+  }
+  return { ok: true, texts }
+}
+
+/**
  * A source's visibility timeout in whole milliseconds (PostgreSQL stores `bigint` instants, `XAUTOCLAIM`
  * takes an integer idle time): finite and at least 1 ms, rounded up.
  */
