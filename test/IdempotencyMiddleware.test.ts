@@ -27,6 +27,19 @@ const makeOrders = (
   return { router, runs: () => runs }
 }
 
+/** Orders whose handler signals `entered`, then waits for `gate` before answering 201. */
+const gatedOrders = Effect.gen(function*() {
+  const gate = yield* Deferred.make<void>()
+  const entered = yield* Deferred.make<void>()
+  const orders = makeOrders((n) =>
+    Deferred.succeed(entered, undefined).pipe(
+      Effect.zipRight(Deferred.await(gate)),
+      Effect.as(HttpServerResponse.unsafeJson({ id: n }, { status: 201 }))
+    )
+  )
+  return { entered, gate, orders }
+})
+
 const withServer = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   effect.pipe(Effect.provide(Layer.merge(TestServer, IdempotencyStore.layerMemory)))
 
@@ -94,14 +107,7 @@ describe("IdempotencyMiddleware", () => {
 
   it.scoped("answers 409 with Retry-After while the first request is still running", () =>
     withServer(Effect.gen(function*() {
-      const gate = yield* Deferred.make<void>()
-      const entered = yield* Deferred.make<void>()
-      const orders = makeOrders((n) =>
-        Deferred.succeed(entered, undefined).pipe(
-          Effect.zipRight(Deferred.await(gate)),
-          Effect.as(HttpServerResponse.unsafeJson({ id: n }, { status: 201 }))
-        )
-      )
+      const { entered, gate, orders } = yield* gatedOrders
       yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
       const first = yield* Effect.fork(post("/orders", { key: "slow" }))
       yield* Deferred.await(entered)
@@ -272,14 +278,7 @@ describe("IdempotencyMiddleware", () => {
 
   it.scoped("a live handler renews its lease, so a slow request is not taken over", () =>
     withServer(Effect.gen(function*() {
-      const gate = yield* Deferred.make<void>()
-      const entered = yield* Deferred.make<void>()
-      const orders = makeOrders((n) =>
-        Deferred.succeed(entered, undefined).pipe(
-          Effect.zipRight(Deferred.await(gate)),
-          Effect.as(HttpServerResponse.unsafeJson({ id: n }, { status: 201 }))
-        )
-      )
+      const { entered, gate, orders } = yield* gatedOrders
       yield* serve(orders.router.pipe(IdempotencyMiddleware.make({ lease: "3 seconds" })))
       const first = yield* Effect.fork(post("/orders", { key: "slow" }))
       yield* Deferred.await(entered)

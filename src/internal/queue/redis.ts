@@ -42,6 +42,13 @@ local added = redis.call('XADD', KEYS[2], '*', unpack(fields))
 redis.call('HSET', KEYS[3], ARGV[5], added)
 return 1`
 
+// The message id a DLQ entry carries (its own entry id when it has no id field).
+const ENTRY_ID = `
+local function entryId(f, at)
+  for j = 1, #f, 2 do if f[j] == 'id' then return f[j + 1] end end
+  return at
+end`
+
 // Copies a DLQ entry's id, key and body back to the source stream; returns its message id.
 const MOVE_BACK = `
 local function moveBack(f, at)
@@ -79,14 +86,14 @@ return n`
 // makes progress: one the index points at is moved back; one it does not point at (a stale copy of a
 // newer entry of the same message, or an entry written by hand) is deleted without being redriven.
 const REDRIVE_ENTRIES = `${MOVE_BACK}
+${ENTRY_ID}
 local n = 0
 for i = 1, #ARGV do
   local at = ARGV[i]
   local found = redis.call('XRANGE', KEYS[2], at, at)
   if #found > 0 then
     local f = found[1][2]
-    local id = at
-    for j = 1, #f, 2 do if f[j] == 'id' then id = f[j + 1] end end
+    local id = entryId(f, at)
     if redis.call('HGET', KEYS[3], id) == at then
       moveBack(f, at)
       redis.call('HDEL', KEYS[3], id)
@@ -110,15 +117,14 @@ end
 return n`
 
 // ARGV: DLQ entry ids (a page of a snapshot); each is deleted, with its index entry if that points at it
-const PURGE_ENTRIES = `
+const PURGE_ENTRIES = `${ENTRY_ID}
 local n = 0
 for i = 1, #ARGV do
   local at = ARGV[i]
   local found = redis.call('XRANGE', KEYS[1], at, at)
   if #found > 0 then
     local f = found[1][2]
-    local id = at
-    for j = 1, #f, 2 do if f[j] == 'id' then id = f[j + 1] end end
+    local id = entryId(f, at)
     if redis.call('HGET', KEYS[2], id) == at then redis.call('HDEL', KEYS[2], id) end
     n = n + redis.call('XDEL', KEYS[1], at)
   end
