@@ -5,6 +5,7 @@
  *
  * @since 0.1.0
  */
+import type { Clock } from "effect"
 import { Data, Duration, Effect, Option } from "effect"
 import { currentDeadline, withDeadline } from "./internal/deadline.js"
 import { compiled } from "./internal/dual.js"
@@ -61,9 +62,9 @@ export const within: {
 } = compiled((duration: Duration.DurationInput) => {
   const budget = validate.millis("Deadline.within duration", duration)
   return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline((deadline, now) => {
+    withDeadline((deadline, now, clock) => {
       const own = now + budget
-      return runUntil(self, deadline === undefined || own < deadline ? own : deadline, now, exceeded)
+      return runUntil(self, deadline === undefined || own < deadline ? own : deadline, now, clock)
     })
 })
 
@@ -82,8 +83,8 @@ export const withDeadlineAt: {
     validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
   }
   return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline((deadline, now) =>
-      runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, exceeded)
+    withDeadline((deadline, now, clock) =>
+      runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, clock)
     )
 })
 
@@ -138,21 +139,22 @@ export const timeout: {
   const own = validate.millis("Deadline.timeout duration", duration)
   const timeout = Duration.millis(own)
   return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now) =>
-      deadline === undefined || now + own < deadline
-        ? timeoutWith(self, own, () => new AttemptTimeout({ timeout }))
-        : runUntil(self, deadline, now, exceeded)
-    )
+    withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now, clock) => {
+      if (deadline !== undefined && now + own >= deadline) return runUntil(self, deadline, now, clock)
+      if (own <= 0) return Effect.fail(new AttemptTimeout({ timeout }))
+      return timeoutWith(self, now + own, clock, () => new AttemptTimeout({ timeout }))
+    })
 })
 
 const exceeded = () => new DeadlineExceeded()
 
+/** Runs `self` under the deadline `deadline`; one that has passed (or is now) fails without running `self`. */
 const runUntil = <A, E, R>(
   self: Effect.Effect<A, E, R>,
   deadline: number,
   now: number,
-  onTimeout: () => DeadlineExceeded
+  clock: Clock.Clock
 ): Effect.Effect<A, E | DeadlineExceeded, R> =>
   deadline <= now
-    ? Effect.fail(onTimeout())
-    : Effect.locally(timeoutWith(self, deadline - now, onTimeout), currentDeadline, deadline)
+    ? Effect.fail(exceeded())
+    : Effect.locally(timeoutWith(self, deadline, clock, exceeded), currentDeadline, deadline)

@@ -9,6 +9,7 @@ import { Data } from "effect"
 import type { Retryable } from "./Failure.js"
 import { compiled } from "./internal/dual.js"
 import * as internal from "./internal/retry.js"
+import type { Budget } from "./RetryBudget.js"
 
 /**
  * Why `Retry.retry` gave up:
@@ -65,6 +66,11 @@ export interface Options<R = never> {
   readonly maxRetryAfter?: Duration.DurationInput
   /** Called before each retry's sleep, e.g. to log it. */
   readonly onRetry?: (event: RetryEvent) => Effect.Effect<void>
+  /**
+   * The {@link RetryBudget} these retries draw from, built once with `RetryBudget.unsafeMake` and shared by
+   * every call of the policy. Without it, a `RetryBudget` in the context is used, if any.
+   */
+  readonly budget?: Budget
 }
 
 /**
@@ -84,6 +90,29 @@ export type RetryableCause<E> = E extends Retryable<infer C> ? C : never
 export type RetriedError<E> =
   | Exclude<E, Retryable<any>>
   | ([Extract<E, Retryable<any>>] extends [never] ? never : RetriesExhausted<RetryableCause<E>>)
+
+/**
+ * What `Retry.retry` asks of the error type: at least one {@link Retryable} member. An error channel without
+ * one would never be retried, so applying `Retry.retry` to it is a compile error whose message says what to do.
+ * (`unknown` and `any` are accepted: they may hold a `Retryable`.)
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type RequireRetryable<E> = unknown extends E ? unknown
+  : [Extract<E, Retryable<any>>] extends [never] ? NothingToRetry
+  : unknown
+
+/**
+ * The type a `Retry.retry` argument is missing when its error channel has no `Retryable` member.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface NothingToRetry {
+  readonly "Retry.retry: nothing in this error type is Retryable, so it would never retry. Classify the errors first with Failure.retryWhen or Failure.classify, or fail with Failure.retryable":
+    never
+}
 
 /**
  * Counts retries scheduled by `Retry.retry` (`effect_resilience_retries_total`).
@@ -107,7 +136,9 @@ export const exhaustedTotal: Metric.Metric.Counter<number> = internal.exhausted
  * - `Fatal`, any other typed error, defects and interruption pass through at once, unchanged.
  * - The delay before a retry is `max(schedule delay, failure.retryAfter)`.
  * - With a deadline (`Deadline.within`), a retry that would start at or after it is not attempted.
- * - With a {@link RetryBudget} in the context, every failed attempt and success is recorded in it.
+ * - With a `budget` option, or else a {@link RetryBudget} in the context, every failed attempt and success is
+ *   recorded in it, and a retry it refuses is not attempted.
+ * - An error type with no `Retryable` member does not compile (see {@link RequireRetryable}): classify first.
  * - The success path costs one catch frame: no schedule work happens until a failure.
  *
  * Each retry increments the `effect_resilience_retries_total` counter and annotates the current span
@@ -137,6 +168,9 @@ export const exhaustedTotal: Metric.Metric.Counter<number> = internal.exhausted
 export const retry: {
   <R2 = never>(
     options: Options<R2>
-  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, RetriedError<E>, R | R2>
-  <A, E, R, R2 = never>(self: Effect.Effect<A, E, R>, options: Options<R2>): Effect.Effect<A, RetriedError<E>, R | R2>
+  ): <A, E, R>(self: Effect.Effect<A, E, R> & RequireRetryable<E>) => Effect.Effect<A, RetriedError<E>, R | R2>
+  <A, E, R, R2 = never>(
+    self: Effect.Effect<A, E, R> & RequireRetryable<E>,
+    options: Options<R2>
+  ): Effect.Effect<A, RetriedError<E>, R | R2>
 } = compiled(internal.compile)

@@ -51,33 +51,46 @@ export interface Budget {
  */
 export class RetryBudget extends Context.Tag("effect-resilience/RetryBudget")<RetryBudget, Budget>() {}
 
+/** Tokens are counted in thousandths, as gRPC does, so the arithmetic is exact (no float drift). */
+const MILLI = 1000
+
 /**
- * Builds a budget. Throws `IllegalArgumentException` for `maxTokens <= 0` or `tokenRatio <= 0`.
+ * Builds a budget. Both options are kept to three decimal places, as gRPC keeps them. Throws
+ * `IllegalArgumentException` for `maxTokens <= 0`, `tokenRatio < 0.001` (it would round to nothing) or a value
+ * that is not a finite number.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const unsafeMake = (options: Options): Budget => {
-  const maxTokens = validate.positive("RetryBudget maxTokens", options.maxTokens)
-  const tokenRatio = validate.positive("RetryBudget tokenRatio", options.tokenRatio)
-  const threshold = maxTokens / 2
-  let tokens = maxTokens
+  const { maxTokens, tokenRatio } = validateOptions(options)
+  const max = Math.round(maxTokens * MILLI)
+  const ratio = Math.round(tokenRatio * MILLI)
+  let tokens = max
   const unsafeRecordSuccess = () => {
-    tokens = Math.min(maxTokens, tokens + tokenRatio)
+    tokens = Math.min(max, tokens + ratio)
   }
   const unsafeRecordFailure = () => {
-    tokens = Math.max(0, tokens - 1)
-    return tokens > threshold
+    tokens = Math.max(0, tokens - MILLI)
+    return 2 * tokens > max
   }
   return {
     maxTokens,
     tokenRatio,
-    tokens: Effect.sync(() => tokens),
+    tokens: Effect.sync(() => tokens / MILLI),
     recordSuccess: Effect.sync(unsafeRecordSuccess),
     recordFailure: Effect.sync(unsafeRecordFailure),
     unsafeRecordSuccess,
     unsafeRecordFailure
   }
+}
+
+const validateOptions = (options: Options): Options => {
+  const maxTokens = validate.positive("RetryBudget maxTokens", options.maxTokens)
+  const tokenRatio = validate.positive("RetryBudget tokenRatio", options.tokenRatio)
+  if (Math.round(maxTokens * MILLI) < 1) validate.invalid(`RetryBudget maxTokens must be >= 0.001, got ${maxTokens}`)
+  if (Math.round(tokenRatio * MILLI) < 1) validate.invalid(`RetryBudget tokenRatio must be >= 0.001, got ${tokenRatio}`)
+  return { maxTokens, tokenRatio }
 }
 
 /**
@@ -107,7 +120,6 @@ export const make = (options: Options): Effect.Effect<Budget> => Effect.sync(() 
  * @category layers
  */
 export const layer = (options: Options): Layer.Layer<RetryBudget> => {
-  validate.positive("RetryBudget maxTokens", options.maxTokens)
-  validate.positive("RetryBudget tokenRatio", options.tokenRatio)
+  validateOptions(options)
   return Layer.sync(RetryBudget, () => unsafeMake(options))
 }

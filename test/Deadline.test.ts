@@ -1,8 +1,42 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, FiberRef, Option, TestClock } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, FiberRef, Option, Scheduler, TestClock } from "effect"
 import { Deadline } from "../src/index.js"
 
 const remainingMillis = Effect.map(Deadline.remaining, Option.map(Duration.toMillis))
+
+/** Wraps `inner` in `depth` layers of `wrap`, built iteratively (a deep synchronous nesting). */
+const nested = (depth: number, wrap: (e: Effect.Effect<number, unknown>) => Effect.Effect<number, unknown>) => {
+  let effect: Effect.Effect<number, unknown> = Effect.succeed(depth)
+  for (let i = 0; i < depth; i++) effect = wrap(effect)
+  return effect
+}
+
+/** A recursion through a timed effect, as a paginated fetch writes it: each page's call is timed, and the next inside. */
+const pages = (n: number, wrap: (e: Effect.Effect<number, unknown>) => Effect.Effect<number, unknown>) => {
+  const page = (left: number): Effect.Effect<number, unknown> =>
+    left === 0
+      ? Effect.succeed(0)
+      : Effect.zipRight(Effect.yieldNow(), Effect.suspend(() => page(left - 1))).pipe(wrap, Effect.map((x) => x + 1))
+  return page(n)
+}
+
+/**
+ * The TestClock's time plus `skew`, which a test bumps from inside its work: a synchronous stretch that takes
+ * time (blocking work) without any sleep.
+ */
+const blockingClock = (clock: Clock.Clock) => {
+  const state = { skew: 0 }
+  const now = () => clock.unsafeCurrentTimeMillis() + state.skew
+  const skewed: Clock.Clock = {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: now,
+    currentTimeMillis: Effect.sync(now),
+    unsafeCurrentTimeNanos: () => BigInt(now()) * BigInt(1_000_000),
+    currentTimeNanos: Effect.sync(() => BigInt(now()) * BigInt(1_000_000)),
+    sleep: (duration) => clock.sleep(duration)
+  }
+  return { clock: skewed, block: (millis: number) => Effect.sync(() => (state.skew += millis)) }
+}
 
 describe("Deadline", () => {
   describe("within", () => {
@@ -106,6 +140,38 @@ describe("Deadline", () => {
         yield* Deadline.within(Effect.void, "1 second")
         expect(yield* Deadline.remaining).toEqual(Option.none())
         expect(yield* Deadline.current).toEqual(Option.none())
+      }))
+
+    // live clock: nothing here waits for time, and TestClock's list of pending sleeps would add its own cost
+    it.live("nests thousands deep, synchronously and through recursion, in linear cost", () =>
+      Effect.gen(function*() {
+        // a scheduler chain grew with every level before: 600 synchronous levels hung, and recursion slowed
+        // quadratically and crashed near 7,400 levels
+        expect(yield* nested(1_000, Deadline.within("1 hour"))).toBe(1_000)
+        expect(yield* pages(2_000, Deadline.within("1 hour"))).toBe(2_000)
+      }), 60_000)
+
+    it.effect("after a blocking stretch, fires at the deadline, not a whole budget later", () =>
+      Effect.gen(function*() {
+        const { block, clock } = blockingClock(yield* Effect.clock)
+        // 300 ms of synchronous work under a 100 ms deadline: the deadline passed during it; nothing is left
+        const fiber = yield* Effect.zipRight(block(300), Effect.never).pipe(
+          Deadline.within("100 millis"),
+          Effect.withClock(clock),
+          Effect.fork
+        )
+        yield* TestClock.adjust("1 millis")
+        expect(fiber.unsafePoll()).toEqual(Exit.fail(new Deadline.DeadlineExceeded()))
+        // 60 ms of work under a 100 ms deadline: 40 ms are left, not 100
+        const second = yield* Effect.zipRight(block(60), Effect.never).pipe(
+          Deadline.within("100 millis"),
+          Effect.withClock(clock),
+          Effect.fork
+        )
+        yield* TestClock.adjust("39 millis")
+        expect(second.unsafePoll()).toBeNull()
+        yield* TestClock.adjust("1 millis")
+        expect(second.unsafePoll()).toEqual(Exit.fail(new Deadline.DeadlineExceeded()))
       }))
 
     it.effect("a zero budget fails at once without running the work", () =>
@@ -245,8 +311,43 @@ describe("Deadline", () => {
         let sum = 0
         for (let i = 0; i < 5_000; i++) sum += yield* Deadline.timeout(Effect.succeed(1), "1 second")
         expect(sum).toBe(5_000)
-        const ref = FiberRef.currentScheduler
-        expect(yield* FiberRef.get(ref)).toBeDefined()
+        // the timed work runs on the caller's scheduler, and leaves the caller on it
+        const inside = yield* Deadline.timeout(FiberRef.get(FiberRef.currentScheduler), "1 second")
+        expect(inside).toBe(Scheduler.defaultScheduler)
+        expect(yield* FiberRef.get(FiberRef.currentScheduler)).toBe(Scheduler.defaultScheduler)
+      }))
+
+    it.live("nests thousands deep, synchronously and through recursion, in linear cost", () =>
+      Effect.gen(function*() {
+        expect(yield* nested(1_000, Deadline.timeout("1 hour"))).toBe(1_000)
+        expect(yield* pages(8_000, Deadline.timeout("1 hour"))).toBe(8_000)
+      }), 60_000)
+
+    it.effect("after a blocking stretch, fires when its own time is up", () =>
+      Effect.gen(function*() {
+        const { block, clock } = blockingClock(yield* Effect.clock)
+        const fiber = yield* Effect.zipRight(block(300), Effect.never).pipe(
+          Deadline.timeout("100 millis"),
+          Effect.withClock(clock),
+          Effect.fork
+        )
+        yield* TestClock.adjust("1 millis")
+        expect(fiber.unsafePoll()).toEqual(Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(100) })))
+      }))
+
+    it.effect("a zero timeout has already expired: the work does not run", () =>
+      Effect.gen(function*() {
+        let ran = false
+        const work = Effect.sync(() => {
+          ran = true
+        })
+        expect(yield* Effect.exit(Deadline.timeout(work, 0))).toEqual(
+          Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.zero }))
+        )
+        expect(yield* Effect.exit(Deadline.timeout(work, 0).pipe(Deadline.within("1 second")))).toEqual(
+          Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.zero }))
+        )
+        expect(ran).toBe(false)
       }))
   })
 
@@ -255,4 +356,15 @@ describe("Deadline", () => {
     expect(() => Deadline.timeout(NaN)).toThrow(/non-negative/)
     expect(() => Deadline.timeout("-3 seconds")).toThrow(/non-negative/)
   })
+
+  it.effect("accepts every unit Duration knows, nanos and micros included", () =>
+    Effect.gen(function*() {
+      // "500000 nanos" was rejected: the NaN check matched the "nan" in "nanos"
+      const fiber = yield* Effect.fork(Deadline.timeout(Effect.never, "500000 nanos"))
+      yield* TestClock.adjust("1 millis")
+      expect(yield* Fiber.await(fiber)).toEqual(
+        Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(0.5) }))
+      )
+      expect(yield* remainingMillis.pipe(Deadline.within("2000 micros"))).toEqual(Option.some(2))
+    }))
 })

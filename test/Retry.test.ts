@@ -14,6 +14,9 @@ const scripted = <E>(failures: ReadonlyArray<E>) => {
   return { effect, instants }
 }
 
+/** A succeeding call whose error channel says it may be retried. */
+const ok = <A>(a: A): Effect.Effect<A, Failure.Retryable<string>> => Effect.succeed(a)
+
 const runFor = <A, E>(effect: Effect.Effect<A, E>, time: Duration.DurationInput) =>
   Effect.gen(function*() {
     const fiber = yield* Effect.fork(effect)
@@ -24,7 +27,7 @@ const runFor = <A, E>(effect: Effect.Effect<A, E>, time: Duration.DurationInput)
 describe("Retry.retry", () => {
   it.effect("the success path runs the effect exactly once and never sleeps", () =>
     Effect.gen(function*() {
-      const { effect, instants } = scripted([])
+      const { effect, instants } = scripted<Failure.Retryable<string>>([])
       const result = yield* Retry.retry(effect, { schedule: exponential, maxAttempts: 5 })
       expect(result).toBe("ok after 1")
       expect(instants).toEqual([0])
@@ -130,20 +133,20 @@ describe("Retry.retry", () => {
       const policy = Retry.retry({ schedule: exponential, maxAttempts: 3 })
       yield* Effect.exit(runFor(policy(Effect.fail(Failure.retryable("x"))), "1 minute"))
       expect(yield* budget.tokens).toBe(7) // 10 - 3 failed attempts
-      yield* policy(Effect.succeed(1))
-      yield* policy(Effect.succeed(1))
+      yield* policy(ok(1))
+      yield* policy(ok(1))
       expect(yield* budget.tokens).toBe(8)
     }).pipe(Effect.provide(RetryBudget.layer({ maxTokens: 10, tokenRatio: 0.5 }))))
 
   it.effect("Fatal and other typed failures pass through at once, unchanged", () =>
     Effect.gen(function*() {
       const fatal = Failure.fatal("404")
-      const a = scripted([fatal])
+      const a = scripted<Failure.Fatal<string> | Failure.Retryable<string>>([fatal])
       expect(yield* Effect.exit(Retry.retry(a.effect, { schedule: exponential, maxAttempts: 5 }))).toEqual(
         Exit.fail(fatal)
       )
       expect(a.instants).toEqual([0])
-      const b = scripted([{ _tag: "Other" as const }])
+      const b = scripted<{ readonly _tag: "Other" } | Failure.Retryable<string>>([{ _tag: "Other" }])
       const exit = yield* Effect.exit(Retry.retry(b.effect, { schedule: exponential, maxAttempts: 5 }))
       expect(exit).toEqual(Exit.fail({ _tag: "Other" }))
       expect(b.instants).toEqual([0])
@@ -153,7 +156,7 @@ describe("Retry.retry", () => {
     Effect.gen(function*() {
       let calls = 0
       const exit = yield* Effect.exit(Retry.retry(
-        Effect.suspend(() => {
+        Effect.suspend((): Effect.Effect<never, Failure.Retryable<string>> => {
           calls++
           return Effect.die("bug")
         }),
@@ -167,7 +170,7 @@ describe("Retry.retry", () => {
     Effect.gen(function*() {
       let calls = 0
       const exit = yield* Effect.exit(Retry.retry(
-        Effect.suspend(() => {
+        Effect.suspend((): Effect.Effect<never, Failure.Retryable<string>> => {
           calls++
           return Effect.interrupt
         }),
@@ -222,8 +225,27 @@ describe("Retry.retry", () => {
     const call = Effect.fail(Failure.retryable(503)) as Effect.Effect<string, Failure.Retryable<number> | NotFound>
     const retried = Retry.retry(call, { schedule: exponential, maxAttempts: 3 })
     expectTypeOf(retried).toEqualTypeOf<Effect.Effect<string, NotFound | Retry.RetriesExhausted<number>>>()
-    const plain = Retry.retry(Effect.fail(new NotFound()), { schedule: exponential, maxAttempts: 3 })
-    expectTypeOf(plain).toEqualTypeOf<Effect.Effect<never, NotFound>>()
+  })
+
+  it("does not compile on an error type with nothing Retryable in it, in either form", () => {
+    class NotFound {
+      readonly _tag = "NotFound"
+    }
+    const policy = { schedule: exponential, maxAttempts: 3 }
+    const unclassified = Effect.fail(new NotFound()) as Effect.Effect<string, NotFound>
+    // @ts-expect-error Retry.retry: nothing in this error type is Retryable (classify first)
+    Retry.retry(unclassified, policy)
+    // @ts-expect-error Retry.retry: nothing in this error type is Retryable (classify first)
+    unclassified.pipe(Retry.retry(policy))
+    // @ts-expect-error an effect that cannot fail has nothing to retry either
+    Effect.succeed(1).pipe(Retry.retry(policy))
+    // classified, it compiles: NotFound becomes Fatal, and only RetriesExhausted or Fatal remain
+    const classified = unclassified.pipe(Failure.retryWhen(() => false), Retry.retry(policy))
+    expectTypeOf(classified).toEqualTypeOf<
+      Effect.Effect<string, Failure.Fatal<NotFound> | Retry.RetriesExhausted<NotFound>>
+    >()
+    // an unknown error type may hold a Retryable: accepted
+    Retry.retry(unclassified as Effect.Effect<string, unknown>, policy)
   })
 
   it("rejects bad options when the policy is built", () => {
@@ -231,6 +253,6 @@ describe("Retry.retry", () => {
     expect(() => Retry.retry({ schedule: exponential, maxAttempts: 1.5 })).toThrow(/maxAttempts/)
     expect(() => Retry.retry({ schedule: exponential, maxAttempts: NaN })).toThrow(/maxAttempts/)
     expect(() => Retry.retry({ schedule: exponential, maxAttempts: 3, maxRetryAfter: -1 })).toThrow(/maxRetryAfter/)
-    expect(() => Retry.retry(Effect.void, { schedule: exponential, maxAttempts: -2 })).toThrow(/maxAttempts/)
+    expect(() => Retry.retry(ok(undefined), { schedule: exponential, maxAttempts: -2 })).toThrow(/maxAttempts/)
   })
 })

@@ -15,13 +15,41 @@ describe("RetryBudget", () => {
     expect(Effect.runSync(budget.tokens)).toBe(4) // ceiling maxTokens
   })
 
+  it("counts in exact thousandths: no float drift at the max/2 threshold", () => {
+    // in floating point, 2 - 1 + 5 * 0.1 - 1 is 1.5000000000000004 > 1.5, and a retry would slip through
+    const budget = RetryBudget.unsafeMake({ maxTokens: 3, tokenRatio: 0.1 })
+    expect(budget.unsafeRecordFailure()).toBe(true) // 2 > 1.5
+    for (let i = 0; i < 5; i++) budget.unsafeRecordSuccess() // 2.5
+    expect(budget.unsafeRecordFailure()).toBe(false) // 1.5 > 1.5 is false
+    expect(Effect.runSync(budget.tokens)).toBe(1.5)
+  })
+
+  it.prop(
+    "the exact count matches rational arithmetic for any sequence",
+    [fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: 1000 }), fc.array(fc.boolean(), { maxLength: 300 })],
+    ([maxMilli, ratioMilli, outcomes]) => {
+      const budget = RetryBudget.unsafeMake({ maxTokens: maxMilli / 1000, tokenRatio: ratioMilli / 1000 })
+      let expected = maxMilli // in thousandths, as integers
+      for (const ok of outcomes) {
+        if (ok) {
+          expected = Math.min(maxMilli, expected + ratioMilli)
+          budget.unsafeRecordSuccess()
+        } else {
+          expected = Math.max(0, expected - 1000)
+          expect(budget.unsafeRecordFailure()).toBe(2 * expected > maxMilli)
+        }
+      }
+      expect(Effect.runSync(budget.tokens)).toBe(expected / 1000)
+    }
+  )
+
   it.effect("is a service provided by a layer", () =>
     Effect.gen(function*() {
       const budget = yield* RetryBudget.RetryBudget
       expect(yield* budget.recordFailure).toBe(true)
       expect(yield* budget.tokens).toBe(9)
       yield* budget.recordSuccess
-      expect(yield* budget.tokens).toBeCloseTo(9.1)
+      expect(yield* budget.tokens).toBe(9.1)
     }).pipe(Effect.provide(RetryBudget.layer({ maxTokens: 10, tokenRatio: 0.1 }))))
 
   it.prop(
@@ -51,5 +79,7 @@ describe("RetryBudget", () => {
     expect(() => RetryBudget.unsafeMake({ maxTokens: -1, tokenRatio: 0.1 })).toThrow(/maxTokens/)
     expect(() => RetryBudget.unsafeMake({ maxTokens: NaN, tokenRatio: 0.1 })).toThrow(/maxTokens/)
     expect(() => RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: 0 })).toThrow(/tokenRatio/)
+    expect(() => RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: 0.0001 })).toThrow(/tokenRatio/)
+    expect(() => RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: Infinity })).toThrow(/tokenRatio/)
   })
 })

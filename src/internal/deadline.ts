@@ -10,13 +10,11 @@ export const currentDeadline: FiberRef.FiberRef<number | undefined> = globalValu
   () => FiberRef.unsafeMake<number | undefined>(undefined, { fork: (a) => a, join: (parent) => parent })
 )
 
-/** `(deadline, now)` of the current fiber, read without allocating an effect per piece. */
+/** `(deadline, now, clock)` of the current fiber, read without allocating an effect per piece. */
 export const withDeadline = <A, E, R>(
-  f: (deadline: number | undefined, now: number) => Effect.Effect<A, E, R>
+  f: (deadline: number | undefined, now: number, clock: Clock.Clock) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime((fiber) =>
-    f(
-      fiber.getFiberRef(currentDeadline),
-      Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-    )
-  )
+  Effect.withFiberRuntime((fiber) => {
+    const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+    return f(fiber.getFiberRef(currentDeadline), clock.unsafeCurrentTimeMillis(), clock)
+  })

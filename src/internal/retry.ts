@@ -26,6 +26,7 @@ export const compile = <R2>(options: Options<R2>) => {
     ? 60_000
     : validate.millis("Retry.retry maxRetryAfter", options.maxRetryAfter)
   const { onRetry, schedule } = options
+  const ownBudget = options.budget
 
   function stop(reason: StopReason, attempts: number, last: Retryable<unknown>) {
     return Effect.zipRight(
@@ -82,7 +83,7 @@ export const compile = <R2>(options: Options<R2>) => {
 
   return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R | R2> =>
     Effect.withFiberRuntime((fiber) => {
-      const budget: Budget | undefined = fiber.currentContext.unsafeMap.get(RetryBudget.key)
+      const budget: Budget | undefined = ownBudget ?? fiber.currentContext.unsafeMap.get(RetryBudget.key)
       if (budget === undefined) {
         return Effect.catchAll(
           self,

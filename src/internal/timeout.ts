@@ -1,72 +1,84 @@
-import type { Scheduler } from "effect"
-import { Effect, Exit, Fiber, FiberRef } from "effect"
+import type { Clock, Context, FiberId } from "effect"
+import { Duration, Effect, Exit, Fiber, FiberRefs, Runtime } from "effect"
 
 /**
- * Starts the forked fiber right now, on the caller's stack, instead of on the next scheduler tick.
- * Until `start` runs it holds the child's first task and tells the parent not to yield; afterwards it
- * is just the parent's scheduler, so leaking it through a FiberRef join changes nothing.
+ * How many timed effects may start synchronously inside one another on one JavaScript stack. Deeper than
+ * this, a child starts on the scheduler instead (as `Effect.fork` always does): nesting and recursion through
+ * a timed effect then cost constant stack per level, at any depth.
  */
-class StartNow implements Scheduler.Scheduler {
-  private task: Scheduler.Task | undefined = undefined
-  private started = false
-  constructor(private readonly parent: Scheduler.Scheduler) {}
-  scheduleTask(task: Scheduler.Task, priority: number, fiber?: Fiber.RuntimeFiber<unknown, unknown>): void {
-    if (this.started || this.task !== undefined) this.parent.scheduleTask(task, priority, fiber)
-    else this.task = task
-  }
-  shouldYield(fiber: Fiber.RuntimeFiber<unknown, unknown>): number | false {
-    return this.started ? this.parent.shouldYield(fiber) : false
-  }
-  start(): void {
-    this.started = true
-    const task = this.task
-    this.task = undefined
-    if (task !== undefined) task()
-  }
+const MAX_SYNC_DEPTH = 64
+let syncDepth = 0
+
+/**
+ * A fiber's FiberRefs keep, per FiberRef, a stack with one entry per fiber generation that set it (for
+ * `join`); a fiber started from its parent's runtime pushes onto some of them, so without care every nesting
+ * level would copy stacks as deep as the nesting. Timed fibers are never joined, so every `COLLAPSE_EVERY`
+ * levels their stacks are cut down to their current values: stacks stay short and nesting stays linear.
+ */
+const COLLAPSE_EVERY = 16
+const levels = new WeakMap<FiberId.FiberId, number>()
+
+const collapse = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => {
+  const locals = new Map<any, readonly [readonly [FiberId.Runtime, unknown]]>()
+  for (const ref of FiberRefs.fiberRefs(refs)) locals.set(ref, [[id, FiberRefs.getOrDefault(refs, ref)]])
+  return FiberRefs.unsafeMake(locals)
 }
 
 /**
- * Runs `self` for at most `millis`, then interrupts it, waits for its finalizers, and fails with
- * `onTimeout()`. `self` runs in a child fiber: like any forked fiber, its FiberRef changes stay inside
- * (unlike `Effect.timeout`, which copies them back at a cost of ~2.5 µs per call).
+ * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for
+ * its finalizers, and fails with `onTimeout()`. `self` runs in a fiber of its own, started from the caller's
+ * runtime (its context, FiberRefs and interruptibility): like any forked fiber, its FiberRef changes stay
+ * inside (`Effect.timeout` copies them back, at a cost).
  *
- * Effect's own `timeout` forks two fibers and costs a scheduler round trip even when `self` is
- * synchronous. Here `self` starts at once in one child fiber; when it is already done on return
- * (the common case for fast calls) no timer is ever armed.
+ * Effect's own `timeout` forks two fibers and costs a scheduler round trip even when `self` is synchronous.
+ * Here `self` starts at once, on the caller's stack (`Runtime.runFork` starts fibers immediately), and when it
+ * is already done on return — the common case for fast calls — no timer is ever armed. Otherwise the timer
+ * is aimed at `at` as the clock reads *after* the synchronous start, so a blocking prefix is not given a
+ * whole extra budget.
  */
 export const timeoutWith = <A, E, R, E2>(
   self: Effect.Effect<A, E, R>,
-  millis: number,
+  at: number,
+  clock: Clock.Clock,
   onTimeout: () => E2
 ): Effect.Effect<A, E | E2, R> =>
-  Effect.withFiberRuntime<A, E | E2, R>((parent) =>
-    Effect.uninterruptibleMask((restore) => {
-      // The child inherits the scheduler the parent holds while forking; swapping it for the duration of
-      // the fork op (directly, not with `Effect.locally`, whose bracket costs more than the rest together)
-      // makes the child's first run synchronous.
-      const fiber = parent as unknown as Mutable
-      const scheduler = fiber.getFiberRef(FiberRef.currentScheduler)
-      const starter = new StartNow(scheduler)
-      fiber.setFiberRef(FiberRef.currentScheduler, starter)
+  Effect.uninterruptibleMask((restore) =>
+    Effect.withFiberRuntime<A, E | E2, R>((parent, status) => {
+      const runtime = Runtime.make({
+        context: parent.currentContext as Context.Context<R>,
+        fiberRefs: parent.getFiberRefs(),
+        runtimeFlags: status.runtimeFlags
+      })
+      const level = (levels.get(parent.id()) ?? 0) + 1
+      const immediate = syncDepth < MAX_SYNC_DEPTH
+      syncDepth++
+      let child: Fiber.RuntimeFiber<A, E>
+      try {
+        child = Runtime.runFork(runtime, restore(self), {
+          immediate,
+          // the child's id is known here, before it starts: record its level for the timed effects inside it
+          updateRefs: (refs, id) => {
+            levels.set(id, level)
+            return level % COLLAPSE_EVERY === 0 ? collapse(refs, id) : refs
+          }
+        })
+      } finally {
+        syncDepth--
+      }
+      const done = child.unsafePoll()
+      if (done !== null) return done
+      const left = at - clock.unsafeCurrentTimeMillis()
+      if (left <= 0) return Effect.zipRight(Fiber.interrupt(child), Exit.fail(onTimeout()))
       return Effect.flatMap(
-        Effect.fork(restore(self)),
-        (child): Effect.Effect<A, E | E2, never> => {
-          fiber.setFiberRef(FiberRef.currentScheduler, scheduler)
-          starter.start()
-          const done = child.unsafePoll()
-          if (done !== null) return done
-          return Effect.flatMap(
-            Effect.fork(Effect.interruptible(Effect.sleep(millis))),
-            (timer) =>
-              Effect.flatMap(
-                Effect.onInterrupt(restore(firstOf(child, timer)), () => Fiber.interrupt(child)),
-                (exit): Effect.Effect<A, E | E2, never> => {
-                  if (exit !== undefined) return Effect.zipRight(Fiber.interruptFork(timer), exit)
-                  return Effect.zipRight(Fiber.interrupt(child), Exit.fail(onTimeout()))
-                }
-              )
+        Effect.fork(Effect.interruptible(clock.sleep(Duration.millis(left)))),
+        (timer) =>
+          Effect.flatMap(
+            Effect.onInterrupt(restore(firstOf(child, timer)), () => Fiber.interrupt(child)),
+            (exit): Effect.Effect<A, E | E2> => {
+              if (exit !== undefined) return Effect.zipRight(Fiber.interruptFork(timer), exit)
+              return Effect.zipRight(Fiber.interrupt(child), Exit.fail(onTimeout()))
+            }
           )
-        }
       )
     })
   )
@@ -90,9 +102,3 @@ const firstOf = <A, E>(
       timer.removeObserver(onTimer)
     })
   })
-
-/** `FiberRuntime` has `setFiberRef`; the public `RuntimeFiber` interface does not list it. */
-interface Mutable {
-  getFiberRef<X>(ref: FiberRef.FiberRef<X>): X
-  setFiberRef<X>(ref: FiberRef.FiberRef<X>, value: X): void
-}

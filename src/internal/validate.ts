@@ -12,7 +12,7 @@ export const millis = (name: string, input: Duration.DurationInput, opts?: { rea
   }
   if (
     (typeof input === "bigint" && input < BigInt(0)) ||
-    (typeof input === "string" && /^\s*-|nan/i.test(input)) ||
+    (typeof input === "string" && /^\s*-/.test(input)) ||
     (Array.isArray(input) && (input[0] < 0 || input[1] < 0 || Number.isNaN(input[0]) || Number.isNaN(input[1])))
   ) {
     return invalid(`${name} must be a non-negative duration, got ${input}`)
