@@ -2,8 +2,10 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Clock, Duration, Effect, Metric, TestClock } from "effect"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import { plain, rateLimiterSuite } from "./rateLimiterSuite.js"
+import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
 rateLimiterSuite("memory", RateLimiterStore.layerMemory)
+fractionalSlidingWindow("memory", RateLimiterStore.layerMemory)
 
 const advance = (millis: number) => TestClock.adjust(Duration.millis(millis))
 
@@ -160,13 +162,16 @@ describe("RateLimiter options validation", () => {
       throws(() => RateLimiter.tokenBucket({ capacity: 1, refillPerSecond }))
     }
     throws(() => RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: "" }))
+    // the time to fill overflows: accepted before, then every decision was NaN and denied
+    throws(() => RateLimiter.tokenBucket({ capacity: 1e6, refillPerSecond: 1e-300 }))
+    expect(() => RateLimiter.tokenBucket({ capacity: 1e6, refillPerSecond: 1e-6 })).not.toThrow()
     throws(() => RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, maxWait: -5 }))
   })
 
   it("rejects impossible windows at construction", () => {
     for (const make of [RateLimiter.fixedWindow, RateLimiter.slidingWindow]) {
       for (const limit of [0, -1, 2.5, NaN]) throws(() => make({ limit, window: "1 second" }))
-      for (const window of [0, -1, NaN, "-1 second", "soon", Duration.infinity]) {
+      for (const window of [0, -1, NaN, "-1 second", "soon", Duration.infinity, 1e300, "1 nano"]) {
         throws(() => make({ limit: 1, window: window as Duration.DurationInput }))
       }
     }

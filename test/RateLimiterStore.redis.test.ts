@@ -6,6 +6,7 @@ import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import { keyOf } from "../src/internal/rateLimiterStoreRedis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
 const prefix = uniquePrefix("rl")
 
@@ -71,6 +72,7 @@ describeRedis("RateLimiterStore.layerRedis", () => {
   })
 
   rateLimiterSuite("redis", suiteLayer)
+  fractionalSlidingWindow("redis", suiteLayer)
 
   it.effect.prop(
     "decides exactly as the memory store, call for call",

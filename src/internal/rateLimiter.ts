@@ -164,6 +164,15 @@ const nameOf = (name: string | undefined, fallback: string): string => {
 const maxWaitOf = (input: Duration.DurationInput | undefined): number =>
   input === undefined ? Infinity : validate.millis("RateLimiter maxWait", input)
 
+/**
+ * The longest span (a bucket's time to fill, a window) the limiters accept: instants are epoch milliseconds
+ * plus such spans, and must stay exact integers-plus-fractions in a double (and valid Redis expiries).
+ * 2^52 ms is about 142,000 years.
+ */
+const MAX_SPAN_MILLIS = 2 ** 52
+/** Shorter windows would give window indices (`now / window`) beyond what a double counts exactly. */
+const MIN_WINDOW_MILLIS = 0.001
+
 export const tokenBucket = (options: {
   readonly capacity: number
   readonly refillPerSecond: number
@@ -172,6 +181,12 @@ export const tokenBucket = (options: {
 }) => {
   const capacity = validate.positiveInt("RateLimiter.tokenBucket capacity", options.capacity)
   const refillPerSecond = validate.positive("RateLimiter.tokenBucket refillPerSecond", options.refillPerSecond)
+  if (!((capacity * 1000) / refillPerSecond <= MAX_SPAN_MILLIS)) {
+    validate.invalid(
+      `RateLimiter.tokenBucket: refilling ${capacity} tokens at ${refillPerSecond}/s takes longer than the arithmetic ` +
+        `of instants can hold (${MAX_SPAN_MILLIS} ms)`
+    )
+  }
   const name = nameOf(options.name, `token-bucket:${capacity}:${refillPerSecond}`)
   const params: TokenBucketParams = { name, capacity, refillPerSecond }
   return make("token-bucket", capacity, params, maxWaitOf(options.maxWait))
@@ -186,7 +201,9 @@ export const window = (algorithm: "fixed-window" | "sliding-window", options: {
   const what = algorithm === "fixed-window" ? "RateLimiter.fixedWindow" : "RateLimiter.slidingWindow"
   const limit = validate.positiveInt(`${what} limit`, options.limit)
   const windowMillis = validate.millis(`${what} window`, options.window, { finite: true })
-  if (windowMillis <= 0) validate.invalid(`${what} window must be longer than zero`)
+  if (!(windowMillis >= MIN_WINDOW_MILLIS && windowMillis <= MAX_SPAN_MILLIS)) {
+    validate.invalid(`${what} window must be between 1 microsecond and ${MAX_SPAN_MILLIS} ms, got ${windowMillis} ms`)
+  }
   const name = nameOf(options.name, `${algorithm}:${limit}:${windowMillis}`)
   const params: WindowParams = { name, limit, windowMillis }
   return make(algorithm, limit, params, maxWaitOf(options.maxWait))

@@ -100,7 +100,8 @@ export const slidingWindow = (s: State, cost: number, params: WindowParams, now:
   const w = params.windowMillis
   const start = windowStart(s, w, now)
   if (start !== s.a) {
-    s.c = start - s.a === w ? s.b : 0
+    // consecutive windows by index: with a window that is not whole milliseconds, `start - s.a` is not `w`
+    s.c = Math.round(start / w) - Math.round(s.a / w) === 1 ? s.b : 0
     s.b = 0
     s.a = start
     s.expiresAt = start + 2 * w

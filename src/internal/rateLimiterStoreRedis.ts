@@ -97,7 +97,8 @@ return {0, limit - b, reset, reset}
 /** ARGV now, cost, limit, windowMillis, margin. */
 const slidingWindowScript = redis.script(`${prelude}${windowState}
 if start ~= a then
-  if start - a == w then c = b else c = 0 end
+  -- consecutive windows by index: with a window that is not whole milliseconds, start - a is not w
+  if math.floor(start / w + 0.5) - math.floor(a / w + 0.5) == 1 then c = b else c = 0 end
   b = 0
   a = start
 end
