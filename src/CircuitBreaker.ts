@@ -6,13 +6,14 @@
  * - **open**: calls fail at once with {@link CircuitOpen}, for `openFor` (a duration or a `Schedule` that
  *   backs off over repeated openings).
  * - **half-open**: up to `halfOpenPermits` trial calls run; when all of them succeed the breaker closes,
- *   when one fails it opens again. Other callers fail fast meanwhile.
+ *   when one fails it opens again. Other callers fail fast meanwhile. At most `halfOpenPermits` trials are in
+ *   flight at any moment, counting those still running from an earlier half-open period.
  *
  * Time comes only from `Clock`, so the breaker is deterministic under `TestClock`.
  *
  * @since 0.1.0
  */
-import type { Context, Effect, Layer, Schedule, Scope, Stream } from "effect"
+import type { Context, Effect, Layer, Queue, Schedule, Scope, Stream } from "effect"
 import { Data, Duration, Metric } from "effect"
 import * as internal from "./internal/circuitBreaker.js"
 import * as keyedInternal from "./internal/circuitBreakerKeyed.js"
@@ -189,6 +190,11 @@ export interface Options {
    * `window`: a missing, `null` or unknown one starts the counters empty.
    */
   readonly initialState?: Snapshot
+  /**
+   * Called for every transition, in order, from the breaker's own fiber (so a slow callback never delays a
+   * call). A failure or defect of the callback is logged and ignored.
+   */
+  readonly onTransition?: (transition: Transition) => Effect.Effect<void>
 }
 
 /**
@@ -203,8 +209,17 @@ export interface CircuitBreaker {
   readonly protect: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
   /** The current state (an open breaker whose `openFor` has passed reads as half-open). */
   readonly state: Effect.Effect<State>
-  /** Every transition from now on. */
+  /**
+   * Every transition from the moment the stream is *run*. A stream forked just before the breaker trips may
+   * not be running yet and miss that transition: to observe every one, use {@link CircuitBreaker.subscribe}
+   * or the `onTransition` option.
+   */
   readonly changes: Stream.Stream<Transition>
+  /**
+   * A queue of every transition from the moment this effect returns (live then, like `PubSub.subscribe`),
+   * for as long as the scope lasts.
+   */
+  readonly subscribe: Effect.Effect<Queue.Dequeue<Transition>, never, Scope.Scope>
   /** Opens the breaker and holds it open until {@link CircuitBreaker.reset}. */
   readonly isolate: Effect.Effect<void>
   /** Closes the breaker, clearing its counters and restarting the `openFor` schedule. */

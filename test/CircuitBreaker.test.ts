@@ -11,6 +11,7 @@ import {
   Fiber,
   Metric,
   MetricLabel,
+  Queue,
   Schedule,
   Stream,
   TestClock
@@ -172,6 +173,36 @@ describe("CircuitBreaker", () => {
         yield* settle
         expect(retryAfterOf(yield* call(breaker, ok))).toBe(0)
         yield* Fiber.interrupt(trial)
+        expect(yield* breaker.state).toBe("half-open")
+        expect(yield* call(breaker, ok)).toEqual(Exit.succeed("ok"))
+        expect(yield* breaker.state).toBe("closed")
+      }))
+
+    it.scoped("a trial still running from an earlier half-open period holds its permit", () =>
+      Effect.gen(function*() {
+        // the shrunk counterexample of the property below: two trials, one fails (open again) while the other
+        // still runs; the next half-open period must admit one trial beside it, not two
+        const breaker = yield* CircuitBreaker.make({ ...basic, halfOpenPermits: 2 })
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        const gate = yield* Deferred.make<void>()
+        const held = yield* Effect.fork(breaker.protect(Deferred.await(gate)))
+        yield* settle
+        yield* call(breaker, boom)
+        expect(yield* breaker.state).toBe("open")
+        yield* TestClock.adjust("10 seconds")
+        expect(yield* breaker.state).toBe("half-open")
+        let started = 0
+        const trials = yield* Effect.forEach(
+          [1, 2],
+          () => Effect.fork(breaker.protect(Effect.zipRight(Effect.sync(() => started++), Deferred.await(gate))))
+        )
+        yield* settle
+        expect(started).toBe(1)
+        expect(isCircuitOpen(yield* Fiber.await(trials[1]!))).toBe(true)
+        // the old trial ends: its permit is free again, and its result says nothing about this period
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(held)
         expect(yield* breaker.state).toBe("half-open")
         expect(yield* call(breaker, ok)).toEqual(Exit.succeed("ok"))
         expect(yield* breaker.state).toBe("closed")
@@ -839,5 +870,55 @@ describe("CircuitBreaker", () => {
         }).pipe(Effect.scoped),
       { timeout: 30_000, fastCheck: { numRuns: 100 } }
     )
+  })
+
+  describe("observing transitions", () => {
+    it.scoped("subscribe is live when it returns: a transition right after it is never missed", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make(basic)
+        const transitions = yield* breaker.subscribe
+        yield* failTimes(breaker, 3) // no yield between subscribing and tripping
+        expect(yield* Queue.take(transitions)).toEqual({ from: "closed", to: "open", at: 0 })
+        yield* TestClock.adjust("10 seconds")
+        yield* call(breaker, ok)
+        expect(Chunk.toReadonlyArray(yield* Queue.takeAll(transitions))).toEqual([
+          { from: "open", to: "half-open", at: 10_000 },
+          { from: "half-open", to: "closed", at: 10_000 }
+        ])
+      }))
+
+    it.scoped("onTransition is called for every transition, in order, even one right after make", () =>
+      Effect.gen(function*() {
+        const seen: Array<string> = []
+        const breaker = yield* CircuitBreaker.make({
+          ...basic,
+          onTransition: (t) => Effect.sync(() => seen.push(`${t.from}->${t.to}`))
+        })
+        yield* failTimes(breaker, 3)
+        yield* TestClock.adjust("10 seconds")
+        yield* call(breaker, boom)
+        yield* breaker.reset
+        yield* settle
+        expect(seen).toEqual(["closed->open", "open->half-open", "half-open->open", "open->closed"])
+      }))
+
+    it.scoped("a failing onTransition is logged and does not stop later calls of it", () =>
+      Effect.gen(function*() {
+        let calls = 0
+        const breaker = yield* CircuitBreaker.make({
+          ...basic,
+          onTransition: () => Effect.zipRight(Effect.sync(() => calls++), Effect.die("callback bug"))
+        })
+        yield* failTimes(breaker, 3)
+        yield* breaker.reset
+        yield* settle
+        expect(calls).toBe(2)
+        expect(yield* breaker.state).toBe("closed")
+      }))
+
+    it("rejects an onTransition that is not a function", () => {
+      expect(() => CircuitBreaker.make({ ...basic, onTransition: "log" as unknown as () => Effect.Effect<void> }))
+        .toThrow(Cause.IllegalArgumentException)
+    })
   })
 })

@@ -1,5 +1,5 @@
 import type { Clock, Context, Fiber, Scope } from "effect"
-import { Cause, Duration, Effect, FiberId, Layer, MetricLabel, PubSub, Runtime, Stream } from "effect"
+import { Cause, Duration, Effect, FiberId, Layer, MetricLabel, PubSub, Queue, Runtime, Stream } from "effect"
 import type { CircuitBreaker, Options, Snapshot, State, Transition } from "../CircuitBreaker.js"
 import { CircuitOpen, rejections, stateGauge, transitions } from "../CircuitBreaker.js"
 import { type Config, resolve, stepSync, windowOf } from "./circuitBreakerPolicy.js"
@@ -104,7 +104,8 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     let generation = 0
     let openUntil = 0
     let openings = 0
-    let admitted = 0 // half-open permits taken: trials running or succeeded
+    let admitted = 0 // half-open permits taken in this period: trials running or succeeded
+    let inFlight = 0 // trials running now, whatever half-open period admitted them
     let succeeded = 0
     let scheduleState: unknown = schedule?.initial
     let replay = 0 // schedule steps owed after restoring `openings` from a snapshot
@@ -215,6 +216,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
 
     /** Records a half-open trial; true when it changed the state. */
     const recordTrial = (gen: number, outcome: number, startedAt: number): boolean => {
+      inFlight--
       if (gen !== generation) return false
       if (outcome === IGNORED) {
         admitted-- // an interrupted trial gives its permit back
@@ -295,8 +297,10 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
           const at = now()
           refresh(at)
           if (state === CLOSED) return restore(runClosed(self))
-          if (state === OPEN || admitted >= permits) return reject(at)
+          // a trial of an earlier half-open period still running holds its permit until it ends
+          if (state === OPEN || admitted >= permits || inFlight >= permits) return reject(at)
           admitted++
+          inFlight++
           const gen = generation
           return observe(restore(self), (outcome) => recordTrial(gen, outcome, at))
         })
@@ -333,6 +337,23 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     }
     publish()
 
+    // subscribed before the breaker is returned, so no transition can be missed
+    const onTransition = config.onTransition
+    if (onTransition !== undefined) {
+      const subscription = yield* PubSub.subscribe(changesHub)
+      yield* Queue.take(subscription).pipe(
+        Effect.flatMap((t) =>
+          Effect.catchAllCause(
+            Effect.suspend(() => onTransition(t)),
+            (cause) => Effect.logWarning("circuit breaker: onTransition failed", cause)
+          )
+        ),
+        Effect.forever,
+        Effect.interruptible,
+        Effect.forkScoped
+      )
+    }
+
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
         // a keyed breaker's series outlives it (Effect's registry keeps every label set): leave it closed
@@ -351,6 +372,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
         return names[state]!
       }),
       changes: Stream.fromPubSub(changesHub),
+      subscribe: PubSub.subscribe(changesHub),
       isolate: Effect.sync(() => {
         cancelTimer()
         isolated = true

@@ -1,4 +1,4 @@
-import type { Duration } from "effect"
+import type { Duration, Effect } from "effect"
 import { Cause, Exit, FiberId, MetricLabel, Runtime, Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
 import type {
   Consecutive,
@@ -7,6 +7,7 @@ import type {
   Options,
   Snapshot,
   State,
+  Transition,
   TripPolicy,
   WindowSnapshot
 } from "../CircuitBreaker.js"
@@ -71,6 +72,7 @@ export interface Config {
    */
   readonly gauge: "on" | "off" | "release"
   readonly initialState: Snapshot | undefined
+  readonly onTransition: ((transition: Transition) => Effect.Effect<void>) | undefined
 }
 
 export type StepResult =
@@ -143,6 +145,9 @@ export const resolve = (options: Options): Config => {
   if (options.isFailure !== undefined && typeof options.isFailure !== "function") {
     validate.invalid("CircuitBreaker isFailure must be a function")
   }
+  if (options.onTransition !== undefined && typeof options.onTransition !== "function") {
+    validate.invalid("CircuitBreaker onTransition must be a function")
+  }
   const s = options.initialState
   if (
     s !== undefined &&
@@ -162,7 +167,8 @@ export const resolve = (options: Options): Config => {
     slowMillis: trip._tag === "FailureRate" ? trip.slowCall?.millis : undefined,
     labels,
     gauge: "on",
-    initialState: s
+    initialState: s,
+    onTransition: options.onTransition
   }
 }
 
