@@ -7,9 +7,11 @@ import {
   HttpServerRequest,
   HttpServerResponse
 } from "@effect/platform"
+import { NodeHttpClient, NodeHttpServer, Undici } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Chunk, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Random, TestClock } from "effect"
+import { Cause, Chunk, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Random, Schedule, TestClock } from "effect"
 import { spawn } from "node:child_process"
+import { createServer } from "node:http"
 import { connect, createServer as createNetServer } from "node:net"
 import {
   Backoff,
@@ -169,6 +171,56 @@ describe("ResilientHttpClient", () => {
       expect(error).toBeInstanceOf(Retry.RetriesExhausted)
       expect((error as Retry.RetriesExhausted<HttpErrors.StatusError>).last.status).toBe(500)
     }).pipe(Effect.provide(ServerAndClient)))
+
+  it.scoped(
+    "a retried response's body is let go, so many retried 503s through a one-connection pool never stall",
+    () =>
+      Effect.gen(function*() {
+        const big = "x".repeat(256 * 1024) // more than the socket buffers: unread, it holds its connection
+        yield* serve(HttpRouter.empty.pipe(
+          HttpRouter.get("/big", HttpServerResponse.text(big, { status: 503 })),
+          HttpRouter.get("/small", HttpServerResponse.text("try again later", { status: 503 }))
+        ))
+        const server = yield* HttpServer.HttpServer
+        const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+        const agent = yield* Effect.acquireRelease(
+          Effect.sync(() => new Undici.Agent({ connections: 1 })),
+          (a) => Effect.promise(() => a.destroy())
+        )
+        const zero = Schedule.forever.pipe(Schedule.as(Duration.zero))
+        const http = yield* ResilientHttpClient.make({ retry: { schedule: zero, maxAttempts: 3 } }).pipe(
+          Effect.provideService(HttpClient.HttpClient, NodeHttpClient.makeUndici(agent))
+        )
+        for (let i = 0; i < 10; i++) {
+          for (const path of ["big", "small"]) {
+            const error = failureOf(
+              yield* Effect.exit(http.execute(HttpClientRequest.get(`http://127.0.0.1:${port}/${path}`)))
+            )
+            const last = (error as Retry.RetriesExhausted<HttpErrors.StatusError>).last
+            expect(last.status).toBe(503)
+            // the caller can still read the body, up to 64 KiB of it
+            const text = yield* last.response.text
+            expect(text).toBe(path === "big" ? big.slice(0, 64 * 1024) : "try again later")
+          }
+        }
+      }).pipe(Effect.provide(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))),
+    30_000
+  )
+
+  it("rejects invalid options when called, not when run", () => {
+    const invalid = [
+      { attemptTimeout: -1 },
+      { retry: { maxAttempts: 0 } },
+      { retry: { budget: { maxTokens: 0, tokenRatio: 0.1 } } },
+      { breaker: { trip: CircuitBreaker.consecutive(1), openFor: -1 } },
+      { connectTimeout: "soon" }
+    ] as ReadonlyArray<ResilientHttpClient.Options>
+    for (const options of invalid) {
+      expect(() => ResilientHttpClient.make(options)).toThrow(Cause.IllegalArgumentException)
+      expect(() => ResilientHttpClient.layer(options)).toThrow(Cause.IllegalArgumentException)
+      expect(() => ResilientHttpClient.layerNode(options)).toThrow(Cause.IllegalArgumentException)
+    }
+  })
 
   it.scoped("a read timeout is an unknown outcome: retried for GET, not for a POST without a key", () =>
     Effect.gen(function*() {

@@ -100,7 +100,8 @@ export const ResilientHttpClient: Context.Tag<ResilientHttpClient, ResilientHttp
 >("effect-resilience/ResilientHttpClient")
 
 /**
- * Wraps the `HttpClient` in the context. Throws `IllegalArgumentException` for invalid options.
+ * Wraps the `HttpClient` in the context. Throws `IllegalArgumentException` for invalid options when called
+ * (not when the effect runs), like every constructor of the library; `layer` and `layerNode` do the same.
  *
  * @example
  * ```ts

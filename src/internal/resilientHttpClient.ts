@@ -1,5 +1,5 @@
-import { HttpClient, type HttpClientError, HttpClientRequest, type HttpClientResponse } from "@effect/platform"
-import { Clock, Effect, Layer, Option } from "effect"
+import { HttpClient, type HttpClientError, HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import { Clock, Effect, Layer, Option, Stream } from "effect"
 import { randomUUID } from "node:crypto"
 import * as Backoff from "../Backoff.js"
 import * as CircuitBreaker from "../CircuitBreaker.js"
@@ -44,22 +44,66 @@ export const classifyTransportError = (
     : new UnknownOutcome({ reason: "reset", request: error.request, cause: error.cause })
 }
 
-export const make = (options: Options = {}) =>
-  Effect.gen(function*() {
-    const underlying = yield* HttpClient.HttpClient
-    const attemptMillis = validate.millis("ResilientHttpClient attemptTimeout", options.attemptTimeout ?? "10 seconds")
-    const timeout = Deadline.timeout(attemptMillis)
-    const retry = options.retry === false ? undefined : Retry.retry({
-      schedule: options.retry?.schedule ?? Backoff.fullJitter({ base: "100 millis", cap: "5 seconds" }),
-      maxAttempts: options.retry?.maxAttempts ?? 3,
-      ...(options.retry?.maxRetryAfter === undefined ? {} : { maxRetryAfter: options.retry.maxRetryAfter })
+/**
+ * The most of a retried response's body kept in memory. The rest is not read: the response is rebuilt from
+ * what was kept, so the connection goes back to the pool (or is closed) at once instead of staying busy
+ * until the body is garbage collected, and the caller can still read an error body of a usual size.
+ */
+const RETAINED_BODY_BYTES = 64 * 1024
+
+/**
+ * Reads at most `RETAINED_BODY_BYTES` of the body (stopping the stream there releases the connection) and
+ * returns the response rebuilt around them. A body that fails to read is left empty.
+ */
+const detach = (response: HttpClientResponse.HttpClientResponse) =>
+  response.stream.pipe(
+    Stream.runFoldWhile(
+      { parts: [] as Array<Uint8Array>, size: 0 },
+      (acc) => acc.size < RETAINED_BODY_BYTES,
+      (acc, chunk) => {
+        acc.parts.push(chunk.subarray(0, RETAINED_BODY_BYTES - acc.size))
+        return { parts: acc.parts, size: acc.size + Math.min(chunk.byteLength, RETAINED_BODY_BYTES - acc.size) }
+      }
+    ),
+    Effect.orElseSucceed(() => ({ parts: [] as Array<Uint8Array>, size: 0 })),
+    Effect.map(({ parts }) => {
+      const headers = new Headers()
+      for (const [name, value] of Object.entries(response.headers)) headers.set(name, value)
+      const body = response.status === 204 || response.status === 304 ? null : new Blob(parts)
+      return HttpClientResponse.fromWeb(
+        response.request,
+        new Response(body, { status: response.status, headers })
+      )
     })
-    const budget = options.retry === false || options.retry?.budget === undefined
-      ? undefined
-      : RetryBudget.unsafeMake(options.retry.budget)
-    const breakers = options.breaker === undefined
-      ? undefined
-      : yield* CircuitBreaker.keyed<string>({ isFailure: countsAsOutage, ...options.breaker })
+  )
+
+/** Options checked when `make` is called, as every constructor of the library does. */
+const resolve = (options: Options) => {
+  const attemptMillis = validate.millis("ResilientHttpClient attemptTimeout", options.attemptTimeout ?? "10 seconds")
+  const retry = options.retry === false ? undefined : Retry.retry({
+    schedule: options.retry?.schedule ?? Backoff.fullJitter({ base: "100 millis", cap: "5 seconds" }),
+    maxAttempts: options.retry?.maxAttempts ?? 3,
+    ...(options.retry?.maxRetryAfter === undefined ? {} : { maxRetryAfter: options.retry.maxRetryAfter })
+  })
+  const budget = options.retry === false || options.retry?.budget === undefined
+    ? undefined
+    : RetryBudget.unsafeMake(options.retry.budget)
+  const breakers = options.breaker === undefined
+    ? undefined
+    : CircuitBreaker.keyed<string>({ isFailure: countsAsOutage, ...options.breaker })
+  if (options.connectTimeout !== undefined) {
+    validate.millis("ResilientHttpClient connectTimeout", options.connectTimeout)
+  }
+  return { attemptMillis, retry, budget, breakers }
+}
+
+export const make = (options: Options = {}) => {
+  const resolved = resolve(options)
+  return Effect.gen(function*() {
+    const underlying = yield* HttpClient.HttpClient
+    const { attemptMillis, budget, retry } = resolved
+    const timeout = Deadline.timeout(attemptMillis)
+    const breakers = resolved.breakers === undefined ? undefined : yield* resolved.breakers
     const limiter = options.rateLimiter
     const keyMethods = options.idempotencyKeys === false
       ? new Set<string>()
@@ -69,19 +113,22 @@ export const make = (options: Options = {}) =>
       : (options.idempotencyKeys?.header ?? "Idempotency-Key").toLowerCase()
     const deadlineHeader = options.deadlineHeader === false ? undefined : (options.deadlineHeader ?? defaultHeader)
 
+    /** Whether a response asks for a retry (a retryable status, for a request that may be repeated). */
+    const retryable = (response: HttpClientResponse.HttpClientResponse, hasKey: boolean): boolean =>
+      HttpClassify.isRetryableStatus(response.status) &&
+      HttpClassify.classify({
+          method: response.request.method,
+          outcome: HttpClassify.status(response.status),
+          hasIdempotencyKey: hasKey
+        }) === "retry"
+
     const classifyResponse = (
       response: HttpClientResponse.HttpClientResponse,
       hasKey: boolean,
       now: number
     ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> => {
+      if (!retryable(response, hasKey)) return Effect.succeed(response)
       const status = response.status
-      if (!HttpClassify.isRetryableStatus(status)) return Effect.succeed(response)
-      const decision = HttpClassify.classify({
-        method: response.request.method,
-        outcome: HttpClassify.status(status),
-        hasIdempotencyKey: hasKey
-      })
-      if (decision === "fatal") return Effect.succeed(response)
       const header = response.headers["retry-after"]
       const retryAfter = header !== undefined && retryAfterStatuses.has(status)
         ? RetryAfter.parse(header, now)
@@ -120,6 +167,8 @@ export const make = (options: Options = {}) =>
           ? request
           : HttpClientRequest.setHeader(request, deadlineHeader, String(Math.max(0, Math.floor(budget))))
         return underlying.execute(sent).pipe(
+          // a response to retry lets its connection go now, within the attempt's time
+          Effect.flatMap((response) => retryable(response, hasKey) ? detach(response) : Effect.succeed(response)),
           timeout,
           Effect.matchEffect({
             onFailure: (error) => Effect.fail(classifyError(error, request, hasKey)),
@@ -153,6 +202,7 @@ export const make = (options: Options = {}) =>
       Effect.succeed
     )
   })
+}
 
 const originOf = (url: string): string => {
   try {
@@ -166,6 +216,7 @@ export const layer = (options?: Options) => Layer.scoped(ResilientHttpClient, ma
 
 export const layerNode = (options: Options = {}) => {
   const connectTimeout = validate.millis("ResilientHttpClient connectTimeout", options.connectTimeout ?? "3 seconds")
+  const resilient = layer(options) // checks the options now, like every constructor
   return Layer.unwrapScoped(Effect.gen(function*() {
     // loaded on demand so @effect/platform-node stays an optional peer
     const NodeHttpClient = yield* Effect.promise(() => import("@effect/platform-node/NodeHttpClient"))
@@ -174,7 +225,7 @@ export const layerNode = (options: Options = {}) => {
       Effect.sync(() => new Undici.Agent({ connect: { timeout: connectTimeout } })),
       (agent) => Effect.promise(() => agent.close())
     )
-    return layer(options).pipe(
+    return resilient.pipe(
       Layer.provide(Layer.succeed(HttpClient.HttpClient, NodeHttpClient.makeUndici(dispatcher)))
     )
   }))
