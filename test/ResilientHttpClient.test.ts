@@ -11,6 +11,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Random, TestClock } from "effect"
 import { spawn } from "node:child_process"
 import { connect, createServer as createNetServer } from "node:net"
+import * as ResilientHttpClientNode from "../src/http/ResilientHttpClient/Node.js"
 import {
   Backoff,
   Chaos,
@@ -205,7 +206,7 @@ describe("ResilientHttpClient", () => {
       expect(error.last.reason).toBe("refused")
     }).pipe(Effect.provide(ServerAndClient)))
 
-  it.live("layerNode: a connect timeout is its own error, classified as not sent", () =>
+  it.live("Node: a connect timeout is its own error, classified as not sent", () =>
     Effect.gen(function*() {
       // a listener that never accepts: once its backlog is full, new connections cannot be made
       const port = yield* stalledListener
@@ -216,7 +217,7 @@ describe("ResilientHttpClient", () => {
       expect(error.reason).toBe("timeout")
     }).pipe(
       Effect.provide(
-        ResilientHttpClient.layerNode({ connectTimeout: "200 millis", retry: false, idempotencyKeys: false })
+        ResilientHttpClientNode.layer({ connectTimeout: "200 millis", retry: false, idempotencyKeys: false })
       ),
       Effect.scoped
     ), 20_000)
