@@ -1,6 +1,7 @@
 // Type-checks every ```ts block of README.md and docs/*.md: each block becomes a module of its own
 // in .docs-check/ (git-ignored) and is compiled with the project's tsconfig, importing
-// "effect-resilience" from src/. Exits non-zero when a block does not compile.
+// "effect-resilience" from src/. Exits non-zero when a block does not compile, or when a block marked as a copy
+// of a test file (`<!-- the block below is test/… (importing "…") -->`) differs from that file.
 import { execFileSync } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
@@ -15,6 +16,7 @@ const sources = [
   ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)
 ]
 const files = []
+const mismatched = []
 for (const source of sources) {
   const text = readFileSync(join(root, source), "utf8")
   const fence = /^```ts\n([\s\S]*?)^```/gm
@@ -22,6 +24,15 @@ for (const source of sources) {
   let i = 0
   while ((match = fence.exec(text)) !== null) {
     const line = text.slice(0, match.index).split("\n").length
+    // a block that is a test file, shown as a user writes it: the test runs it, so the two must stay equal
+    const mirror = /<!-- the block below is (\S+) \(importing "([^"]+)"\)[^\n]*-->\n$/.exec(text.slice(0, match.index))
+    if (mirror !== null) {
+      const test = readFileSync(join(root, mirror[1]), "utf8").replaceAll(
+        `from "${mirror[2]}"`,
+        "from \"effect-resilience\""
+      )
+      if (test !== match[1]) mismatched.push(`${source}:${line} differs from ${mirror[1]}`)
+    }
     const name = `${basename(source, ".md")}-${++i}.ts`
     // a leading comment maps compiler errors back to the markdown
     writeFileSync(
@@ -35,6 +46,10 @@ writeFileSync(
   join(out, "tsconfig.json"),
   JSON.stringify({ extends: "../tsconfig.json", compilerOptions: { noUnusedLocals: false }, files, include: [] })
 )
+if (mismatched.length > 0) {
+  for (const m of mismatched) console.error(m)
+  process.exit(1)
+}
 console.log(`type-checking ${files.length} code blocks from ${sources.length} markdown files`)
 try {
   execFileSync(join(root, "node_modules/.bin/tsc"), ["--noEmit", "-p", out], { stdio: "inherit" })

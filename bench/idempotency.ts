@@ -15,6 +15,8 @@ import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Agent, request } from "undici"
+import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
+import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import type { Case } from "./harness.js"
 
@@ -68,14 +70,14 @@ const sqlite = Layer.unwrapScoped(Effect.map(
     Effect.sync(() => mkdtempSync(join(tmpdir(), "bench-idem-"))),
     (dir) => Effect.sync(() => rmSync(dir, { recursive: true, force: true }))
   ),
-  (dir) => IdempotencyStore.layerSql().pipe(Layer.provide(SqliteClient.layer({ filename: join(dir, "idem.db") })))
+  (dir) => IdempotencyStoreSql.layer().pipe(Layer.provide(SqliteClient.layer({ filename: join(dir, "idem.db") })))
 ))
-const postgres = IdempotencyStore.layerSql({ table: "bench_idempotency" }).pipe(
+const postgres = IdempotencyStoreSql.layer({ table: "bench_idempotency" }).pipe(
   Layer.provide(PgClient.layer({
     url: Redacted.make(process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test")
   }))
 )
-const redis = IdempotencyStore.layerRedis({
+const redis = IdempotencyStoreRedis.layer({
   url: process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379",
   prefix: `bench-idem-${process.pid}:`
 })

@@ -10,8 +10,9 @@
  */
 import { Effect } from "effect"
 import { Redis } from "ioredis"
-import { RateLimiter, RateLimiterStore } from "../src/index.js"
+import { RateLimiter } from "../src/index.js"
 import { tokenBucketScript } from "../src/internal/rateLimiterStoreRedis.js"
+import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import type { Case } from "./harness.js"
 
 const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
@@ -116,7 +117,7 @@ export const extra = async (): Promise<Record<string, number>> => {
   try {
     const limiter = await Effect.runPromise(
       RateLimiter.tokenBucket(params).pipe(
-        Effect.provide(RateLimiterStore.layerRedis({ client, prefix })),
+        Effect.provide(RateLimiterStoreRedis.layer({ client, prefix })),
         Effect.scoped
       )
     )

@@ -4,13 +4,15 @@
  * 1. each order and its `OrderPlaced` event are written in one SQLite transaction (`outbox.append`);
  * 2. the relay publishes pending events to a queue — and "crashes" once after publishing, before marking
  *    them sent, so the next pass publishes them again: the queue now holds duplicates;
- * 3. an idempotent consumer (`Consumer.idempotent`) records each message id in the same transaction as
+ * 3. an idempotent consumer (`ConsumerSql.idempotent`) records each message id in the same transaction as
  *    its write, so every order is counted exactly once.
  */
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Exit } from "effect"
-import { Consumer, Outbox, QueueSource } from "effect-resilience"
+import { Consumer, QueueSource } from "effect-resilience"
+import * as ConsumerSql from "effect-resilience/Consumer/Sql"
+import * as Outbox from "effect-resilience/Outbox"
 
 interface OrderPlaced {
   readonly orderId: string
@@ -50,7 +52,7 @@ const program = Effect.gen(function*() {
   yield* sql`CREATE TABLE orders (id TEXT PRIMARY KEY, total INTEGER NOT NULL)`
   yield* sql`CREATE TABLE revenue (order_id TEXT PRIMARY KEY, total INTEGER NOT NULL)`
   yield* outbox.createTable
-  yield* Consumer.createProcessedTable("processed_messages")
+  yield* ConsumerSql.createProcessedTable("processed_messages")
 
   for (const [id, total] of [["o-1", 120], ["o-2", 80], ["o-3", 45]] as const) yield* placeOrder(id, total)
   console.log(`placed 3 orders; ${yield* outbox.pending} events pending in the outbox`)
@@ -63,7 +65,7 @@ const program = Effect.gen(function*() {
 
   let applied = 0
   let skipped = 0
-  const handler = Consumer.idempotent(
+  const handler = ConsumerSql.idempotent(
     (message: QueueSource.Message<OrderPlaced>) =>
       sql`INSERT INTO revenue (order_id, total) VALUES (${message.body.orderId}, ${message.body.total})`,
     { table: "processed_messages" }

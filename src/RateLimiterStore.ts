@@ -8,14 +8,14 @@
  * processes sharing a remote store must have roughly synchronised clocks (NTP) — a skew of `d`
  * milliseconds shifts a caller's view of refills and window boundaries by `d`.
  *
- * Users pick the store by providing a layer: {@link layerMemory} for one process.
+ * Users pick the store by providing a layer: {@link layerMemory} for one process, or the layer of the backend
+ * entry point `effect-resilience/RateLimiterStore/Redis` for many.
  *
  * @since 0.1.0
  */
 import type { Scope } from "effect"
 import { Context, Effect, Layer } from "effect"
 import * as internal from "./internal/rateLimiterStore.js"
-import * as redisOptions from "./internal/redisOptions.js"
 import * as validate from "./internal/validate.js"
 
 /**
@@ -232,52 +232,4 @@ export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimit
 export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RateLimiterStore> => {
   const interval = sweepMillis(options)
   return Layer.scoped(RateLimiterStore, internal.make(interval))
-}
-
-/**
- * Options of the Redis store (`layerRedis`): either a client you own (`client`, an ioredis `Redis` or
- * `Cluster`, never closed by the layer), or a `url` the layer connects to and disconnects from when it
- * is released (`redisOptions` are passed to ioredis).
- *
- * - `prefix`: put before every key (default `"rl:"`); must not contain `{` or `}`.
- * - `timeout`: a decision Redis has not answered by then counts as an outage (default 1 second).
- * - `onError`: what an outage (error or timeout) decides — `"deny"` (default: fail closed, with
- *   `retryAfter` = `retryAfterOnError`, default 1 second) or `"allow"` (fail open). Either way a warning is
- *   logged, at most once every 10 seconds.
- * - `expiryMargin`: how long after a key is back to its initial state Redis deletes it (default 1 second)
- *   — the tolerance for clock skew between the processes sharing the store.
- *
- * @since 0.1.0
- * @category models
- */
-export type RedisOptions = redisOptions.Connection & redisOptions.RateLimiterOptions
-
-/**
- * A store in Redis (or Redis Cluster) shared by every process that uses it, on `ioredis`. Each decision
- * is one Lua script call (`EVALSHA`, falling back to `EVAL`) computing exactly what the memory store
- * computes, at the `nowMillis` the limiter passes; idle keys expire on their own (`PX`). Keys of one
- * limiter and key share a Cluster hash tag. `ioredis` is loaded only when the layer is built, so
- * importing this module does not need it. See `docs/stores.md`.
- *
- * Throws `IllegalArgumentException` for a prefix with braces, an unknown `onError` or a malformed duration.
- *
- * @example
- * ```ts
- * import { Effect } from "effect"
- * import { RateLimiter, RateLimiterStore } from "effect-resilience"
- *
- * const program = Effect.gen(function*() {
- *   const limiter = yield* RateLimiter.tokenBucket({ capacity: 10, refillPerSecond: 5, name: "api" })
- *   return yield* limiter.tryAcquire("user-42")
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerRedis({ url: "redis://127.0.0.1:6379" })))
- * ```
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerRedis = (options: RedisOptions): Layer.Layer<RateLimiterStore> => {
-  redisOptions.resolveRateLimiter(options)
-  return Layer.unwrapEffect(
-    Effect.promise(() => import("./internal/rateLimiterStoreRedis.js")).pipe(Effect.map((m) => m.layer(options)))
-  )
 }

@@ -2,6 +2,11 @@
  * effect-resilience: timeouts, deadlines, retries, circuit breakers, rate limiters and idempotency
  * for Effect programs.
  *
+ * The root needs only `effect` and `@effect/platform`. The backends that need an optional peer dependency are
+ * entry points of their own: `effect-resilience/IdempotencyStore/Sql`, `…/IdempotencyStore/Redis`,
+ * `…/RateLimiterStore/Redis`, `…/Consumer/Sql`, `…/PgQueue`, `…/Outbox`, `…/RedisStreamQueue` and
+ * `…/ResilientHttpClient/Node`.
+ *
  * @since 0.1.0
  */
 
@@ -34,10 +39,6 @@ export * as IdempotencyMiddleware from "./http/IdempotencyMiddleware.js"
 /** @since 0.1.0 */
 export * as IdempotencyStore from "./IdempotencyStore.js"
 /** @since 0.1.0 */
-export * as Outbox from "./queue/Outbox.js"
-/** @since 0.1.0 */
-export * as PgQueue from "./queue/PgQueue.js"
-/** @since 0.1.0 */
 export * as QueueSource from "./queue/QueueSource.js"
 /** @since 0.1.0 */
 export * as RateLimiter from "./RateLimiter.js"
@@ -47,8 +48,6 @@ export * as RateLimiterStore from "./RateLimiterStore.js"
 export * as RateLimitHeaders from "./http/RateLimitHeaders.js"
 /** @since 0.1.0 */
 export * as RateLimitMiddleware from "./http/RateLimitMiddleware.js"
-/** @since 0.1.0 */
-export * as RedisStreamQueue from "./queue/RedisStreamQueue.js"
 /** @since 0.1.0 */
 export * as ResilientHttpClient from "./http/ResilientHttpClient.js"
 /** @since 0.1.0 */

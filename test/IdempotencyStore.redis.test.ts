@@ -2,6 +2,7 @@ import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { afterAll, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, TestClock } from "effect"
 import { Redis } from "ioredis"
+import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import { keyOf } from "../src/internal/idempotencyStoreRedis.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
@@ -9,7 +10,7 @@ import { post, serve, TestServer } from "./support/httpServer.js"
 import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
 
 const prefix = uniquePrefix("idem")
-const layer = IdempotencyStore.layerRedis({ url: REDIS_URL, prefix })
+const layer = IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix })
 
 let counter = 0
 const fresh = (what: string) => `${what}-${++counter}`
@@ -36,7 +37,7 @@ const inspect = <A>(f: (client: Redis) => Promise<A>) =>
     (client) => Effect.sync(() => client.disconnect())
   )
 
-describeRedis("IdempotencyStore.layerRedis", () => {
+describeRedis("IdempotencyStore/Redis", () => {
   afterAll(() => deleteKeys(prefix))
 
   idempotencyStoreSuite("redis", layer)
@@ -74,7 +75,7 @@ describeRedis("IdempotencyStore.layerRedis", () => {
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
       const orders = makeOrders()
-      const down = IdempotencyStore.layerRedis({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
+      const down = IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
       yield* serve(orders.router.pipe(IdempotencyMiddleware.make())).pipe(Effect.provide(down))
       const reply = yield* post("/orders", { key: fresh("down") })
       expect(reply.status).toBe(503)
@@ -86,7 +87,7 @@ describeRedis("IdempotencyStore.layerRedis", () => {
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
       const store = yield* IdempotencyStore.IdempotencyStore.pipe(
-        Effect.provide(IdempotencyStore.layerRedis({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" }))
+        Effect.provide(IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" }))
       )
       const request = { scope: "s", key: "k", fingerprint: "f", ttl: Duration.hours(1), lease: Duration.seconds(10) }
       const error = yield* Effect.flip(store.claim(request))
@@ -168,14 +169,14 @@ describeRedis("IdempotencyStore.layerRedis", () => {
         IdempotencyStore.IdempotencyStore,
         (store) =>
           store.claim({ scope: "s", key, fingerprint: "f", ttl: Duration.hours(1), lease: Duration.seconds(10) })
-      ).pipe(Effect.provide(IdempotencyStore.layerRedis({ client, prefix })))
+      ).pipe(Effect.provide(IdempotencyStoreRedis.layer({ client, prefix })))
       expect(result._tag).toBe("Claimed")
       expect(yield* Effect.promise(() => client.exists(keyOf(prefix, "s", key)))).toBe(1)
       client.disconnect()
     }))
 
   it("rejects bad options when built", () => {
-    expect(() => IdempotencyStore.layerRedis({ url: REDIS_URL, prefix: "{x}" })).toThrow(/prefix/)
-    expect(() => IdempotencyStore.layerRedis({ url: REDIS_URL, timeout: "nonsense" as "1 second" })).toThrow(/timeout/)
+    expect(() => IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix: "{x}" })).toThrow(/prefix/)
+    expect(() => IdempotencyStoreRedis.layer({ url: REDIS_URL, timeout: "nonsense" as "1 second" })).toThrow(/timeout/)
   })
 })

@@ -1,5 +1,5 @@
 /**
- * `IdempotencyStore.layerSql` against SQLite (a temp file) and PostgreSQL (`DATABASE_URL`, default
+ * `IdempotencyStore/Sql` against SQLite (a temp file) and PostgreSQL (`DATABASE_URL`, default
  * `postgres://postgres@127.0.0.1:5432/test`): the shared store contract, then what only SQL has — the
  * migration, bounded cleanup, column-name transforms, several connections to one file, and failures.
  *
@@ -16,6 +16,7 @@ import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Scope,
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { post, serve, TestServer } from "./support/httpServer.js"
@@ -67,12 +68,12 @@ afterAll(async () => {
 
 idempotencyStoreSuite(
   "SQLite",
-  IdempotencyStore.layerSql({ table: freshTable() }).pipe(Layer.provide(SqliteLive))
+  IdempotencyStoreSql.layer({ table: freshTable() }).pipe(Layer.provide(SqliteLive))
 )
 
 describePg("PostgreSQL", () => {
   if (pgError !== undefined) it("is reachable", () => expect.fail(`PostgreSQL at ${databaseUrl}: ${pgError}`))
-  idempotencyStoreSuite("PostgreSQL", IdempotencyStore.layerSql({ table: freshPgTable() }).pipe(Layer.provide(PgLive)))
+  idempotencyStoreSuite("PostgreSQL", IdempotencyStoreSql.layer({ table: freshPgTable() }).pipe(Layer.provide(PgLive)))
 })
 
 const claimRequest = (key: string, ttl: Duration.DurationInput = "1 hour"): IdempotencyStore.ClaimRequest => ({
@@ -96,7 +97,7 @@ const storeWithClosedClient = (client: Effect.Effect<SqlClient.SqlClient, unknow
     const scope = yield* Scope.make()
     const store = yield* client.pipe(
       Effect.flatMap((sql) =>
-        IdempotencyStore.makeSql({ table, cleanup: false }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+        IdempotencyStoreSql.make({ table, cleanup: false }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
       ),
       Scope.extend(scope)
     )
@@ -128,29 +129,29 @@ const sqliteClosed = (table: string) =>
     table
   )
 
-describe("IdempotencyStore.layerSql (SQLite)", () => {
+describe("IdempotencyStore/Sql (SQLite)", () => {
   it.scoped("the migration is idempotent: building the store twice on one table works", () =>
     Effect.gen(function*() {
       const table = freshTable()
-      const first = yield* IdempotencyStore.makeSql({ table })
-      const second = yield* IdempotencyStore.makeSql({ table })
+      const first = yield* IdempotencyStoreSql.make({ table })
+      const second = yield* IdempotencyStoreSql.make({ table })
       expect(first.dialect).toBe("sqlite")
       expect((yield* first.claim(claimRequest("k")))._tag).toBe("Claimed")
       expect((yield* second.claim(claimRequest("k")))._tag).toBe("InProgress")
       const sql = yield* SqlClient.SqlClient
-      for (const statement of IdempotencyStore.sqlSchema("sqlite", table)) yield* sql.unsafe(statement)
+      for (const statement of IdempotencyStoreSql.schema("sqlite", table)) yield* sql.unsafe(statement)
       expect(yield* countRows(table)).toBe(1)
     }).pipe(Effect.provide(SqliteLive)))
 
   it.scoped("migrate: false leaves the schema to the application", () =>
     Effect.gen(function*() {
       const table = freshTable()
-      const store = yield* IdempotencyStore.makeSql({ table, migrate: false })
+      const store = yield* IdempotencyStoreSql.make({ table, migrate: false })
       const sql = yield* SqlClient.SqlClient
       const exists = sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name = ${table}`
       expect(yield* exists).toHaveLength(0)
       // (not claiming before the table exists: the SQLite client caches a failed prepare for minutes)
-      for (const statement of IdempotencyStore.sqlSchema("sqlite", table)) yield* sql.unsafe(statement)
+      for (const statement of IdempotencyStoreSql.schema("sqlite", table)) yield* sql.unsafe(statement)
       expect(yield* exists).toHaveLength(1)
       expect((yield* store.claim(claimRequest("k")))._tag).toBe("Claimed")
     }).pipe(Effect.provide(SqliteLive)))
@@ -158,7 +159,7 @@ describe("IdempotencyStore.layerSql (SQLite)", () => {
   it.scoped("deleteExpired removes expired rows in bounded batches and keeps live ones", () =>
     Effect.gen(function*() {
       const table = freshTable()
-      const store = yield* IdempotencyStore.makeSql({ table, cleanup: false, cleanupBatch: 3 })
+      const store = yield* IdempotencyStoreSql.make({ table, cleanup: false, cleanupBatch: 3 })
       for (let i = 0; i < 10; i++) yield* store.claim(claimRequest(`short-${i}`, "1 second"))
       const live = yield* store.claim(claimRequest("long"))
       yield* TestClock.adjust("2 seconds")
@@ -172,7 +173,7 @@ describe("IdempotencyStore.layerSql (SQLite)", () => {
   it.scoped("expired rows are deleted by the background fiber each interval, not by requests", () =>
     Effect.gen(function*() {
       const table = freshTable()
-      const store = yield* IdempotencyStore.makeSql({ table, cleanupInterval: "1 minute", cleanupBatch: 2 })
+      const store = yield* IdempotencyStoreSql.make({ table, cleanupInterval: "1 minute", cleanupBatch: 2 })
       for (let i = 0; i < 5; i++) yield* store.claim(claimRequest(`short-${i}`, "1 second"))
       yield* TestClock.adjust("2 seconds")
       yield* store.claim(claimRequest("other"))
@@ -183,7 +184,7 @@ describe("IdempotencyStore.layerSql (SQLite)", () => {
 
   it.scoped("works with a client that transforms column names", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeSql({ table: freshTable() })
+      const store = yield* IdempotencyStoreSql.make({ table: freshTable() })
       const claim = yield* store.claim(claimRequest("k"))
       if (claim._tag !== "Claimed") return expect.fail(claim._tag)
       expect((yield* store.claim(claimRequest("k")))._tag).toBe("InProgress")
@@ -209,7 +210,7 @@ describe("IdempotencyStore.layerSql (SQLite)", () => {
       const table = freshTable()
       const connect = SqliteClient.make({ filename: sqliteFile }).pipe(
         Effect.flatMap((sql) =>
-          IdempotencyStore.makeSql({ table, cleanup: false }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
+          IdempotencyStoreSql.make({ table, cleanup: false }).pipe(Effect.provideService(SqlClient.SqlClient, sql))
         ),
         Effect.provide(Reactivity.layer)
       )
@@ -226,14 +227,14 @@ describe("IdempotencyStore.layerSql (SQLite)", () => {
     Effect.flatMap(sqliteClosed(freshTable()), expectStoreErrors))
 
   it("rejects a bad table name or cleanup setting when the layer is made", () => {
-    expect(() => IdempotencyStore.layerSql({ table: "Orders" })).toThrow(/table/)
-    expect(() => IdempotencyStore.layerSql({ table: "x; DROP TABLE y" })).toThrow(/table/)
-    expect(() => IdempotencyStore.layerSql({ table: "t".repeat(60) })).toThrow(/table/)
-    expect(() => IdempotencyStore.layerSql({ cleanupBatch: 0 })).toThrow(/cleanupBatch/)
-    expect(() => IdempotencyStore.layerSql({ cleanupInterval: 0 })).toThrow(/cleanupInterval/)
-    expect(IdempotencyStore.sqlSchema("pg")[0]).toContain("CREATE TABLE IF NOT EXISTS effect_resilience_idempotency")
-    expect(IdempotencyStore.sqlSchema("pg")[0]).toContain("BYTEA")
-    expect(IdempotencyStore.sqlSchema("sqlite", "my_keys")[1]).toContain("my_keys_expires_at")
+    expect(() => IdempotencyStoreSql.layer({ table: "Orders" })).toThrow(/table/)
+    expect(() => IdempotencyStoreSql.layer({ table: "x; DROP TABLE y" })).toThrow(/table/)
+    expect(() => IdempotencyStoreSql.layer({ table: "t".repeat(60) })).toThrow(/table/)
+    expect(() => IdempotencyStoreSql.layer({ cleanupBatch: 0 })).toThrow(/cleanupBatch/)
+    expect(() => IdempotencyStoreSql.layer({ cleanupInterval: 0 })).toThrow(/cleanupInterval/)
+    expect(IdempotencyStoreSql.schema("pg")[0]).toContain("CREATE TABLE IF NOT EXISTS effect_resilience_idempotency")
+    expect(IdempotencyStoreSql.schema("pg")[0]).toContain("BYTEA")
+    expect(IdempotencyStoreSql.schema("sqlite", "my_keys")[1]).toContain("my_keys_expires_at")
   })
 })
 
@@ -281,7 +282,7 @@ describe("IdempotencyMiddleware over SQL", () => {
     }).pipe(
       Effect.provide(Layer.merge(
         TestServer,
-        IdempotencyStore.layerSql({ table: freshTable() }).pipe(Layer.provide(SqliteLive))
+        IdempotencyStoreSql.layer({ table: freshTable() }).pipe(Layer.provide(SqliteLive))
       ))
     ))
 
@@ -299,13 +300,13 @@ describe("IdempotencyMiddleware over SQL", () => {
     }).pipe(Effect.provide(TestServer)))
 })
 
-describePg("IdempotencyStore.layerSql (PostgreSQL)", () => {
+describePg("IdempotencyStore/Sql (PostgreSQL)", () => {
   it.scoped(
     "a locked table: the claim fails with IdempotencyStoreError after the timeout, it does not hang",
     () =>
       Effect.gen(function*() {
         const table = freshPgTable()
-        const store = yield* IdempotencyStore.makeSql({ table, timeout: "2 seconds" })
+        const store = yield* IdempotencyStoreSql.make({ table, timeout: "2 seconds" })
         const sql = yield* SqlClient.SqlClient
         const locked = yield* Deferred.make<void>()
         const unlock = yield* Deferred.make<void>()
@@ -340,11 +341,11 @@ describePg("IdempotencyStore.layerSql (PostgreSQL)", () => {
     Effect.gen(function*() {
       const table = freshPgTable()
       const stores = yield* Effect.all(
-        Array.from({ length: 5 }, () => IdempotencyStore.makeSql({ table })),
+        Array.from({ length: 5 }, () => IdempotencyStoreSql.make({ table })),
         { concurrency: "unbounded" }
       )
       expect(stores[0]?.dialect).toBe("pg")
-      yield* IdempotencyStore.makeSql({ table })
+      yield* IdempotencyStoreSql.make({ table })
       expect((yield* stores[0]!.claim(claimRequest("k")))._tag).toBe("Claimed")
       expect(yield* countRows(table)).toBe(1)
     }).pipe(Effect.provide(PgLive)))
@@ -352,7 +353,7 @@ describePg("IdempotencyStore.layerSql (PostgreSQL)", () => {
   it.scoped("deleteExpired removes expired rows in bounded batches and keeps live ones", () =>
     Effect.gen(function*() {
       const table = freshPgTable()
-      const store = yield* IdempotencyStore.makeSql({ table, cleanup: false, cleanupBatch: 3 })
+      const store = yield* IdempotencyStoreSql.make({ table, cleanup: false, cleanupBatch: 3 })
       for (let i = 0; i < 10; i++) yield* store.claim(claimRequest(`short-${i}`, "1 second"))
       yield* store.claim(claimRequest("long"))
       yield* TestClock.adjust("2 seconds")
@@ -365,7 +366,7 @@ describePg("IdempotencyStore.layerSql (PostgreSQL)", () => {
     Effect.gen(function*() {
       const table = freshPgTable()
       const orders = makeOrders()
-      const live = yield* IdempotencyStore.makeSql({ table })
+      const live = yield* IdempotencyStoreSql.make({ table })
       let current: IdempotencyStore.Store = live
       // the middleware reads the store per request: swap it for one whose pool was closed
       const swappable: IdempotencyStore.Store = {
@@ -396,7 +397,7 @@ describePg("IdempotencyStore.layerSql (PostgreSQL)", () => {
     Effect.gen(function*() {
       const exit = yield* Effect.exit(
         Effect.scoped(Layer.build(
-          IdempotencyStore.layerSql({ table: freshTable() }).pipe(
+          IdempotencyStoreSql.layer({ table: freshTable() }).pipe(
             Layer.provide(PgClient.layer({ host: "127.0.0.1", port: 1, database: "test", username: "postgres" }))
           )
         ))

@@ -4,6 +4,7 @@ import { Redis } from "ioredis"
 import { createServer, type Socket } from "node:net"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import { keyOf } from "../src/internal/rateLimiterStoreRedis.js"
+import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { fractionalSlidingWindow } from "./support/slidingWindow.js"
@@ -16,7 +17,7 @@ const prefix = uniquePrefix("rl")
  * production both clocks move together and the default margin (1 s) only has to cover clock skew.
  */
 const shared = new Redis(REDIS_URL, { lazyConnect: true })
-const suiteLayer = RateLimiterStore.layerRedis({ client: shared, prefix, expiryMargin: "1 minute" })
+const suiteLayer = RateLimiterStoreRedis.layer({ client: shared, prefix, expiryMargin: "1 minute" })
 
 let counter = 0
 const fresh = (what: string) => `${what}-${++counter}`
@@ -63,7 +64,7 @@ const blackHole = Effect.acquireRelease(
   (hole) => Effect.sync(() => hole.close())
 )
 
-describeRedis("RateLimiterStore.layerRedis", () => {
+describeRedis("RateLimiterStore/Redis", () => {
   afterAll(async () => {
     // the layer never closes a client it was given: it must still be usable here
     expect(await shared.ping()).toBe("PONG")
@@ -113,7 +114,7 @@ describeRedis("RateLimiterStore.layerRedis", () => {
 
   it.effect("an admitted request sets the key's PX to its natural ttl plus the margin; a denial writes nothing", () =>
     Effect.gen(function*() {
-      const layer = RateLimiterStore.layerRedis({ url: REDIS_URL, prefix }) // default margin: 1 s
+      const layer = RateLimiterStoreRedis.layer({ url: REDIS_URL, prefix }) // default margin: 1 s
       const name = fresh("pttl")
       yield* TestClock.adjust("250 millis")
       const [tb, fw, sw, denied] = yield* Effect.provide(
@@ -156,7 +157,7 @@ describeRedis("RateLimiterStore.layerRedis", () => {
   it.live("an idle key disappears from Redis on its own", () =>
     Effect.gen(function*() {
       const name = fresh("idle")
-      const layer = RateLimiterStore.layerRedis({ url: REDIS_URL, prefix, expiryMargin: 0 })
+      const layer = RateLimiterStoreRedis.layer({ url: REDIS_URL, prefix, expiryMargin: 0 })
       yield* withStore(layer, (store) =>
         store.tokenBucket("k", 1, { name, capacity: 1, refillPerSecond: 50 }, Date.now()))
       expect(
@@ -188,7 +189,7 @@ describeRedis("RateLimiterStore.layerRedis", () => {
         (store) => store.fixedWindow("k:{1}", 1, { name, limit: 1, windowMillis: 60_000 }, 0)
       )
       expect(yield* inspect((c) => c.exists(keyOf(prefix, "fw", name, "k:{1}")))).toBe(1)
-      expect(() => RateLimiterStore.layerRedis({ url: REDIS_URL, prefix: "{app}:" })).toThrow(/prefix/)
+      expect(() => RateLimiterStoreRedis.layer({ url: REDIS_URL, prefix: "{app}:" })).toThrow(/prefix/)
     }))
 
   it.effect("falls back to EVAL when the server lost its scripts (SCRIPT FLUSH)", () =>
@@ -209,7 +210,7 @@ describeRedis("RateLimiterStore.layerRedis", () => {
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
       const messages: Array<string> = []
-      const layer = RateLimiterStore.layerRedis({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
+      const layer = RateLimiterStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
       const started = Date.now()
       const decisions = yield* Effect.provide(
         Effect.gen(function*() {
@@ -231,7 +232,7 @@ describeRedis("RateLimiterStore.layerRedis", () => {
     Effect.gen(function*() {
       const hole = yield* blackHole
       const messages: Array<string> = []
-      const layer = RateLimiterStore.layerRedis({
+      const layer = RateLimiterStoreRedis.layer({
         url: `redis://127.0.0.1:${hole.port}`,
         timeout: "300 millis",
         onError: "allow"
@@ -252,8 +253,8 @@ describeRedis("RateLimiterStore.layerRedis", () => {
     }).pipe(Effect.scoped))
 
   it("rejects bad options when built", () => {
-    expect(() => RateLimiterStore.layerRedis({ url: REDIS_URL, onError: "maybe" as "allow" })).toThrow(/onError/)
-    expect(() => RateLimiterStore.layerRedis({ url: REDIS_URL, timeout: 0 })).toThrow(/timeout/)
-    expect(() => RateLimiterStore.layerRedis({ url: REDIS_URL, expiryMargin: -1 })).toThrow(/expiryMargin/)
+    expect(() => RateLimiterStoreRedis.layer({ url: REDIS_URL, onError: "maybe" as "allow" })).toThrow(/onError/)
+    expect(() => RateLimiterStoreRedis.layer({ url: REDIS_URL, timeout: 0 })).toThrow(/timeout/)
+    expect(() => RateLimiterStoreRedis.layer({ url: REDIS_URL, expiryMargin: -1 })).toThrow(/expiryMargin/)
   })
 })

@@ -13,6 +13,7 @@ import { Cause, Chunk, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Rand
 import { spawn } from "node:child_process"
 import { createServer } from "node:http"
 import { connect, createServer as createNetServer } from "node:net"
+import * as ResilientHttpClientNode from "../src/http/ResilientHttpClient/Node.js"
 import {
   Backoff,
   Chaos,
@@ -218,7 +219,7 @@ describe("ResilientHttpClient", () => {
     for (const options of invalid) {
       expect(() => ResilientHttpClient.make(options)).toThrow(Cause.IllegalArgumentException)
       expect(() => ResilientHttpClient.layer(options)).toThrow(Cause.IllegalArgumentException)
-      expect(() => ResilientHttpClient.layerNode(options)).toThrow(Cause.IllegalArgumentException)
+      expect(() => ResilientHttpClientNode.layer(options)).toThrow(Cause.IllegalArgumentException)
     }
   })
 
@@ -257,7 +258,7 @@ describe("ResilientHttpClient", () => {
       expect(error.last.reason).toBe("refused")
     }).pipe(Effect.provide(ServerAndClient)))
 
-  it.live("layerNode: a connect timeout is its own error, classified as not sent", () =>
+  it.live("Node: a connect timeout is its own error, classified as not sent", () =>
     Effect.gen(function*() {
       // a listener that never accepts: once its backlog is full, new connections cannot be made
       const port = yield* stalledListener
@@ -268,7 +269,7 @@ describe("ResilientHttpClient", () => {
       expect(error.reason).toBe("timeout")
     }).pipe(
       Effect.provide(
-        ResilientHttpClient.layerNode({ connectTimeout: "200 millis", retry: false, idempotencyKeys: false })
+        ResilientHttpClientNode.layer({ connectTimeout: "200 millis", retry: false, idempotencyKeys: false })
       ),
       Effect.scoped
     ), 20_000)

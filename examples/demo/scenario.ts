@@ -10,12 +10,12 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import * as IdempotencyStoreSql from "../../src/IdempotencyStore/Sql.js"
 import {
   Backoff,
   CircuitBreaker,
   Deadline,
   Failure,
-  IdempotencyStore,
   RateLimiterStore,
   ResilientHttpClient,
   Retry,
@@ -248,5 +248,5 @@ const sqliteStore = Layer.unwrapScoped(Effect.gen(function*() {
     Effect.sync(() => mkdtempSync(join(tmpdir(), "effect-resilience-demo-"))),
     (path) => Effect.sync(() => rmSync(path, { recursive: true, force: true }))
   )
-  return IdempotencyStore.layerSql().pipe(Layer.provide(SqliteClient.layer({ filename: join(dir, "idempotency.db") })))
+  return IdempotencyStoreSql.layer().pipe(Layer.provide(SqliteClient.layer({ filename: join(dir, "idempotency.db") })))
 }))

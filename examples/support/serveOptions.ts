@@ -1,7 +1,10 @@
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Layer, Redacted } from "effect"
+import * as IdempotencyStoreRedis from "../../src/IdempotencyStore/Redis.js"
+import * as IdempotencyStoreSql from "../../src/IdempotencyStore/Sql.js"
 import { IdempotencyStore, RateLimiterStore } from "../../src/index.js"
+import * as RateLimiterStoreRedis from "../../src/RateLimiterStore/Redis.js"
 
 export interface ServeArgs {
   readonly port: number
@@ -62,18 +65,18 @@ export const storeLayers = (
       return Layer.merge(IdempotencyStore.layerMemory, RateLimiterStore.layerMemory)
     case "sqlite":
       return Layer.merge(
-        IdempotencyStore.layerSql().pipe(Layer.provide(SqliteClient.layer({ filename: args.db }))),
+        IdempotencyStoreSql.layer().pipe(Layer.provide(SqliteClient.layer({ filename: args.db }))),
         RateLimiterStore.layerMemory
       )
     case "postgres":
       return Layer.merge(
-        IdempotencyStore.layerSql().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl()) }))),
+        IdempotencyStoreSql.layer().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl()) }))),
         RateLimiterStore.layerMemory
       )
     case "redis":
       return Layer.merge(
-        IdempotencyStore.layerRedis({ url: redisUrl() }),
-        RateLimiterStore.layerRedis({ url: redisUrl() })
+        IdempotencyStoreRedis.layer({ url: redisUrl() }),
+        RateLimiterStoreRedis.layer({ url: redisUrl() })
       )
   }
 }

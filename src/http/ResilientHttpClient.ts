@@ -64,7 +64,7 @@ export interface Options {
    * deadline)`), or `false`. Default `Request-Timeout-Ms`, which `DeadlineMiddleware` reads.
    */
   readonly deadlineHeader?: false | string
-  /** Connect timeout of the Node transport (`layerNode` only). Default 3 seconds. */
+  /** Connect timeout of the Node transport (`effect-resilience/ResilientHttpClient/Node` only). Default 3 seconds. */
   readonly connectTimeout?: Duration.DurationInput
 }
 
@@ -137,15 +137,6 @@ export const make: (
  */
 export const layer = (options?: Options): Layer.Layer<ResilientHttpClient, never, HttpClient.HttpClient> =>
   internal.layer(options)
-
-/**
- * A layer providing {@link ResilientHttpClient} over Node's undici transport, configured so that a connect
- * timeout (`connectTimeout`) is its own error and classified as "not sent". Needs `@effect/platform-node`.
- *
- * @since 0.1.0
- * @category layers
- */
-export const layerNode = (options?: Options): Layer.Layer<ResilientHttpClient> => internal.layerNode(options)
 
 /**
  * Runs an effect with the resilient client's transport error classification, for use with your own client:

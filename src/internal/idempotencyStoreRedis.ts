@@ -193,7 +193,7 @@ export const make = (client: redis.Client, options: Resolved): Store => {
 }
 
 export const layer = (options: Options): Layer.Layer<IdempotencyStore> => {
-  const resolved = resolve("IdempotencyStore.layerRedis", options, idempotencyDefaults)
+  const resolved = resolve("IdempotencyStore/Redis", options, idempotencyDefaults)
   return Layer.scoped(
     IdempotencyStore,
     Effect.map(redis.acquire(options), (client) => make(client, resolved))

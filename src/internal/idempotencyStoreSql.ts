@@ -8,11 +8,10 @@ import {
   type ClaimResult,
   IdempotencyStore,
   IdempotencyStoreError,
-  type SqlOptions,
-  type SqlStore,
   type Store,
   type StoredResponse
 } from "../IdempotencyStore.js"
+import type { Options as SqlOptions, SqlStore } from "../IdempotencyStore/Sql.js"
 import { resolve, type SqlDialect, sqlSchema } from "./idempotencyStoreSqlOptions.js"
 
 /** `state` values: a claim whose handler is still running, and a stored response. */
@@ -78,7 +77,7 @@ export const make = (
     const dialect = dialectOf(sql)
     if (dialect === undefined) {
       return yield* new SqlError({
-        message: "IdempotencyStore.layerSql supports SQLite and PostgreSQL clients only"
+        message: "IdempotencyStore/Sql supports SQLite and PostgreSQL clients only"
       })
     }
     if (config.migrate) yield* migrate(sql, dialect, config.table)

@@ -1,6 +1,6 @@
 // No @effect/sql import here: the public module loads this eagerly to check options and print the schema.
 import { Duration } from "effect"
-import type { SqlOptions } from "../IdempotencyStore.js"
+import type { Options as SqlOptions } from "../IdempotencyStore/Sql.js"
 import * as validate from "./validate.js"
 
 /** SQL options with defaults applied; checked eagerly so a bad table name fails where the layer is built. */
@@ -57,19 +57,19 @@ export const sqlSchema = (dialect: SqlDialect, table: string = defaultTable): Re
 export const resolve = (options: SqlOptions = {}): ResolvedSqlOptions => {
   const table = checkTable(options.table ?? defaultTable)
   const interval = validate.millis(
-    "IdempotencyStore.layerSql cleanupInterval",
+    "IdempotencyStore/Sql cleanupInterval",
     options.cleanupInterval ?? "1 minute",
     { finite: true }
   )
-  if (interval <= 0) validate.invalid("IdempotencyStore.layerSql cleanupInterval must be > 0")
-  const timeout = validate.millis("IdempotencyStore.layerSql timeout", options.timeout ?? "2 seconds", { finite: true })
-  if (timeout <= 0) validate.invalid("IdempotencyStore.layerSql timeout must be > 0")
+  if (interval <= 0) validate.invalid("IdempotencyStore/Sql cleanupInterval must be > 0")
+  const timeout = validate.millis("IdempotencyStore/Sql timeout", options.timeout ?? "2 seconds", { finite: true })
+  if (timeout <= 0) validate.invalid("IdempotencyStore/Sql timeout must be > 0")
   return {
     timeout: Duration.millis(timeout),
     table,
     migrate: options.migrate ?? true,
     cleanup: options.cleanup ?? true,
     cleanupInterval: Duration.millis(interval),
-    cleanupBatch: validate.positiveInt("IdempotencyStore.layerSql cleanupBatch", options.cleanupBatch ?? 1000)
+    cleanupBatch: validate.positiveInt("IdempotencyStore/Sql cleanupBatch", options.cleanupBatch ?? 1000)
   }
 }

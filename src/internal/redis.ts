@@ -2,7 +2,7 @@
  * What the Redis stores share: getting a client (the caller's, or one the layer owns), running a Lua
  * script as `EVALSHA` with a fallback to `EVAL`, and a real-time deadline on every call.
  *
- * Only loaded through a dynamic `import()` from the public modules, so `ioredis` stays optional.
+ * Imported only by the Redis backend entry points, so the package root does not load `ioredis`.
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"

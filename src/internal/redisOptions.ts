@@ -1,6 +1,6 @@
 /**
- * Validation and defaults of the Redis layers' options. Kept apart from `redis.ts` so the public modules
- * can check options when a layer is built without loading `ioredis` (an optional dependency).
+ * Validation and defaults of the Redis layers' options, apart from `redis.ts` (the client and scripts).
+ * Its `ioredis` imports are type-only.
  */
 import * as validate from "./validate.js"
 
@@ -69,7 +69,7 @@ export interface ResolvedRateLimiter extends Resolved {
 }
 
 export const resolveRateLimiter = (options: RateLimiterOptions): ResolvedRateLimiter => {
-  const what = "RateLimiterStore.layerRedis"
+  const what = "RateLimiterStore/Redis"
   const onError = options.onError ?? "deny"
   if (onError !== "allow" && onError !== "deny") {
     validate.invalid(`${what} onError must be "allow" or "deny", got ${String(onError)}`)

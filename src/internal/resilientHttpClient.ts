@@ -213,20 +213,3 @@ const originOf = (url: string): string => {
 }
 
 export const layer = (options?: Options) => Layer.scoped(ResilientHttpClient, make(options))
-
-export const layerNode = (options: Options = {}) => {
-  const connectTimeout = validate.millis("ResilientHttpClient connectTimeout", options.connectTimeout ?? "3 seconds")
-  const resilient = layer(options) // checks the options now, like every constructor
-  return Layer.unwrapScoped(Effect.gen(function*() {
-    // loaded on demand so @effect/platform-node stays an optional peer
-    const NodeHttpClient = yield* Effect.promise(() => import("@effect/platform-node/NodeHttpClient"))
-    const Undici = yield* Effect.promise(() => import("@effect/platform-node/Undici"))
-    const dispatcher = yield* Effect.acquireRelease(
-      Effect.sync(() => new Undici.Agent({ connect: { timeout: connectTimeout } })),
-      (agent) => Effect.promise(() => agent.close())
-    )
-    return resilient.pipe(
-      Layer.provide(Layer.succeed(HttpClient.HttpClient, NodeHttpClient.makeUndici(dispatcher)))
-    )
-  }))
-}

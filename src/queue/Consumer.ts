@@ -2,13 +2,12 @@
  * At-least-once consumers: pull messages from a {@link QueueSource}, run a handler under the library's
  * retry and deadline, acknowledge only after the handler returned, and move poison messages to the
  * dead-letter queue. Because every queue may deliver a message twice (a crash between the work and the
- * acknowledgement is enough), handlers must be idempotent: {@link idempotent} records the message id in
- * the same SQL transaction as the handler's writes.
+ * acknowledgement is enough), handlers must be idempotent: `idempotent` of the `effect-resilience/Consumer/Sql`
+ * entry point records the message id in the same SQL transaction as the handler's writes, and
+ * {@link idempotentMemory} keeps ids in memory.
  *
  * @since 0.1.0
  */
-import type { SqlClient } from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import type { Duration, Effect, Metric, Option, Scope } from "effect"
 import * as internal from "../internal/queue/consumer.js"
 import * as idem from "../internal/queue/idempotent.js"
@@ -151,53 +150,9 @@ export const run: <A, E, R, R2 = never>(
 ) => Effect.Effect<Consumer, never, Scope.Scope | R | R2> = internal.run
 
 /**
- * Makes a handler idempotent with SQL: in one transaction (`sql.withTransaction`) it inserts the message
- * id into `table` and runs the handler, whose SQL writes join the transaction. A redelivered message finds
- * its id and is skipped (`Option.none()`); a crash between the commit and the acknowledgement cannot
- * apply a message twice; a failure rolls back the id with the writes, so the message can be tried again.
- *
- * Only the handler's writes through the same `SqlClient` are covered: an e-mail sent from the handler
- * is not rolled back. Create the table with {@link createProcessedTable}. Works with PostgreSQL and SQLite.
- *
- * @example
- * ```ts
- * import type { SqlClient } from "@effect/sql/SqlClient"
- * import type { SqlError } from "@effect/sql/SqlError"
- * import { Effect } from "effect"
- * import { Consumer, type QueueSource } from "effect-resilience"
- *
- * declare const credit: (user: string, amount: number) => Effect.Effect<void, SqlError, SqlClient>
- *
- * const handler = Consumer.idempotent(
- *   (message: QueueSource.Message<{ readonly user: string; readonly amount: number }>) =>
- *     credit(message.body.user, message.body.amount),
- *   { table: "processed_messages" }
- * )
- * ```
- *
- * @since 0.1.0
- * @category combinators
- */
-export const idempotent: <A, B, E, R>(
-  handler: (message: Message<A>) => Effect.Effect<B, E, R>,
-  options: { readonly table: string }
-) => (message: Message<A>) => Effect.Effect<Option.Option<B>, E | SqlError, R | SqlClient> = idem.idempotent
-
-/**
- * Creates the table {@link idempotent} records ids in, if it does not exist:
- * `(message_id TEXT PRIMARY KEY, processed_at BIGINT)`. Delete old rows yourself once no redelivery of
- * them can arrive any more (e.g. `processed_at` older than a week).
- *
- * @since 0.1.0
- * @category constructors
- */
-export const createProcessedTable: (table: string) => Effect.Effect<void, SqlError, SqlClient> =
-  idem.createProcessedTable
-
-/**
- * The in-memory {@link idempotent}, for tests and handlers whose effects live in the same process: ids
- * are kept in a `Set` (pass your own to share or inspect it). Two deliveries of one id never run at
- * once: the second waits, then skips.
+ * The in-memory counterpart of `idempotent` (entry point `effect-resilience/Consumer/Sql`), for tests and
+ * handlers whose effects live in the same process: ids are kept in a `Set` (pass your own to share or inspect
+ * it). Two deliveries of one id never run at once: the second waits, then skips.
  *
  * @example
  * ```ts

@@ -2,15 +2,18 @@
  * The transactional outbox: save a business change and the event announcing it in one SQL transaction,
  * and let a relay publish the event later. Publishing straight after the commit loses the event when the
  * process dies between the two; the outbox cannot lose it — but the relay may publish it twice (it crashed
- * after publishing, before marking the event sent), so consumers must be idempotent (`Consumer.idempotent`).
+ * after publishing, before marking the event sent), so consumers must be idempotent (`idempotent` of
+ * `effect-resilience/Consumer/Sql`).
  *
- * Works with PostgreSQL and SQLite through `@effect/sql`, which is loaded on first use only.
+ * Works with PostgreSQL and SQLite through `@effect/sql`. This entry point (`effect-resilience/Outbox`) imports
+ * `@effect/sql` (an optional peer dependency); the package root does not.
  *
  * @since 0.1.0
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Duration, Effect, Schedule } from "effect"
+import * as internal from "../internal/queue/outbox.js"
 import { identifier, randomId } from "../internal/queue/shared.js"
 import * as validate from "../internal/validate.js"
 import type { QueueError, QueueSource } from "./QueueSource.js"
@@ -78,14 +81,6 @@ export interface Outbox<A = unknown> {
   readonly purgeSent: (olderThan: Duration.DurationInput) => Effect.Effect<number, SqlError, SqlClient>
 }
 
-type Impl = typeof import("../internal/queue/outbox.js")
-let impl: Impl | undefined
-const load: Effect.Effect<Impl> = Effect.suspend(() =>
-  impl !== undefined
-    ? Effect.succeed(impl)
-    : Effect.map(Effect.promise(() => import("../internal/queue/outbox.js")), (m) => (impl = m))
-)
-
 /**
  * An outbox in `table` (a plain identifier).
  *
@@ -93,7 +88,8 @@ const load: Effect.Effect<Impl> = Effect.suspend(() =>
  * ```ts
  * import { SqlClient } from "@effect/sql"
  * import { Effect } from "effect"
- * import { Outbox, type QueueSource } from "effect-resilience"
+ * import type { QueueSource } from "effect-resilience"
+ * import * as Outbox from "effect-resilience/Outbox"
  *
  * interface OrderPlaced {
  *   readonly orderId: string
@@ -121,17 +117,15 @@ export const make = <A = unknown>(options: { readonly table: string }): Outbox<A
   const table = identifier("Outbox table", options.table)
   const relay = (source: QueueSource<A>, opts?: RelayOptions) => {
     const batchSize = opts?.batchSize === undefined ? 100 : validate.positiveInt("Outbox batchSize", opts.batchSize)
-    return Effect.flatMap(load, (m) => m.relay(table, source, batchSize))
+    return internal.relay(table, source, batchSize)
   }
   return {
     table,
-    createTable: Effect.flatMap(load, (m) => m.createTable(table)),
+    createTable: internal.createTable(table),
     append: (event) =>
       Effect.flatMap(
-        load,
-        (m) =>
-          Effect.flatMap(event.id === undefined ? randomId : Effect.succeed(event.id), (id) =>
-            Effect.as(m.append(table, id, event), id))
+        event.id === undefined ? randomId : Effect.succeed(event.id),
+        (id) => Effect.as(internal.append(table, id, event), id)
       ),
     relay,
     runRelay: (source, opts) => {
@@ -145,10 +139,7 @@ export const make = <A = unknown>(options: { readonly table: string }): Outbox<A
       )
       return Effect.repeat(pass, Schedule.forever).pipe(Effect.zipRight(Effect.never))
     },
-    pending: Effect.flatMap(load, (m) => m.pending(table)),
-    purgeSent: (olderThan) => {
-      const ms = validate.millis("Outbox purgeSent olderThan", olderThan)
-      return Effect.flatMap(load, (m) => m.purgeSent(table, ms))
-    }
+    pending: internal.pending(table),
+    purgeSent: (olderThan) => internal.purgeSent(table, validate.millis("Outbox purgeSent olderThan", olderThan))
   }
 }

@@ -7,16 +7,16 @@
  * consumers' clocks must agree (NTP) in production: a consumer whose clock runs ahead by `s` sees claimed
  * messages come back `s` early.
  *
- * `@effect/sql` is loaded only when `make` runs, so importing `effect-resilience` does not need it.
+ * This entry point (`effect-resilience/PgQueue`) imports `@effect/sql` (an optional peer dependency); the
+ * package root does not.
  *
  * @since 0.1.0
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import type { Duration } from "effect"
-import { Effect } from "effect"
+import type { Duration, Effect } from "effect"
+import * as internal from "../internal/queue/pg.js"
 import { tableStatements } from "../internal/queue/pgSchema.js"
-import { identifier, visibilityMillis } from "../internal/queue/shared.js"
 import type { QueueSource } from "./QueueSource.js"
 
 /**
@@ -42,10 +42,14 @@ export interface PgOptions {
  * here for every operation; inside `sql.withTransaction`, `send` joins the caller's transaction — which
  * makes `Outbox.relay` to a queue in the same database exactly-once.
  *
+ * Throws `IllegalArgumentException` for a table that is not a plain identifier or a visibility timeout under
+ * 1 millisecond.
+ *
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { Consumer, PgQueue } from "effect-resilience"
+ * import { Consumer } from "effect-resilience"
+ * import * as PgQueue from "effect-resilience/PgQueue"
  *
  * const program = Effect.gen(function*() {
  *   const source = yield* PgQueue.make<{ readonly orderId: string }>({ table: "jobs", visibilityTimeout: "1 minute" })
@@ -57,11 +61,8 @@ export interface PgOptions {
  * @since 0.1.0
  * @category constructors
  */
-export const make = <A = unknown>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlError, SqlClient> => {
-  identifier("PgQueue table", options.table)
-  visibilityMillis("PgQueue", options.visibilityTimeout)
-  return Effect.flatMap(Effect.promise(() => import("../internal/queue/pg.js")), (m) => m.make<A>(options))
-}
+export const make: <A = unknown>(options: PgOptions) => Effect.Effect<QueueSource<A>, SqlError, SqlClient> =
+  internal.make
 
 /**
  * The statements `make` runs when `migrate` is on, for your migration tool.

@@ -1,6 +1,7 @@
 /**
  * Where a {@link Consumer} gets its messages: one small interface with an implementation per engine —
- * `QueueSource.memory` here, `PgQueue.make` (PostgreSQL) and `RedisStreamQueue.make` (Redis Streams).
+ * `QueueSource.memory` here, `PgQueue.make` (PostgreSQL) and `RedisStreamQueue.make` (Redis Streams), each
+ * in an entry point of its own (`effect-resilience/PgQueue`, `effect-resilience/RedisStreamQueue`).
  *
  * Every source has the same at-least-once semantics, so a consumer (and its tests) do not care which runs:
  *

@@ -11,8 +11,10 @@
  * `TestClock` cannot drive it: tests of it need short real timeouts. A release delay is capped at the
  * visibility timeout (it is applied by rewinding the entry's idle time).
  *
- * The caller owns the `ioredis` client (its connection and its lifetime); this module imports only its
- * types. On a Redis Cluster, put the stream name in a hash tag (`{orders}`) so the derived keys share a slot.
+ * The caller owns the `ioredis` client (its connection and its lifetime). This entry point
+ * (`effect-resilience/RedisStreamQueue`) needs `ioredis`'s types (an optional peer dependency); the package
+ * root does not. On a Redis Cluster, put the stream name in a hash tag (`{orders}`) so the derived keys share
+ * a slot.
  *
  * @since 0.1.0
  */
@@ -55,7 +57,8 @@ export interface RedisOptions {
  * ```ts
  * import { Effect } from "effect"
  * import type { Redis } from "ioredis"
- * import { Consumer, RedisStreamQueue } from "effect-resilience"
+ * import { Consumer } from "effect-resilience"
+ * import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
  *
  * declare const redis: Redis
  *

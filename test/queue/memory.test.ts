@@ -15,6 +15,7 @@ import {
   TestServices
 } from "effect"
 import { Consumer, DeadLetter, Failure, QueueSource } from "../../src/index.js"
+import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
 import { type Body, runSoak } from "./soak.js"
 
 /** Lets forked fibers run until they block. */
@@ -427,7 +428,7 @@ describe("Consumer.run (memory)", () => {
     expect(() => Consumer.run({ ...base, bufferSize: 0 })).toThrow(/bufferSize/)
     expect(() => Consumer.run({ ...base, timeout: -1 })).toThrow(/timeout/)
     expect(() => Consumer.run({ ...base, redeliveryDelay: "soon" as never })).toThrow(/redeliveryDelay/)
-    expect(() => Consumer.idempotent(() => Effect.void, { table: "x; DROP TABLE y" })).toThrow(/identifier/)
+    expect(() => ConsumerSql.idempotent(() => Effect.void, { table: "x; DROP TABLE y" })).toThrow(/identifier/)
   })
 })
 

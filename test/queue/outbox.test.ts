@@ -8,7 +8,10 @@ import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope, TestClock, TestServices } from "effect"
-import { Consumer, Outbox, PgQueue, QueueSource } from "../../src/index.js"
+import { Consumer, QueueSource } from "../../src/index.js"
+import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
+import * as Outbox from "../../src/queue/Outbox.js"
+import * as PgQueue from "../../src/queue/PgQueue.js"
 import { describePg, dropPgTables, freshName, PgLive } from "./services.js"
 
 interface OrderPlaced {
@@ -39,7 +42,7 @@ const scenario = (outbox: Outbox.Outbox<OrderPlaced>, tables: { orders: string; 
   Effect.gen(function*() {
     const sql = yield* SqlClient.SqlClient
     yield* outbox.createTable
-    yield* Consumer.createProcessedTable(tables.processed)
+    yield* ConsumerSql.createProcessedTable(tables.processed)
     yield* sql`CREATE TABLE ${sql(tables.orders)} (id TEXT PRIMARY KEY, total INTEGER NOT NULL)`
     yield* sql`CREATE TABLE ${sql(tables.revenue)} (order_id TEXT NOT NULL, total INTEGER NOT NULL)`
 
@@ -81,7 +84,7 @@ describe("Outbox (SQLite)", () => {
       const seen: Array<string> = []
       const consumer = yield* Consumer.run({
         source,
-        handler: Consumer.idempotent((m: QueueSource.Message<OrderPlaced>) =>
+        handler: ConsumerSql.idempotent((m: QueueSource.Message<OrderPlaced>) =>
           Effect.zipRight(
             Effect.sync(() => seen.push(m.id)),
             sql`INSERT INTO revenue (order_id, total) VALUES (${m.body.orderId}, ${m.body.total})`

@@ -6,7 +6,9 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { afterAll, expect, layer } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Option, Scope, TestClock, TestServices } from "effect"
-import { Consumer, Failure, PgQueue, type QueueSource } from "../../src/index.js"
+import { Consumer, Failure, type QueueSource } from "../../src/index.js"
+import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
+import * as PgQueue from "../../src/queue/PgQueue.js"
 import { describePg, dropPgTables, freshName, PgLive } from "./services.js"
 import { type Body, runSoak } from "./soak.js"
 
@@ -114,10 +116,10 @@ describePg("PgQueue", () => {
         const sql = yield* SqlClient.SqlClient
         const processed = fresh("processed")
         const ledger = fresh("ledger")
-        yield* Consumer.createProcessedTable(processed)
+        yield* ConsumerSql.createProcessedTable(processed)
         yield* sql`CREATE TABLE ${sql(ledger)} (message_id TEXT NOT NULL, amount INT NOT NULL)`
         let fail = true
-        const handler = Consumer.idempotent((m: QueueSource.Message<Body>) =>
+        const handler = ConsumerSql.idempotent((m: QueueSource.Message<Body>) =>
           Effect.gen(function*() {
             yield* sql`INSERT INTO ${sql(ledger)} ${sql.insert({ message_id: m.id, amount: m.body.n })}`
             if (fail) return yield* Effect.fail(Failure.retryable("later"))
@@ -143,7 +145,7 @@ describePg("PgQueue", () => {
       Effect.gen(function*() {
         const table = fresh("q")
         const processed = fresh("processed")
-        yield* Consumer.createProcessedTable(processed)
+        yield* ConsumerSql.createProcessedTable(processed)
         const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "30 seconds" })
         yield* source.send([msg("a"), msg("b"), msg("c")])
         const held = yield* source.receive(2) // ...and the process died
@@ -152,7 +154,7 @@ describePg("PgQueue", () => {
         const scope = yield* Scope.make()
         const consumer = yield* Consumer.run({
           source,
-          handler: Consumer.idempotent((m) => Effect.sync(() => applied.push(`${m.id}#${m.receiveCount}`)), {
+          handler: ConsumerSql.idempotent((m) => Effect.sync(() => applied.push(`${m.id}#${m.receiveCount}`)), {
             table: processed
           }),
           maxReceiveCount: 5,
@@ -175,12 +177,12 @@ describePg("PgQueue", () => {
       Effect.gen(function*() {
         const table = fresh("q")
         const processed = fresh("processed")
-        yield* Consumer.createProcessedTable(processed)
+        yield* ConsumerSql.createProcessedTable(processed)
         const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "30 seconds" })
         yield* source.send([msg("ok-1", 1), msg("bad-1", -1), msg("bad-2", -2), msg("ok-2", 2)])
         let fixed = false
         const applied = new Map<string, number>()
-        const handler = Consumer.idempotent((m: QueueSource.Message<Body>) =>
+        const handler = ConsumerSql.idempotent((m: QueueSource.Message<Body>) =>
           m.body.n < 0 && !fixed
             ? Effect.fail(Failure.fatal(`negative amount ${m.body.n}`))
             : Effect.sync(() => void applied.set(m.id, (applied.get(m.id) ?? 0) + 1)), { table: processed })
@@ -297,13 +299,13 @@ describePg("PgQueue", () => {
           const table = fresh("soak")
           const processed = fresh("processed")
           const effects = fresh("effects")
-          yield* Consumer.createProcessedTable(processed)
+          yield* ConsumerSql.createProcessedTable(processed)
           yield* sql`CREATE TABLE ${sql(effects)} (id TEXT NOT NULL)`
           const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "2 seconds", name: "soak-pg" })
           const started = Date.now()
           const result = yield* runSoak<SqlClient.SqlClient>({
             source,
-            idempotent: (h) => Consumer.idempotent(h, { table: processed }),
+            idempotent: (h) => ConsumerSql.idempotent(h, { table: processed }),
             record: (id) => sql`INSERT INTO ${sql(effects)} (id) VALUES (${id})`,
             effects: Effect.map(
               sql<{ readonly id: string; readonly n: number }>`SELECT id, count(*)::int AS n FROM ${

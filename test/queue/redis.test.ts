@@ -12,7 +12,9 @@ import { Redis } from "ioredis"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { Consumer, Failure, type QueueSource, RedisStreamQueue } from "../../src/index.js"
+import { Consumer, Failure, type QueueSource } from "../../src/index.js"
+import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
+import * as RedisStreamQueue from "../../src/queue/RedisStreamQueue.js"
 import { deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "../support/redis.js"
 import { type Body, runSoak } from "./soak.js"
 
@@ -288,7 +290,7 @@ describeRedis("RedisStreamQueue", () => {
         const redis = yield* client
         const sql = yield* SqlClient.SqlClient
         const stream = freshStream()
-        yield* Consumer.createProcessedTable("processed")
+        yield* ConsumerSql.createProcessedTable("processed")
         yield* sql`CREATE TABLE effects (id TEXT NOT NULL)`
         const source = yield* RedisStreamQueue.make<Body>({
           redis,
@@ -300,7 +302,7 @@ describeRedis("RedisStreamQueue", () => {
         const started = Date.now()
         const result = yield* runSoak<SqlClient.SqlClient>({
           source,
-          idempotent: (h) => Consumer.idempotent(h, { table: "processed" }),
+          idempotent: (h) => ConsumerSql.idempotent(h, { table: "processed" }),
           record: (id) => sql`INSERT INTO effects (id) VALUES (${id})`,
           effects: Effect.map(
             sql<{ readonly id: string; readonly n: number }>`SELECT id, count(*) AS n FROM effects GROUP BY id`,

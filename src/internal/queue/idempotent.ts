@@ -1,33 +1,6 @@
-import type { SqlClient } from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import type { Option } from "effect"
 import { Deferred, Effect, Exit, FiberId } from "effect"
 import type { Message } from "../../queue/QueueSource.js"
-import { identifier } from "./shared.js"
-
-type SqlModule = typeof import("./idempotentSql.js")
-
-let sqlModule: SqlModule | undefined
-/** The SQL half is imported on first use and kept: one async step once, none per message after. */
-const loadSql: Effect.Effect<SqlModule> = Effect.suspend(() =>
-  sqlModule !== undefined
-    ? Effect.succeed(sqlModule)
-    : Effect.map(Effect.promise(() => import("./idempotentSql.js")), (m) => (sqlModule = m))
-)
-
-export const idempotent = <A, B, E, R>(
-  handler: (message: Message<A>) => Effect.Effect<B, E, R>,
-  options: { readonly table: string }
-) => {
-  const table = identifier("Consumer.idempotent table", options.table)
-  return (message: Message<A>): Effect.Effect<Option.Option<B>, E | SqlError, R | SqlClient> =>
-    Effect.flatMap(loadSql, (m) => m.runOnce(table, handler, message))
-}
-
-export const createProcessedTable = (table: string): Effect.Effect<void, SqlError, SqlClient> => {
-  const name = identifier("Consumer.createProcessedTable table", table)
-  return Effect.flatMap(loadSql, (m) => m.createProcessedTable(name))
-}
 
 /**
  * Remembers ids in a `Set`. A second delivery of an id that is being handled waits for the first to

@@ -1,18 +1,30 @@
-/** Loaded on first use (`import()`), so `effect-resilience` itself never loads `@effect/sql`. */
+/** Imported only by the `Consumer/Sql` entry point, so the package root never loads `@effect/sql`. */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, type Option } from "effect"
 import type { Message } from "../../queue/QueueSource.js"
+import { identifier } from "./shared.js"
 
-export const createProcessedTable = (table: string): Effect.Effect<void, SqlError, SqlClient.SqlClient> =>
-  Effect.flatMap(
+export const idempotent = <A, B, E, R>(
+  handler: (message: Message<A>) => Effect.Effect<B, E, R>,
+  options: { readonly table: string }
+) => {
+  const table = identifier("Consumer/Sql idempotent table", options.table)
+  return (message: Message<A>): Effect.Effect<Option.Option<B>, E | SqlError, R | SqlClient.SqlClient> =>
+    runOnce(table, handler, message)
+}
+
+export const createProcessedTable = (table: string): Effect.Effect<void, SqlError, SqlClient.SqlClient> => {
+  const name = identifier("Consumer/Sql createProcessedTable table", table)
+  return Effect.flatMap(
     SqlClient.SqlClient,
     (sql) =>
-      sql`CREATE TABLE IF NOT EXISTS ${sql(table)} (
+      sql`CREATE TABLE IF NOT EXISTS ${sql(name)} (
         message_id TEXT PRIMARY KEY,
         processed_at BIGINT NOT NULL
       )`
   )
+}
 
 /**
  * Inserts the id first: a concurrent delivery of the same id blocks on the primary key until this

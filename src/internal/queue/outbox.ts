@@ -1,4 +1,4 @@
-/** Loaded on first use (`import()`), so `effect-resilience` itself never loads `@effect/sql`. */
+/** Imported only by a backend entry point, so the package root never loads `@effect/sql`. */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect } from "effect"

@@ -1,0 +1,220 @@
+// Checks the package as a user gets it. `npm pack` (whose `prepack` cleans and builds dist/) into a temporary
+// directory outside the repository, then:
+//
+// - every `exports` entry's .js and .d.ts, LICENSE, and every file README.md and docs/ link to are in the tarball;
+// - tsconfig.json's `paths` map exactly the `exports` subpaths to their sources (docs and examples import them);
+// - the root entry and every entry that needs no optional peer type-check with `skipLibCheck: false` and load in
+//   Node, with only `effect` and `@effect/platform` (and their own dependencies) in node_modules: a type or an
+//   import that reaches `ioredis`, `@effect/sql` or `@effect/platform-node` fails here;
+// - the backend entries type-check with their peers installed, so their declarations are whole too.
+//
+// Packages are symlinked from the repository's node_modules (no network). The type-check reports what a user's
+// `tsc` with `skipLibCheck: false` reports for the consumer and this package's declarations; it does not
+// re-check effect's own declarations, which saves two thirds of the time. Exits non-zero on any failure.
+import { execFile, execFileSync } from "node:child_process"
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
+import { createRequire } from "node:module"
+import { tmpdir } from "node:os"
+import { dirname, join, normalize } from "node:path"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+
+const root = new URL("..", import.meta.url).pathname
+if (process.argv[2] === "--typecheck") process.exit(typecheck(process.argv[3]))
+const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
+
+/** The entries that import an optional peer, and the peers their users install. */
+const backends = {
+  "./Consumer/Sql": ["@effect/sql"],
+  "./IdempotencyStore/Redis": ["ioredis"],
+  "./IdempotencyStore/Sql": ["@effect/sql"],
+  "./Outbox": ["@effect/sql"],
+  "./PgQueue": ["@effect/sql"],
+  "./RateLimiterStore/Redis": ["ioredis"],
+  "./RedisStreamQueue": ["ioredis"],
+  "./ResilientHttpClient/Node": ["@effect/platform-node"]
+}
+const required = ["effect", "@effect/platform"]
+
+const failures = []
+const fail = (message) => failures.push(message)
+const specifier = (entry) => entry === "." ? "effect-resilience" : `effect-resilience/${entry.slice(2)}`
+
+const entries = Object.entries(pkg.exports).filter(([name]) => name !== "./package.json")
+for (const name of Object.keys(backends)) {
+  if (pkg.exports[name] === undefined) fail(`exports has no "${name}"`)
+}
+
+// tsconfig paths: the same subpaths as exports, each to the source of its dist file
+const paths = JSON.parse(readFileSync(join(root, "tsconfig.json"), "utf8")).compilerOptions.paths
+const expected = Object.fromEntries(
+  entries.map((
+    [name, target]
+  ) => [specifier(name), [target.types.replace(/^\.\/dist\//, "./src/").replace(/\.d\.ts$/, ".ts")]])
+)
+for (const [name, targets] of Object.entries(expected)) {
+  if (JSON.stringify(paths[name]) !== JSON.stringify(targets)) {
+    fail(`tsconfig.json paths["${name}"] should be ${JSON.stringify(targets)}, is ${JSON.stringify(paths[name])}`)
+  }
+}
+for (const name of Object.keys(paths)) {
+  if (!(name in expected)) fail(`tsconfig.json paths["${name}"] is not in package.json exports`)
+}
+
+const work = mkdtempSync(join(tmpdir(), "effect-resilience-package-"))
+try {
+  execFileSync("npm", ["pack", "--pack-destination", work, "--silent"], {
+    cwd: root,
+    stdio: ["ignore", "ignore", "inherit"]
+  })
+  const tarball = readdirSync(work).find((f) => f.endsWith(".tgz"))
+  if (tarball === undefined) throw new Error("npm pack produced no tarball")
+  const listing = new Set(
+    execFileSync("tar", ["-tzf", join(work, tarball)], { encoding: "utf8" })
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.replace(/^package\//, ""))
+  )
+
+  for (const file of ["package.json", "README.md", "LICENSE"]) {
+    if (!listing.has(file)) fail(`the tarball has no ${file}`)
+  }
+  for (const [name, target] of entries) {
+    for (const file of [target.types, target.default]) {
+      if (!listing.has(file.replace(/^\.\//, ""))) fail(`exports["${name}"]: ${file} is not in the tarball`)
+    }
+  }
+  // relative links of the shipped markdown must resolve inside the tarball
+  for (const doc of [...listing].filter((f) => f.endsWith(".md"))) {
+    const text = readFileSync(join(root, doc), "utf8")
+    for (const [, target] of text.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)) {
+      if (/^[a-z]+:/i.test(target)) continue
+      const file = normalize(join(dirname(doc), target))
+      if (!listing.has(file)) fail(`${doc} links to ${target}, which is not in the tarball`)
+    }
+  }
+  if (failures.length > 0) throw new Error("the tarball is incomplete")
+
+  const consumers = [
+    { dir: "plain", packages: required, entries: entries.map(([n]) => n).filter((n) => !(n in backends)) },
+    {
+      dir: "backends",
+      // ioredis's declarations reference Node's types, so its users have @types/node
+      packages: [...required, ...new Set(Object.values(backends).flat()), "@types/node"],
+      entries: Object.keys(backends)
+    }
+  ]
+  const run = promisify(execFile)
+  const checks = consumers.map(async (consumer) => {
+    const dir = join(work, consumer.dir)
+    const modules = join(dir, "node_modules")
+    mkdirSync(join(modules, "effect-resilience"), { recursive: true })
+    execFileSync("tar", ["-xzf", join(work, tarball), "-C", join(modules, "effect-resilience"), "--strip-components=1"])
+    for (const name of closure(consumer.packages)) {
+      mkdirSync(dirname(join(modules, name)), { recursive: true })
+      symlinkSync(join(root, "node_modules", name), join(modules, name), "dir")
+    }
+    const imports = consumer.entries.map((entry, i) => `import * as M${i} from "${specifier(entry)}"\n`)
+    writeFileSync(
+      join(dir, "consumer.ts"),
+      imports.join("") + `export const all: ReadonlyArray<object> = [${consumer.entries.map((_, i) => `M${i}`)}]\n`
+    )
+    writeFileSync(
+      join(dir, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          target: "ES2022",
+          lib: ["ES2022", "DOM", "DOM.Iterable"],
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          strict: true,
+          skipLibCheck: false,
+          noEmit: true,
+          types: consumer.packages.includes("@types/node") ? ["node"] : []
+        },
+        files: ["consumer.ts"]
+      })
+    )
+    const installed = consumer.packages.join(", ")
+    try {
+      await run(process.execPath, [fileURLToPath(import.meta.url), "--typecheck", dir], { cwd: dir })
+    } catch (error) {
+      console.error(error.stdout)
+      fail(`entries do not type-check with skipLibCheck: false and only ${installed} installed (${dir})`)
+    }
+    if (consumer.dir === "plain") {
+      const script = consumer.entries.map((entry) => `await import(${JSON.stringify(specifier(entry))})`).join("\n")
+      try {
+        await run(process.execPath, ["--input-type=module", "-e", script], { cwd: dir })
+      } catch (error) {
+        console.error(error.stderr)
+        fail(`entries do not load in Node with only ${installed} installed (${dir})`)
+      }
+    }
+  })
+  await Promise.all(checks)
+} catch (error) {
+  fail(error instanceof Error ? error.message : String(error))
+}
+
+if (failures.length > 0) {
+  for (const f of failures) console.error(`package check: ${f}`)
+  console.error(`(left ${work} for inspection)`)
+  process.exit(1)
+}
+rmSync(work, { recursive: true, force: true })
+console.log(
+  `package check: ${entries.length} entries packed; the root and ${
+    entries.length - Object.keys(backends).length - 1
+  } other entries need only ${required.join(" and ")}`
+)
+
+/** Type-checks the project in `dir`; reports the diagnostics of its own files and of effect-resilience's. */
+function typecheck(dir) {
+  const ts = createRequire(join(root, "package.json"))("typescript")
+  const host = { ...ts.sys, onUnRecoverableConfigFileDiagnostic: () => {} }
+  const config = ts.getParsedCommandLineOfConfigFile(join(dir, "tsconfig.json"), {}, host)
+  const program = ts.createProgram({ rootNames: config.fileNames, options: config.options })
+  const checked = program.getSourceFiles().filter((f) =>
+    f.fileName.includes("/node_modules/effect-resilience/") || !f.fileName.includes("/node_modules/")
+  )
+  const diagnostics = [
+    ...config.errors,
+    ...program.getOptionsDiagnostics(),
+    ...program.getGlobalDiagnostics(),
+    ...checked.flatMap((f) => [...program.getSyntacticDiagnostics(f), ...program.getSemanticDiagnostics(f)])
+  ]
+  if (checked.filter((f) => f.fileName.includes("/effect-resilience/")).length === 0) {
+    console.log("no declaration of effect-resilience was loaded")
+    return 1
+  }
+  const format = { getCanonicalFileName: (f) => f, getCurrentDirectory: () => dir, getNewLine: () => "\n" }
+  if (diagnostics.length > 0) console.log(ts.formatDiagnostics(diagnostics, format))
+  return diagnostics.length === 0 ? 0 : 1
+}
+
+/** `names` and every package they depend on (dependencies, required peers), as installed at the top level. */
+function closure(names) {
+  const seen = new Set()
+  const visit = (name) => {
+    if (seen.has(name)) return
+    const manifest = join(root, "node_modules", name, "package.json")
+    if (!existsSync(manifest)) return // nested under its parent, which carries it
+    seen.add(name)
+    const p = JSON.parse(readFileSync(manifest, "utf8"))
+    const optional = p.peerDependenciesMeta ?? {}
+    const peers = Object.keys(p.peerDependencies ?? {}).filter((n) => optional[n]?.optional !== true)
+    for (const dep of [...Object.keys(p.dependencies ?? {}), ...peers]) visit(dep)
+  }
+  names.forEach(visit)
+  return [...seen]
+}

@@ -1,0 +1,45 @@
+/**
+ * The idempotency store in Redis (or Redis Cluster), shared by every process that uses it, on `ioredis`.
+ * This entry point imports `ioredis` (an optional peer dependency); the package root does not.
+ *
+ * @since 0.1.0
+ */
+import type { Layer } from "effect"
+import type { IdempotencyStore } from "../IdempotencyStore.js"
+import * as internal from "../internal/idempotencyStoreRedis.js"
+import type * as redisOptions from "../internal/redisOptions.js"
+
+/**
+ * Options of the Redis store: either a client you own (`client`, an ioredis `Redis` or `Cluster`, never
+ * closed by the layer), or a `url` the layer connects to and disconnects from when it is released
+ * (`redisOptions` are passed to ioredis).
+ *
+ * - `prefix`: put before every key (default `"idem:"`); must not contain `{` or `}`.
+ * - `timeout`: a call that Redis has not answered by then fails with `IdempotencyStoreError` (default 2 seconds).
+ * - `expiryMargin`: how long after a record expired by the caller's clock Redis deletes it (default
+ *   1 minute) — the tolerance for clock skew between the processes sharing the store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Options = redisOptions.Connection & redisOptions.CommonOptions
+
+/**
+ * The store as a layer. Each operation is one Lua script (`EVALSHA`, falling back to `EVAL`), so a claim
+ * is atomic and completion, renewal and release are compare-and-set on the owner's fencing token. Leases
+ * and TTLs are decided with the caller's `Clock`. Every Redis error or timeout becomes an
+ * `IdempotencyStoreError`, on which the middleware answers 503. See `docs/stores.md`.
+ *
+ * Throws `IllegalArgumentException` for a prefix with braces or a malformed duration.
+ *
+ * @example
+ * ```ts
+ * import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
+ *
+ * const StoreLive = IdempotencyStoreRedis.layer({ url: "redis://127.0.0.1:6379", prefix: "shop:idem:" })
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: (options: Options) => Layer.Layer<IdempotencyStore> = internal.layer

@@ -1,0 +1,52 @@
+/**
+ * The rate limiter store in Redis (or Redis Cluster), shared by every process that uses it, on `ioredis`.
+ * This entry point imports `ioredis` (an optional peer dependency); the package root does not.
+ *
+ * @since 0.1.0
+ */
+import type { Layer } from "effect"
+import * as internal from "../internal/rateLimiterStoreRedis.js"
+import type * as redisOptions from "../internal/redisOptions.js"
+import type { RateLimiterStore } from "../RateLimiterStore.js"
+
+/**
+ * Options of the Redis store: either a client you own (`client`, an ioredis `Redis` or `Cluster`, never
+ * closed by the layer), or a `url` the layer connects to and disconnects from when it is released
+ * (`redisOptions` are passed to ioredis).
+ *
+ * - `prefix`: put before every key (default `"rl:"`); must not contain `{` or `}`.
+ * - `timeout`: a decision Redis has not answered by then counts as an outage (default 1 second).
+ * - `onError`: what an outage (error or timeout) decides — `"deny"` (default: fail closed, with
+ *   `retryAfter` = `retryAfterOnError`, default 1 second) or `"allow"` (fail open). Either way a warning is
+ *   logged, at most once every 10 seconds.
+ * - `expiryMargin`: how long after a key is back to its initial state Redis deletes it (default 1 second)
+ *   — the tolerance for clock skew between the processes sharing the store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Options = redisOptions.Connection & redisOptions.RateLimiterOptions
+
+/**
+ * The store as a layer. Each decision is one Lua script call (`EVALSHA`, falling back to `EVAL`) computing
+ * exactly what the memory store computes, at the `nowMillis` the limiter passes; idle keys expire on their
+ * own (`PX`). Keys of one limiter and key share a Cluster hash tag. See `docs/stores.md`.
+ *
+ * Throws `IllegalArgumentException` for a prefix with braces, an unknown `onError` or a malformed duration.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { RateLimiter } from "effect-resilience"
+ * import * as RateLimiterStoreRedis from "effect-resilience/RateLimiterStore/Redis"
+ *
+ * const program = Effect.gen(function*() {
+ *   const limiter = yield* RateLimiter.tokenBucket({ capacity: 10, refillPerSecond: 5, name: "api" })
+ *   return yield* limiter.tryAcquire("user-42")
+ * }).pipe(Effect.scoped, Effect.provide(RateLimiterStoreRedis.layer({ url: "redis://127.0.0.1:6379" })))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: (options: Options) => Layer.Layer<RateLimiterStore> = internal.layer

@@ -1,0 +1,32 @@
+/**
+ * The resilient client over Node's undici transport. This entry point imports `@effect/platform-node` (an
+ * optional peer dependency); the package root does not.
+ *
+ * @since 0.1.0
+ */
+import type { Layer } from "effect"
+import * as internal from "../../internal/resilientHttpClientNode.js"
+import type { Options, ResilientHttpClient } from "../ResilientHttpClient.js"
+
+/**
+ * A layer providing `ResilientHttpClient` over Node's undici transport, configured so that a connect timeout
+ * (`connectTimeout`, default 3 seconds) is its own error and classified as "not sent". The undici agent is
+ * closed when the layer is released. Throws `IllegalArgumentException` for a malformed `connectTimeout`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ResilientHttpClient } from "effect-resilience"
+ * import * as ResilientHttpClientNode from "effect-resilience/ResilientHttpClient/Node"
+ *
+ * const program = Effect.gen(function*() {
+ *   const client = yield* ResilientHttpClient.ResilientHttpClient
+ *   const response = yield* client.get("http://127.0.0.1:8080/health")
+ *   return response.status
+ * }).pipe(Effect.scoped, Effect.provide(ResilientHttpClientNode.layer({ connectTimeout: "1 second" })))
+ * ```
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: (options?: Options) => Layer.Layer<ResilientHttpClient> = internal.layerNode
