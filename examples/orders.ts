@@ -1,22 +1,30 @@
 /**
  * The orders service shared by `npm run serve` and `npm run demo`: how the server-side pieces compose.
  *
- * POST /orders         rate limit → idempotency → handler: 201 { id, ...body }
- *                      ?delayMs=n sleeps n ms, ?fail=500 answers 500, ?crash=1 dies (a defect)
+ * POST /orders         rate limit → idempotency → handler: 201 { id, ...body } with Location: /orders/<id>
+ * GET  /orders/:id     the order, or 404 problem+json
  * GET  /orders         the orders this process created (the demo counts duplicates with it)
  * GET  /orders/count   { count }: how many orders this process's handler created
  * GET  /health         200
- * Everything runs under the caller's deadline (Request-Timeout-Ms), capped at 30 s.
+ *
+ * Demo fault hooks on POST /orders (query parameters; a bad value is a 400 before anything happens):
+ *   ?delayMs=n         wait n ms (0 to 30 000) before doing anything
+ *   ?afterCommitMs=n   create the order, then wait n ms (0 to 30 000) before answering: "committed, answer late"
+ *   ?fail=500          answer 500 without creating anything
+ *   ?crash=1           die (a defect) without creating anything
+ *
+ * A request carrying `Request-Timeout-Ms` runs under that deadline, at most 30 s; without it no deadline
+ * applies, which is why the hooks' waits are capped on their own.
  */
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Effect } from "effect"
-import { Chaos, DeadlineMiddleware, IdempotencyMiddleware, RateLimiter, RateLimitMiddleware } from "../src/index.js"
+import { DeadlineMiddleware, IdempotencyMiddleware, RateLimiter, RateLimitMiddleware } from "../src/index.js"
 
 export interface OrdersOptions {
   readonly rate: { readonly capacity: number; readonly refillPerSecond: number }
   readonly idempotency?: IdempotencyMiddleware.Options
-  /** Faults between the network and the service (the demo's "unreliable network"). */
-  readonly chaos?: Chaos.Faults
+  /** Runs between the network and the rest of `POST /orders` (the demo's unreliable network). */
+  readonly network?: <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest>
 }
 
 export interface Order {
@@ -24,25 +32,77 @@ export interface Order {
   readonly [field: string]: unknown
 }
 
+/** The longest wait a fault hook accepts, in milliseconds. */
+export const maxHookMillis = 30_000
+
+const problem = (status: number, title: string, detail: string) =>
+  HttpServerResponse.text(
+    JSON.stringify({ type: "about:blank", title, status, detail }),
+    { status, contentType: "application/problem+json" }
+  )
+
+const badRequest = (detail: string) => problem(400, "Bad Request", detail)
+
+interface Hooks {
+  readonly delayMs: number
+  readonly afterCommitMs: number
+  readonly crash: boolean
+  readonly fail: boolean
+}
+
+/** The fault hooks of a request, or what is wrong with them. */
+const parseHooks = (params: URLSearchParams): Hooks | { readonly invalid: string } => {
+  const wait = (name: string) => {
+    const text = params.get(name)
+    if (text === null) return 0
+    return /^\d{1,5}$/.test(text) && Number(text) <= maxHookMillis ? Number(text) : undefined
+  }
+  const flag = (name: string, only: string) => {
+    const text = params.get(name)
+    return text === null ? false : text === only ? true : undefined
+  }
+  const delayMs = wait("delayMs")
+  const afterCommitMs = wait("afterCommitMs")
+  const crash = flag("crash", "1")
+  const fail = flag("fail", "500")
+  if (delayMs === undefined || afterCommitMs === undefined) {
+    return { invalid: `?delayMs and ?afterCommitMs take a whole number of milliseconds from 0 to ${maxHookMillis}` }
+  }
+  if (crash === undefined) return { invalid: "?crash accepts only 1" }
+  if (fail === undefined) return { invalid: "?fail accepts only 500" }
+  return { delayMs, afterCommitMs, crash, fail }
+}
+
 export const makeOrdersApp = (options: OrdersOptions) =>
   Effect.gen(function*() {
     const created: Array<Order> = []
+    const byId = new Map<string, Order>()
     const prefix = process.pid.toString(36)
 
     const createOrder = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const params = new URL(request.url, "http://localhost").searchParams
-      const delay = Number(params.get("delayMs") ?? "0")
-      if (delay > 0) yield* Effect.sleep(delay)
-      if (params.get("crash") === "1") return yield* Effect.die(new Error("the handler crashed (?crash=1)"))
-      if (params.get("fail") === "500") return HttpServerResponse.text("failed on purpose (?fail=500)", { status: 500 })
+      const hooks = parseHooks(params)
+      if ("invalid" in hooks) return badRequest(hooks.invalid)
+      if (hooks.delayMs > 0) yield* Effect.sleep(hooks.delayMs)
+      if (hooks.crash) return yield* Effect.die(new Error("the handler crashed (?crash=1)"))
+      if (hooks.fail) return HttpServerResponse.text("failed on purpose (?fail=500)", { status: 500 })
       const body = yield* request.json.pipe(Effect.orElseSucceed(() => null))
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
-        return HttpServerResponse.unsafeJson({ error: "expected a JSON object" }, { status: 400 })
+        return badRequest("expected a JSON object")
       }
       const order: Order = { ...body, id: `${prefix}-${created.length + 1}` }
       created.push(order) // the commit: from here on the order exists, whatever happens to the response
+      byId.set(order.id, order)
+      if (hooks.afterCommitMs > 0) yield* Effect.sleep(hooks.afterCommitMs)
       return HttpServerResponse.unsafeJson(order, { status: 201, headers: { location: `/orders/${order.id}` } })
+    })
+
+    const getOrder = Effect.map(HttpRouter.params, (params) => {
+      const order = params["id"] === undefined ? undefined : byId.get(params["id"])
+      return order === undefined
+        ? problem(404, "Not Found", `no order with id ${JSON.stringify(params["id"] ?? "")}`)
+        : HttpServerResponse.unsafeJson(order)
     })
 
     const limiter = yield* RateLimiter.tokenBucket({
@@ -52,12 +112,13 @@ export const makeOrdersApp = (options: OrdersOptions) =>
     const orders = createOrder.pipe(
       IdempotencyMiddleware.make(options.idempotency),
       RateLimitMiddleware.make({ limiter, name: "orders" }), // outside idempotency: a 429 is never stored
-      options.chaos === undefined ? (app) => app : Chaos.middleware(options.chaos)
+      options.network ?? ((app) => app)
     )
     const app = HttpRouter.empty.pipe(
       HttpRouter.post("/orders", orders),
       HttpRouter.get("/orders", Effect.sync(() => HttpServerResponse.unsafeJson(created))),
       HttpRouter.get("/orders/count", Effect.sync(() => HttpServerResponse.unsafeJson({ count: created.length }))),
+      HttpRouter.get("/orders/:id", getOrder),
       HttpRouter.get("/health", HttpServerResponse.text("ok")),
       DeadlineMiddleware.make({ maxTimeout: "30 seconds" })
     )

@@ -1,7 +1,103 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Schedule } from "effect"
+import { execFileSync, spawn } from "node:child_process"
+import { connect } from "node:net"
+import { fileURLToPath } from "node:url"
 import { RateLimitHeaders } from "../src/index.js"
 import { orderCount, postOrder, request, startServe } from "./support/serveProcess.js"
+
+const root = fileURLToPath(new URL("..", import.meta.url))
+
+/** Runs `examples/serve.ts` with `args` and waits for it to exit (only for arguments that make it exit). */
+const runServe = (args: ReadonlyArray<string>) =>
+  Effect.async<{ readonly code: number | null; readonly stdout: string; readonly stderr: string }>((resume) => {
+    const child = spawn(process.execPath, ["--import", "tsx", "examples/serve.ts", ...args], { cwd: root })
+    let stdout = ""
+    let stderr = ""
+    child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()))
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()))
+    child.on("close", (code) => resume(Effect.succeed({ code, stdout, stderr })))
+    return Effect.sync(() => child.kill("SIGKILL"))
+  })
+
+/** Polls `check` every 100 ms until it holds; fails after `capMillis` (a generous cap, not a guess). */
+const eventually = <A>(what: string, check: Effect.Effect<A | undefined>, capMillis = 60_000) =>
+  check.pipe(
+    Effect.flatMap((a) => a === undefined ? Effect.fail(new Error(`not yet: ${what}`)) : Effect.succeed(a)),
+    Effect.retry(Schedule.spaced("100 millis").pipe(Schedule.upTo(capMillis)))
+  )
+
+interface Proc {
+  readonly pid: number
+  readonly args: string
+}
+
+/** Every live (not zombie) process, from `ps`. */
+const processes = (): Array<Proc & { readonly ppid: number }> =>
+  execFileSync("ps", ["-A", "-o", "pid=,ppid=,stat=,args="], { encoding: "utf8" })
+    .split("\n")
+    .map((line) => /^\s*(\d+)\s+(\d+)\s+(\S+)\s+(.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null && !m[3]!.startsWith("Z"))
+    .map((m) => ({ pid: Number(m[1]), ppid: Number(m[2]), args: m[4]! }))
+
+/** `pid` and all its descendants. */
+const tree = (pid: number): Array<Proc> => {
+  const all = processes()
+  const found = all.filter((p) => p.pid === pid)
+  for (let i = 0; i < found.length; i++) found.push(...all.filter((p) => p.ppid === found[i]!.pid))
+  return found.map(({ args, pid }) => ({ pid, args }))
+}
+
+/** Of `procs`, those still running (same pid, same command line: a reused pid is another process). */
+const stillRunning = (procs: ReadonlyArray<Proc>) => {
+  const now = processes()
+  return procs.filter((p) => now.some((q) => q.pid === p.pid && q.args === p.args))
+}
+
+const refusesConnections = (port: number) =>
+  Effect.async<boolean>((resume) => {
+    const socket = connect(port, "127.0.0.1")
+    socket.once("connect", () => {
+      socket.destroy()
+      resume(Effect.succeed(false))
+    })
+    socket.once("error", (error: NodeJS.ErrnoException) => resume(Effect.succeed(error.code === "ECONNREFUSED")))
+  })
+
+/**
+ * `npm run serve -- --port 0` exactly as a user starts it (npm → tsx → node); the tree is SIGKILLed when the
+ * scope closes if a test left anything running.
+ */
+const startThroughNpm = Effect.acquireRelease(
+  Effect.async<{ readonly pid: number; readonly port: number }, Error>((resume) => {
+    const child = spawn("npm", ["run", "serve", "--", "--port", "0"], {
+      cwd: root,
+      stdio: ["ignore", "pipe", "pipe"]
+    })
+    let output = ""
+    const read = (chunk: Buffer) => {
+      output += chunk.toString()
+      const match = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(output)
+      if (match !== null) resume(Effect.succeed({ pid: child.pid!, port: Number(match[1]) }))
+    }
+    child.stdout.on("data", read)
+    child.stderr.on("data", read)
+    child.on("exit", (code) => resume(Effect.fail(new Error(`npm run serve exited (${code}):\n${output}`))))
+  }).pipe(Effect.map((started) => ({ ...started, tree: tree(started.pid) }))),
+  ({ tree }) =>
+    Effect.sync(() => {
+      for (const p of stillRunning(tree)) {
+        try {
+          process.kill(p.pid, "SIGKILL")
+        } catch {
+          // gone meanwhile
+        }
+      }
+    })
+)
+
+// Each test starts real processes; on a loaded machine one start can take 30 s. A cap, not an expectation.
+const timeout = 180_000
 
 // Black-box tests of `npm run serve`: a separate process, spoken to over HTTP only.
 describe("npm run serve", () => {
@@ -23,7 +119,7 @@ describe("npm run serve", () => {
       expect((yield* postOrder(url, { key: "order-1", body: { sku: "B" } })).status).toBe(422)
       expect((yield* postOrder(url, {})).status).toBe(400)
       expect(yield* orderCount(url)).toBe(1)
-    }).pipe(Effect.scoped), 30_000)
+    }).pipe(Effect.scoped), timeout)
 
   it.live("a duplicate during a slow request gets 409; a crash releases the key", () =>
     Effect.gen(function*() {
@@ -49,7 +145,7 @@ describe("npm run serve", () => {
       expect(replayed500.status).toBe(500)
       expect(replayed500.headers.get("idempotent-replayed")).toBe("true")
       expect(yield* orderCount(url)).toBe(2)
-    }).pipe(Effect.scoped), 30_000)
+    }).pipe(Effect.scoped), timeout)
 
   it.live("--rate limits POST /orders with 429 and RateLimit headers", () =>
     Effect.gen(function*() {
@@ -61,11 +157,123 @@ describe("npm run serve", () => {
       expect(Number(denied.headers.get("retry-after"))).toBeGreaterThanOrEqual(1)
       expect(RateLimitHeaders.parsePolicy(denied.headers.get("ratelimit-policy")!)._tag).toBe("Some")
       expect(yield* orderCount(url)).toBe(2)
-    }).pipe(Effect.scoped), 30_000)
+    }).pipe(Effect.scoped), timeout)
+
+  it.live(
+    "GET /orders/:id answers the order a POST's Location names, and 404 problem+json for an unknown id",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* startServe()
+        const created = yield* postOrder(url, { key: "find-me", body: { sku: "C", qty: 3 } })
+        expect(created.status).toBe(201)
+        const location = created.headers.get("location")!
+        expect(location).toMatch(/^\/orders\/[^/]+$/)
+        const found = yield* request(`${url}${location}`)
+        expect(found.status).toBe(200)
+        expect(JSON.parse(found.body)).toEqual(JSON.parse(created.body))
+
+        const missing = yield* request(`${url}/orders/no-such-order`)
+        expect(missing.status).toBe(404)
+        expect(missing.headers.get("content-type")).toMatch(/^application\/problem\+json/)
+        expect(JSON.parse(missing.body)).toMatchObject({ status: 404, title: "Not Found" })
+        // the static route still wins over the parameter
+        expect(JSON.parse((yield* request(`${url}/orders/count`)).body)).toEqual({ count: 1 })
+      }).pipe(Effect.scoped),
+    timeout
+  )
+
+  it.live(
+    "fault hooks: waits are capped at 30 s, bad values are a 400 before anything happens",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* startServe()
+        const bad = [
+          "?delayMs=30001",
+          "?delayMs=abc",
+          "?delayMs=-1",
+          "?delayMs=1e3",
+          "?afterCommitMs=30001",
+          "?afterCommitMs=soon",
+          "?fail=404",
+          "?crash=yes"
+        ]
+        for (const [i, query] of bad.entries()) {
+          const answer = yield* postOrder(url, { key: `bad-${i}`, query })
+          expect(answer.status, query).toBe(400)
+          expect(answer.headers.get("content-type"), query).toMatch(/^application\/problem\+json/)
+        }
+        expect(yield* orderCount(url)).toBe(0)
+        expect((yield* postOrder(url, { key: "ok", query: "?delayMs=1&afterCommitMs=1" })).status).toBe(201)
+        expect(yield* orderCount(url)).toBe(1)
+      }).pipe(Effect.scoped),
+    timeout
+  )
+
+  it.live("?afterCommitMs: the order exists while its answer is still on the way", () =>
+    Effect.gen(function*() {
+      const { url } = yield* startServe()
+      const abort = new AbortController()
+      let settled = false
+      const pending = fetch(`${url}/orders?afterCommitMs=30000`, {
+        method: "POST",
+        headers: { "content-type": "application/json", "idempotency-key": "late" },
+        body: JSON.stringify({ sku: "LATE" }),
+        signal: abort.signal
+      }).then(() => (settled = true), () => (settled = true))
+      yield* eventually("the order is committed", Effect.map(orderCount(url), (n) => n === 1 ? n : undefined))
+      expect(settled).toBe(false) // committed, not answered: the client cannot know it worked
+      const orders = JSON.parse((yield* request(`${url}/orders`)).body)
+      expect(orders).toMatchObject([{ sku: "LATE" }])
+      abort.abort()
+      yield* Effect.promise(() => pending)
+    }).pipe(Effect.scoped), timeout)
+
+  for (const signal of ["SIGTERM", "SIGINT"] as const) {
+    it.live(
+      `stops on ${signal} sent to npm's pid: the port refuses connections and no process is left`,
+      () =>
+        Effect.gen(function*() {
+          const { pid, port, tree } = yield* startThroughNpm
+          expect(tree.length).toBeGreaterThanOrEqual(2) // npm and the server below it
+          expect(yield* refusesConnections(port)).toBe(false)
+          process.kill(pid, signal)
+          yield* eventually("the port refuses connections", Effect.map(refusesConnections(port), (r) => r || undefined))
+          yield* eventually(
+            "every process npm started has exited",
+            Effect.sync(() => stillRunning(tree).length === 0 || undefined)
+          )
+        }).pipe(Effect.scoped),
+      timeout
+    )
+  }
 
   it.live("rejects bad command-line options", () =>
     Effect.gen(function*() {
       const exit = yield* Effect.exit(startServe(["--rate", "lots"]))
       expect(exit._tag).toBe("Failure")
-    }).pipe(Effect.scoped), 30_000)
+    }).pipe(Effect.scoped), timeout)
+
+  it.live(
+    "--help prints the usage and exits 0; unknown options and stray arguments exit 2",
+    () =>
+      Effect.gen(function*() {
+        const cases = [
+          [["--verbose"], "unknown option --verbose"],
+          [["8080"], "unexpected argument 8080"],
+          [["--port", "1", "--port", "2"], "--port given twice"]
+        ] as const
+        const [help, ...refused] = yield* Effect.all(
+          [runServe(["--help"]), ...cases.map(([args]) => runServe(args))],
+          { concurrency: "unbounded" }
+        )
+        expect(help!.code).toBe(0)
+        expect(help!.stdout).toMatch(/^usage: npm run serve/)
+        cases.forEach(([args, message], i) => {
+          expect(refused[i]!.code, args.join(" ")).toBe(2)
+          expect(refused[i]!.stderr, args.join(" ")).toContain(message)
+          expect(refused[i]!.stderr, args.join(" ")).toContain("usage: npm run serve")
+        })
+      }),
+    timeout
+  )
 })

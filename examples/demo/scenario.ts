@@ -1,11 +1,13 @@
 /**
- * One run of the duplicate-order story: an orders service on 127.0.0.1 behind an unreliable network
- * (Chaos), and a batch of logical orders placed by concurrent clients — naively or with this library.
+ * One run of the duplicate-order story: an orders service on 127.0.0.1 behind an unreliable network, and
+ * a batch of logical orders placed by concurrent clients — naively or with this library. Client `c` places
+ * orders `c`, `c + clients`, `c + 2 × clients`, … one after the other, so which client sends which request
+ * does not depend on timing, and neither does the fault each attempt meets (see faults.ts).
  */
 import { HttpClient, HttpClientRequest, type HttpClientResponse, HttpServer } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Clock, Effect, Layer, Metric, Random } from "effect"
+import { Clock, Duration, Effect, Layer, Metric, Option, Random } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
@@ -19,9 +21,11 @@ import {
   RateLimiterStore,
   ResilientHttpClient,
   Retry,
-  RetryBudget
+  RetryAfter
 } from "../../src/index.js"
 import { makeOrdersApp, type Order } from "../orders.js"
+import { forOrder, type Injected, network, numberAttempts, readTimeoutMillis } from "./faults.js"
+import { deadlineSeconds, describe, status } from "./report.js"
 
 export type Kind = "naive" | "resilient"
 
@@ -39,9 +43,12 @@ export interface Summary {
   readonly replays: number
   /** 429 answers received */
   readonly status429: number
-  /** 429 answers whose Retry-After the client waited for (the naive client never does) */
+  /** 429 answers after which the order's next attempt waited at least the answer's Retry-After */
   readonly honoured429: number
+  /** how often the resilient client's circuit breaker opened (the naive client has none) */
   readonly breakerOpenings: number
+  /** what the network did to this run's requests */
+  readonly injected: Injected
   /** orders in the service's database */
   readonly created: number
   readonly duplicates: number
@@ -52,95 +59,113 @@ export interface Summary {
   /** of those, how many exist anyway (the caller was told "failed", the order was placed) */
   readonly gaveUpButCreated: number
   readonly wallMs: number
+  /** why the client gave up, in words, with how many orders */
   readonly gaveUpReasons: Readonly<Record<string, number>>
 }
 
-/** The unreliable network between clients and the service (the same for both runs). */
-const faults = {
-  lostResponse: { probability: 0.08 }, // the order is committed, the answer never arrives
-  errorResponse: [{ probability: 0.05, status: 503, retryAfter: "1 second" }],
-  latency: { probability: 0.04, delay: "1500 millis" } // longer than the clients' 1 s read timeout
-} as const
+const service = { capacity: 20, refillPerSecond: 40 } // some 429s from the real limiter at 10 to 20 clients
 
-const service = { capacity: 20, refillPerSecond: 40 } // some 429s from the real limiter at 20 clients
+/** Timer granularity: a wait measured 1 ms short of the Retry-After it honoured still honoured it. */
+const clockSlackMillis = 5
 
 interface Counters {
   attempts: number
   replays: number
   status429: number
+  honoured429: number
 }
 
-/** Counts what crosses the wire, below any retry logic. */
-const counting = (counters: Counters) => (client: HttpClient.HttpClient): HttpClient.HttpClient =>
-  client.pipe(
-    HttpClient.tapRequest(() => Effect.sync(() => counters.attempts++)),
+/**
+ * Counts what crosses the wire, below any retry logic — including whether the next attempt of an order
+ * that got a 429 waited for its Retry-After.
+ */
+const counting = (counters: Counters) => (client: HttpClient.HttpClient): HttpClient.HttpClient => {
+  const pending429 = new Map<string, number>() // order → earliest time its next attempt honours Retry-After
+  return client.pipe(
+    HttpClient.tapRequest((request) =>
+      Effect.gen(function*() {
+        counters.attempts++
+        const order = request.headers["x-demo-order"] ?? ""
+        const earliest = pending429.get(order)
+        if (earliest === undefined) return
+        pending429.delete(order)
+        if ((yield* Clock.currentTimeMillis) >= earliest - clockSlackMillis) counters.honoured429++
+      })
+    ),
     HttpClient.tap((response: HttpClientResponse.HttpClientResponse) =>
-      Effect.sync(() => {
+      Effect.gen(function*() {
         if (response.headers["idempotent-replayed"] === "true") counters.replays++
-        if (response.status === 429) counters.status429++
+        if (response.status !== 429) return
+        counters.status429++
+        const now = yield* Clock.currentTimeMillis
+        const header = response.headers["retry-after"]
+        const wait = header === undefined ? Option.none() : RetryAfter.parse(header, now)
+        const waitMs = Option.match(wait, { onNone: () => 0, onSome: Duration.toMillis })
+        pending429.set(response.request.headers["x-demo-order"] ?? "", now + waitMs)
       })
     )
   )
+}
 
 type Outcome = { readonly created: true; readonly order: Order } | { readonly created: false; readonly reason: string }
 
-const body = (ref: string) => HttpClientRequest.bodyUnsafeJson({ ref, sku: "BOOK-1", qty: 1 })
+const orderRequest = (url: string, client: number, ref: string) =>
+  HttpClientRequest.post(url).pipe(
+    HttpClientRequest.bodyUnsafeJson({ ref, sku: "BOOK-1", qty: 1 }),
+    forOrder(client, ref)
+  )
+
+const naiveAttempts = 4
 
 /** What many clients do: retry anything that went wrong, a few times, quickly. No key, no deadline. */
-const naiveOrder = (client: HttpClient.HttpClient, url: string, ref: string): Effect.Effect<Outcome> =>
+const naiveOrder = (http: HttpClient.HttpClient, url: string, client: number, ref: string): Effect.Effect<Outcome> =>
   Effect.gen(function*() {
     let reason = "no attempt"
-    for (let attempt = 0; attempt < 4; attempt++) {
-      const result = yield* client.execute(HttpClientRequest.post(url).pipe(body(ref))).pipe(
+    for (let attempt = 1; attempt <= naiveAttempts; attempt++) {
+      const result = yield* http.execute(orderRequest(url, client, ref)).pipe(
         Effect.flatMap((response) => Effect.map(response.json, (json) => ({ status: response.status, json }))),
-        Effect.timeout("1 second"),
+        Effect.timeout(readTimeoutMillis),
         Effect.either
       )
       if (result._tag === "Right" && result.right.status === 201) {
         return { created: true, order: result.right.json as Order }
       }
-      reason = result._tag === "Left" ? result.left._tag : `HTTP ${result.right.status}`
-      if (result._tag === "Right" && result.right.status < 500 && result.right.status !== 429) break
+      const last = result._tag === "Left" ? describe(result.left) : status(result.right.status)
+      if (result._tag === "Right" && result.right.status < 500 && result.right.status !== 429) {
+        return { created: false, reason: `${last}; not retried` }
+      }
+      reason = `${last}; gave up after ${naiveAttempts} attempts`
       yield* Effect.sleep("100 millis")
     }
     return { created: false, reason }
   })
-
-/** The same intent with the library: one Idempotency-Key per order, deadline, jitter, budget, breaker. */
-const resilientOrder = (
-  client: ResilientHttpClient.ResilientHttpClient,
-  url: string,
-  ref: string
-): Effect.Effect<Outcome> =>
-  client.execute(HttpClientRequest.post(url).pipe(body(ref))).pipe(
-    Effect.flatMap((response): Effect.Effect<Answer, unknown> =>
-      // 409: the same key is still being processed; ask again after its Retry-After
-      response.status === 409
-        ? Effect.fail(Failure.retryable("in progress", "1 second"))
-        : Effect.map(response.json, (json) => ({ status: response.status, json }))
-    ),
-    Retry.retry({ schedule: Backoff.exponential({ base: "1 second", cap: "1 second" }), maxAttempts: 5 }),
-    Deadline.within("20 seconds"),
-    Effect.map((r): Outcome =>
-      r.status === 201 ? { created: true, order: r.json as Order } : { created: false, reason: `HTTP ${r.status}` }
-    ),
-    Effect.catchAll((error) => Effect.succeed<Outcome>({ created: false, reason: explain(error) }))
-  )
 
 interface Answer {
   readonly status: number
   readonly json: unknown
 }
 
-const explain = (error: unknown): string => {
-  if (error instanceof Retry.RetriesExhausted) return `RetriesExhausted (${error.reason}): ${describe(error.last)}`
-  return describe(error)
-}
-
-const describe = (last: unknown): string =>
-  typeof last === "object" && last !== null && "_tag" in last
-    ? (last as { _tag: string; status?: number })._tag + ("status" in last ? ` ${last.status}` : "")
-    : String(last)
+/** The same intent with the library: one Idempotency-Key per order, deadline, jitter, budget, breaker. */
+const resilientOrder = (
+  http: ResilientHttpClient.ResilientHttpClient,
+  url: string,
+  client: number,
+  ref: string
+): Effect.Effect<Outcome> =>
+  http.execute(orderRequest(url, client, ref)).pipe(
+    Effect.flatMap((response): Effect.Effect<Answer, unknown> =>
+      // 409: the same key is still being processed; ask again after its Retry-After
+      response.status === 409
+        ? Effect.fail(Failure.retryable(status(409), "1 second"))
+        : Effect.map(response.json, (json) => ({ status: response.status, json }))
+    ),
+    Retry.retry({ schedule: Backoff.exponential({ base: "1 second", cap: "1 second" }), maxAttempts: 5 }),
+    Deadline.within(`${deadlineSeconds} seconds`),
+    Effect.map((r): Outcome =>
+      r.status === 201 ? { created: true, order: r.json as Order } : { created: false, reason: status(r.status) }
+    ),
+    Effect.catchAll((error) => Effect.succeed<Outcome>({ created: false, reason: describe(error) }))
+  )
 
 const openingsSoFar = Effect.map(Metric.snapshot, (pairs) => {
   let total = 0
@@ -153,47 +178,63 @@ const openingsSoFar = Effect.map(Metric.snapshot, (pairs) => {
   return total
 })
 
+/** Which orders each client places, in its order: client `c` gets every `clients`-th order from `c`. */
+export const assignOrders = (orders: number, clients: number): ReadonlyArray<ReadonlyArray<string>> =>
+  Array.from(
+    { length: clients },
+    (_, c) => Array.from({ length: Math.ceil(Math.max(0, orders - c) / clients) }, (_, k) => orderRef(c + k * clients))
+  )
+
+export const orderRef = (index: number) => `order-${String(index + 1).padStart(4, "0")}`
+
 export const run = (kind: Kind, settings: Settings): Effect.Effect<Summary, unknown> =>
   Effect.gen(function*() {
+    const net = network(settings.seed)
     const { app, created } = yield* makeOrdersApp({
       rate: service,
       idempotency: { required: false, lease: "10 seconds" }, // the naive client sends no key at all
-      chaos: faults
+      network: net.middleware
     })
     yield* HttpServer.serveEffect(app)
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : 0
     const url = `http://127.0.0.1:${port}/orders`
 
-    const counters: Counters = { attempts: 0, replays: 0, status429: 0 }
-    const wire = counting(counters)(yield* HttpClient.HttpClient)
+    const counters: Counters = { attempts: 0, replays: 0, status429: 0, honoured429: 0 }
+    const wire = counting(counters)(numberAttempts(yield* HttpClient.HttpClient))
     const openingsBefore = yield* openingsSoFar
 
-    const place: (ref: string) => Effect.Effect<Outcome> = kind === "naive"
-      ? (ref) => naiveOrder(wire, url, ref)
+    const place: (client: number, ref: string) => Effect.Effect<Outcome> = kind === "naive"
+      ? (client, ref) => naiveOrder(wire, url, client, ref)
       : yield* Effect.map(
         ResilientHttpClient.make({
-          attemptTimeout: "1 second",
-          retry: { schedule: Backoff.fullJitter({ base: "100 millis", cap: "2 seconds" }), maxAttempts: 8 },
+          attemptTimeout: readTimeoutMillis,
+          retry: {
+            schedule: Backoff.fullJitter({ base: "100 millis", cap: "2 seconds" }),
+            maxAttempts: 8,
+            budget: { maxTokens: 100, tokenRatio: 0.5 } // one budget for every order this client places
+          },
           breaker: {
             trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 20, window: { duration: "5 seconds" } }),
             openFor: "1 second"
           }
         }).pipe(Effect.provideService(HttpClient.HttpClient, wire)),
-        (client) => (ref: string) => resilientOrder(client, url, ref)
+        (http) => (client: number, ref: string) => resilientOrder(http, url, client, ref)
       )
 
     const start = yield* Clock.currentTimeMillis
     let done = 0
-    const refs = Array.from({ length: settings.orders }, (_, i) => `order-${String(i + 1).padStart(4, "0")}`)
-    const outcomes = yield* Effect.forEach(
-      refs,
-      (ref) =>
-        Effect.tap(place(ref), () =>
-          Effect.sync(() => {
+    const perClient = assignOrders(settings.orders, settings.clients)
+    const outcomes = new Map<string, Outcome>()
+    yield* Effect.forEach(
+      perClient,
+      (refs, client) =>
+        Effect.forEach(refs, (ref) =>
+          Effect.map(place(client, ref), (outcome) => {
+            outcomes.set(ref, outcome)
             settings.onProgress(++done)
-          })),
-      { concurrency: settings.clients }
+          }), { discard: true }),
+      { concurrency: "unbounded", discard: true }
     )
     const wallMs = (yield* Clock.currentTimeMillis) - start
 
@@ -203,8 +244,7 @@ export const run = (kind: Kind, settings: Settings): Effect.Effect<Summary, unkn
     let lost = 0
     let gaveUp = 0
     let gaveUpButCreated = 0
-    outcomes.forEach((outcome, i) => {
-      const ref = refs[i]!
+    for (const [ref, outcome] of outcomes) {
       if (outcome.created) {
         if ((inDb.get(ref) ?? 0) === 0) lost++
       } else {
@@ -212,7 +252,7 @@ export const run = (kind: Kind, settings: Settings): Effect.Effect<Summary, unkn
         if ((inDb.get(ref) ?? 0) > 0) gaveUpButCreated++
         reasons[outcome.reason] = (reasons[outcome.reason] ?? 0) + 1
       }
-    })
+    }
     const total = created().length
     return {
       logical: settings.orders,
@@ -220,8 +260,9 @@ export const run = (kind: Kind, settings: Settings): Effect.Effect<Summary, unkn
       retries: counters.attempts - settings.orders,
       replays: counters.replays,
       status429: counters.status429,
-      honoured429: kind === "resilient" ? counters.status429 : 0,
+      honoured429: counters.honoured429,
       breakerOpenings: (yield* openingsSoFar) - openingsBefore,
+      injected: net.injected(),
       created: total,
       duplicates: total - inDb.size,
       lost,
@@ -236,9 +277,9 @@ export const run = (kind: Kind, settings: Settings): Effect.Effect<Summary, unkn
       NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }),
       NodeHttpClient.layerUndici,
       RateLimiterStore.layerMemory,
-      sqliteStore,
-      RetryBudget.layer({ maxTokens: 100, tokenRatio: 0.5 })
+      sqliteStore
     )),
+    // the resilient client's jitter draws from Random: seeded, so its delays repeat too
     Effect.withRandom(Random.make(`${kind}-${settings.seed}`))
   )
 

@@ -15,8 +15,9 @@ export interface ServeArgs {
   readonly leaseMillis: number
 }
 
-const usage = "usage: npm run serve -- --port <p> [--store memory|sqlite|postgres|redis] [--db <path>] " +
-  "[--rate <capacity>:<refillPerSecond>] [--lease <ms>]"
+const usage = "usage: npm run serve -- [--port <p>] [--store memory|sqlite|postgres|redis] [--db <path>] " +
+  "[--rate <capacity>:<refillPerSecond>] [--lease <ms>]\n" +
+  "Stops on SIGINT or SIGTERM: stops accepting connections, lets the requests in flight finish, exits."
 
 const fail = (message: string): never => {
   console.error(`${message}\n${usage}`)
@@ -30,10 +31,16 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     const value = argv[i + 1]
     return value === undefined || value.startsWith("--") ? fail(`--${name} needs a value`) : value
   }
-  for (const arg of argv) {
-    if (arg.startsWith("--") && !["--port", "--store", "--db", "--rate", "--lease"].includes(arg)) {
-      fail(`unknown option ${arg}`)
-    }
+  if (argv.includes("--help") || argv.includes("-h")) {
+    console.log(usage)
+    process.exit(0)
+  }
+  const options = ["--port", "--store", "--db", "--rate", "--lease"]
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!
+    if (!options.includes(arg)) fail(arg.startsWith("-") ? `unknown option ${arg}` : `unexpected argument ${arg}`)
+    if (argv.indexOf(arg) !== i) fail(`${arg} given twice`)
+    i++ // its value, checked below
   }
   const portText = get("port") ?? "8080"
   const port = /^\d{1,5}$/.test(portText) && Number(portText) <= 65535 ? Number(portText) : fail("bad --port")
