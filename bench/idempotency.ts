@@ -53,9 +53,8 @@ const load = async (port: number): Promise<number> => {
 
 const serveAndLoad = (withMiddleware: boolean, store: Layer.Layer<IdempotencyStore.IdempotencyStore, unknown>) =>
   Effect.gen(function*() {
-    const app = HttpRouter.empty.pipe(
-      HttpRouter.post("/orders", withMiddleware ? handler.pipe(IdempotencyMiddleware.make()) : handler)
-    )
+    const idempotent = yield* IdempotencyMiddleware.make()
+    const app = HttpRouter.empty.pipe(HttpRouter.post("/orders", withMiddleware ? handler.pipe(idempotent) : handler))
     yield* HttpServer.serveEffect(app)
     const server = yield* HttpServer.HttpServer
     const port = server.address._tag === "TcpAddress" ? server.address.port : 0

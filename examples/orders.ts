@@ -1,11 +1,16 @@
 /**
  * The orders service shared by `npm run serve` and `npm run demo`: how the server-side pieces compose.
  *
- * POST /orders         rate limit → idempotency → handler: 201 { id, ...body } with Location: /orders/<id>
- * GET  /orders/:id     the order, or 404 problem+json
- * GET  /orders         the orders this process created (the demo counts duplicates with it)
- * GET  /orders/count   { count }: how many orders this process's handler created
+ * POST /orders         authentication → rate limit → idempotency → handler: 201 { id, ...body } with
+ *                      Location: /orders/<id>
+ * GET  /orders/:id     the caller's order, or 404 problem+json
+ * GET  /orders         the orders this process created for the caller (the demo counts duplicates with it)
+ * GET  /orders/count   { count }: how many of them
  * GET  /health         200
+ *
+ * Who the caller is: with `apiKeys`, the customer whose `X-Api-Key` the request carries (401 without a known
+ * one) — authentication runs first, and the idempotency keys, the rate-limit quota and the orders belong to
+ * that customer. Without `apiKeys`, the address of the connection. Never an unchecked header.
  *
  * Demo fault hooks on POST /orders (query parameters; a bad value is a 400 before anything happens):
  *   ?delayMs=n         wait n ms (0 to 30 000) before doing anything
@@ -17,12 +22,20 @@
  * applies, which is why the hooks' waits are capped on their own.
  */
 import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Effect } from "effect"
-import { DeadlineMiddleware, IdempotencyMiddleware, RateLimiter, RateLimitMiddleware } from "../src/index.js"
+import { Context, Effect } from "effect"
+import {
+  ClientScope,
+  DeadlineMiddleware,
+  IdempotencyMiddleware,
+  RateLimiter,
+  RateLimitMiddleware
+} from "../src/index.js"
 
 export interface OrdersOptions {
   readonly rate: { readonly capacity: number; readonly refillPerSecond: number }
-  readonly idempotency?: IdempotencyMiddleware.Options
+  readonly idempotency?: Omit<IdempotencyMiddleware.Options, "scope">
+  /** API keys and the customer each one authenticates; without them, callers are told apart by address. */
+  readonly apiKeys?: ReadonlyMap<string, string>
   /** Runs between the network and the rest of `POST /orders` (the demo's unreliable network). */
   readonly network?: <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest>
 }
@@ -73,17 +86,54 @@ const parseHooks = (params: URLSearchParams): Hooks | { readonly invalid: string
   return { delayMs, afterCommitMs, crash, fail }
 }
 
+/** The authenticated caller, provided by the authentication middleware to everything inside it. */
+export class Customer extends Context.Tag("orders/Customer")<Customer, { readonly id: string }>() {}
+
+/**
+ * Authentication, before everything else: with `apiKeys`, a known `X-Api-Key` provides its {@link Customer}
+ * and anything else is a 401; without them, the caller is known by the address of its connection.
+ */
+const authenticate = (apiKeys: ReadonlyMap<string, string> | undefined) => {
+  const byAddress = ClientScope.address()
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, Exclude<R, Customer>> =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      if (apiKeys === undefined) {
+        return Effect.matchEffect(byAddress(request), {
+          onFailure: () =>
+            Effect.succeed(problem(500, "Internal Server Error", "the server cannot tell who is asking")),
+          onSuccess: (address) => Effect.provideService(app, Customer, { id: `address:${address}` })
+        })
+      }
+      const key = request.headers["x-api-key"]
+      const id = key === undefined ? undefined : apiKeys.get(key)
+      if (id === undefined) return Effect.succeed(problem(401, "Unauthorized", "send a valid X-Api-Key"))
+      return Effect.provideService(app, Customer, { id: `customer:${id}` })
+    })
+}
+
+/** The scope of both middlewares and the owner of the orders: the authenticated customer. */
+const scope: ClientScope.ClientScope<Customer> = () => Effect.map(Customer, (customer) => customer.id)
+
 export const makeOrdersApp = (options: OrdersOptions) =>
   Effect.gen(function*() {
-    const created: Array<Order> = []
-    const byId = new Map<string, Order>()
+    const created: Array<Order & { readonly owner: string }> = []
+    const byId = new Map<string, Order & { readonly owner: string }>()
     const prefix = process.pid.toString(36)
+    const guarded = authenticate(options.apiKeys)
+    /** The caller's orders, for the read endpoints. */
+    const mine = (f: (orders: ReadonlyArray<Order>) => HttpServerResponse.HttpServerResponse) =>
+      guarded(Effect.map(Customer, (customer) =>
+        f(
+          created.filter((order) => order.owner === customer.id).map(({ owner: _, ...order }) => order)
+        )))
 
     const createOrder = Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       const params = new URL(request.url, "http://localhost").searchParams
       const hooks = parseHooks(params)
-      if ("invalid" in hooks) return badRequest(hooks.invalid)
+      if ("invalid" in hooks) {
+        return badRequest(hooks.invalid)
+      }
       if (hooks.delayMs > 0) yield* Effect.sleep(hooks.delayMs)
       if (hooks.crash) return yield* Effect.die(new Error("the handler crashed (?crash=1)"))
       if (hooks.fail) return HttpServerResponse.text("failed on purpose (?fail=500)", { status: 500 })
@@ -91,36 +141,41 @@ export const makeOrdersApp = (options: OrdersOptions) =>
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
         return badRequest("expected a JSON object")
       }
+      const owner = (yield* Customer).id
       const order: Order = { ...body, id: `${prefix}-${created.length + 1}` }
-      created.push(order) // the commit: from here on the order exists, whatever happens to the response
-      byId.set(order.id, order)
+      created.push({ ...order, owner }) // the commit: from here on the order exists, whatever happens to the response
+      byId.set(order.id, { ...order, owner })
       if (hooks.afterCommitMs > 0) yield* Effect.sleep(hooks.afterCommitMs)
       return HttpServerResponse.unsafeJson(order, { status: 201, headers: { location: `/orders/${order.id}` } })
     })
 
-    const getOrder = Effect.map(HttpRouter.params, (params) => {
-      const order = params["id"] === undefined ? undefined : byId.get(params["id"])
-      return order === undefined
-        ? problem(404, "Not Found", `no order with id ${JSON.stringify(params["id"] ?? "")}`)
-        : HttpServerResponse.unsafeJson(order)
-    })
+    const getOrder = Effect.flatMap(HttpRouter.params, (params) =>
+      mine((orders) => {
+        const order = orders.find((o) => o.id === params["id"])
+        return order === undefined
+          ? problem(404, "Not Found", `no order with id ${JSON.stringify(params["id"] ?? "")}`)
+          : HttpServerResponse.unsafeJson(order)
+      }))
 
     const limiter = yield* RateLimiter.tokenBucket({
       capacity: options.rate.capacity,
       refillPerSecond: options.rate.refillPerSecond
     })
+    // taken once, here: every request shares the store the caller of makeOrdersApp provides
+    const idempotent = yield* IdempotencyMiddleware.make({ ...options.idempotency, scope })
     const orders = createOrder.pipe(
-      IdempotencyMiddleware.make(options.idempotency),
-      RateLimitMiddleware.make({ limiter, name: "orders" }), // outside idempotency: a 429 is never stored
+      idempotent,
+      RateLimitMiddleware.make({ limiter, name: "orders", scope }), // refuses before a key is claimed
+      guarded, // authentication first: the scopes above read the customer it provides
       options.network ?? ((app) => app)
     )
     const app = HttpRouter.empty.pipe(
       HttpRouter.post("/orders", orders),
-      HttpRouter.get("/orders", Effect.sync(() => HttpServerResponse.unsafeJson(created))),
-      HttpRouter.get("/orders/count", Effect.sync(() => HttpServerResponse.unsafeJson({ count: created.length }))),
+      HttpRouter.get("/orders", mine((orders) => HttpServerResponse.unsafeJson(orders))),
+      HttpRouter.get("/orders/count", mine((orders) => HttpServerResponse.unsafeJson({ count: orders.length }))),
       HttpRouter.get("/orders/:id", getOrder),
       HttpRouter.get("/health", HttpServerResponse.text("ok")),
       DeadlineMiddleware.make({ maxTimeout: "30 seconds" })
     )
-    return { app, created: () => created as ReadonlyArray<Order> }
+    return { app, created: (): ReadonlyArray<Order> => created.map(({ owner: _, ...order }) => order) }
   })

@@ -1,5 +1,6 @@
 /**
- * `npm run serve -- --port 8080 [--store memory|sqlite|postgres|redis] [--db orders.db] [--rate 20:5] [--lease 60000]`
+ * `npm run serve -- --port 8080 [--store memory|sqlite|postgres|redis] [--db orders.db] [--rate 20:5] [--lease 60000]
+ * [--api-keys key=customer,...]`
  *
  * Starts the orders service (examples/orders.ts) on 127.0.0.1 and prints `listening on http://127.0.0.1:<port>`.
  */
@@ -15,7 +16,8 @@ const args = parseArgs(process.argv.slice(2))
 const main = Effect.gen(function*() {
   const { app } = yield* makeOrdersApp({
     rate: { capacity: args.rate.capacity, refillPerSecond: args.rate.refill },
-    idempotency: { lease: args.leaseMillis }
+    idempotency: { lease: args.leaseMillis },
+    ...(args.apiKeys === undefined ? {} : { apiKeys: args.apiKeys })
   })
   yield* HttpServer.serveEffect(app)
   const server = yield* HttpServer.HttpServer

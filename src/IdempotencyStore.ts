@@ -19,8 +19,8 @@ import { Context, Data, type Duration, type Effect, Layer } from "effect"
 import * as internal from "./internal/idempotencyStore.js"
 
 /**
- * The parts of a response that are replayed: status, body bytes and a few headers (lower-case names;
- * `content-type` and `location` — never `set-cookie`).
+ * The parts of a response that are replayed: status, body bytes and the headers of the middleware's
+ * allow-list (lower-case names; never `set-cookie`).
  *
  * @since 0.1.0
  * @category models
@@ -36,7 +36,10 @@ export interface StoredResponse {
  * @category models
  */
 export interface ClaimRequest {
-  /** Who is asking (an API key, an account): keys of different scopes never collide. */
+  /**
+   * Who is asking: keys of different scopes never collide. The middleware passes a fixed-size digest of the
+   * client's scope, never the scope itself (which may be a credential).
+   */
   readonly scope: string
   readonly key: string
   /** A hash of what the request asks for (method, path, body). */
@@ -88,11 +91,20 @@ export class IdempotencyStoreError extends Data.TaggedError("IdempotencyStoreErr
 }
 
 /**
+ * A bounded store (the memory store's `maxRecords`) is full of live records: a new key cannot be claimed
+ * until some expire. Keys it already holds are still answered. The middleware answers 503 with Retry-After.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class IdempotencyStoreFull extends internal.IdempotencyStoreFull {}
+
+/**
  * @since 0.1.0
  * @category models
  */
 export interface Store {
-  readonly claim: (request: ClaimRequest) => Effect.Effect<ClaimResult, IdempotencyStoreError>
+  readonly claim: (request: ClaimRequest) => Effect.Effect<ClaimResult, IdempotencyStoreError | IdempotencyStoreFull>
   /** Stores the response; `false` when `ref` no longer owns the claim (it was taken over or expired). */
   readonly complete: (
     ref: ClaimRef,
@@ -114,16 +126,56 @@ export interface Store {
 export class IdempotencyStore extends Context.Tag("effect-resilience/IdempotencyStore")<IdempotencyStore, Store>() {}
 
 /**
- * An in-memory store for one process. Expired records are removed a few at a time on each call, in
- * expiry order from a binary heap: O(log n) per call, never a sweep of every key.
+ * Options of the memory store.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface MemoryOptions {
+  /**
+   * Records kept at most (in progress or completed, until they expire); default 10,000. When every one is
+   * live, a claim of a new key fails with {@link IdempotencyStoreFull} (the middleware answers 503): a live
+   * claim or a stored response is never dropped to make room, since either would let a handler run twice.
+   * Memory is bounded by `maxRecords` × the middleware's `maxResponseBytes` (plus ~200 bytes a record).
+   */
+  readonly maxRecords?: number
+}
+
+/**
+ * An in-memory store for one process, bounded by `maxRecords` (see {@link MemoryOptions}). Expired records
+ * are removed a few at a time on each call, in expiry order from a binary heap: O(log n) per call, never a
+ * sweep of every key (and all expired ones before a full store refuses a key). Throws
+ * `IllegalArgumentException` for invalid options.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = internal.makeMemory
+export const makeMemoryWith: (
+  options?: MemoryOptions
+) => Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = internal.makeMemory
 
 /**
+ * The memory store with the default options.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const makeMemory: Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = internal.makeMemory()
+
+/**
+ * The memory store with the default options, built once per layer build: provide it where the server is
+ * built, once (`IdempotencyMiddleware.make` takes the store when it runs).
+ *
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<IdempotencyStore> = Layer.effect(IdempotencyStore, internal.makeMemory)
+export const layerMemory: Layer.Layer<IdempotencyStore> = Layer.effect(IdempotencyStore, makeMemory)
+
+/**
+ * The memory store with options. Throws `IllegalArgumentException` for invalid options.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<IdempotencyStore> =>
+  Layer.effect(IdempotencyStore, internal.makeMemory(options))

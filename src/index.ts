@@ -17,6 +17,8 @@ export * as Bulkhead from "./Bulkhead.js"
 /** @since 0.1.0 */
 export * as Chaos from "./http/Chaos.js"
 /** @since 0.1.0 */
+export * as ClientScope from "./http/ClientScope.js"
+/** @since 0.1.0 */
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 0.1.0 */
 export * as Consumer from "./queue/Consumer.js"

@@ -1,9 +1,9 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpClient, HttpClientRequest, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Layer, TestClock } from "effect"
+import { Data, Deferred, Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { post, rawStatus, send, serve, TestServer } from "./support/httpServer.js"
+import { asClient, post, rawStatus, send, serve, TestServer } from "./support/httpServer.js"
 
 /** An orders endpoint that counts how often its handler really ran. */
 const makeOrders = (
@@ -47,7 +47,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("runs the first request and replays it for the same key", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       const first = yield* post("/orders", { key: "k-1", body: { sku: "BOOK-1" } })
       const again = yield* post("/orders", { key: "k-1", body: { sku: "BOOK-1" } })
       expect(first.status).toBe(201)
@@ -66,7 +66,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("accepts the key as a Structured Fields string or a bare token (the same key)", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       yield* post("/orders", { key: "\"abc-123\"" })
       const bare = yield* post("/orders", { key: "abc-123" })
       expect(bare.headers["idempotent-replayed"]).toBe("true")
@@ -76,7 +76,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("answers 400 problem+json for a missing, empty, too long or non-ASCII key", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       for (const key of [undefined, "", "   ", "x".repeat(256), "\"unterminated", "two words"]) {
         const reply = yield* post("/orders", key === undefined ? {} : { key })
         expect(reply.status, `key ${JSON.stringify(key)}`).toBe(400)
@@ -97,7 +97,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("answers 422 when the key is reused with another body or path", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       yield* post("/orders", { key: "k", body: { qty: 1 } })
       const other = yield* post("/orders", { key: "k", body: { qty: 9 } })
       expect(other.status).toBe(422)
@@ -108,7 +108,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("answers 409 with Retry-After while the first request is still running", () =>
     withServer(Effect.gen(function*() {
       const { entered, gate, orders } = yield* gatedOrders
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       const first = yield* Effect.fork(post("/orders", { key: "slow" }))
       yield* Deferred.await(entered)
       const second = yield* post("/orders", { key: "slow" })
@@ -123,7 +123,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("50 simultaneous duplicates run the handler once; every answer is 201 or 409", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       const replies = yield* Effect.forEach(
         Array.from({ length: 50 }, () => post("/orders", { key: "dup", body: { sku: "A" } })),
         (request) => request,
@@ -135,23 +135,39 @@ describe("IdempotencyMiddleware", () => {
       expect(new Set(created.map((r) => r.body)).size).toBe(1)
     })))
 
-  it.scoped("a handler defect releases the claim so a retry runs again", () =>
+  it.scoped("a handler defect is stored as the 500 the server answered: it may have committed first", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders((n) =>
         n === 1 ? Effect.die("crash") : Effect.succeed(HttpServerResponse.unsafeJson({ id: n }, { status: 201 }))
       )
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       expect((yield* post("/orders", { key: "crashy" })).status).toBe(500)
       const retry = yield* post("/orders", { key: "crashy" })
+      expect(retry.status).toBe(500)
+      expect(retry.headers["idempotent-replayed"]).toBe("true")
+      expect(orders.runs()).toBe(1)
+    })))
+
+  it.scoped("a typed failure says the handler did nothing: the key is released and a retry runs again", () =>
+    withServer(Effect.gen(function*() {
+      class Unavailable extends Data.TaggedError("Unavailable") {}
+      let runs = 0
+      const handler = Effect.suspend(() =>
+        ++runs === 1 ? Effect.fail(new Unavailable()) : Effect.succeed(HttpServerResponse.text("ok", { status: 201 }))
+      )
+      const idempotent = yield* IdempotencyMiddleware.make()
+      yield* serve(HttpRouter.empty.pipe(HttpRouter.post("/orders", handler.pipe(idempotent))))
+      expect((yield* post("/orders", { key: "typed" })).status).toBe(500)
+      const retry = yield* post("/orders", { key: "typed" })
       expect(retry.status).toBe(201)
       expect(retry.headers["idempotent-replayed"]).toBeUndefined()
-      expect(orders.runs()).toBe(2)
+      expect(runs).toBe(2)
     })))
 
   it.scoped("5xx responses are stored and replayed by default", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders(() => Effect.succeed(HttpServerResponse.text("boom", { status: 500 })))
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       yield* post("/orders", { key: "five" })
       const replay = yield* post("/orders", { key: "five" })
       expect(replay.status).toBe(500)
@@ -163,10 +179,10 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("storeServerErrors: false releases the key on 5xx", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders((n) =>
-        Effect.succeed(HttpServerResponse.text(`attempt ${n}`, { status: n === 1 ? 503 : 201 }))
+        Effect.succeed(HttpServerResponse.text(`attempt ${n}`, { status: n === 1 ? 500 : 201 }))
       )
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make({ storeServerErrors: false })))
-      expect((yield* post("/orders", { key: "k" })).status).toBe(503)
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make({ storeServerErrors: false })))
+      expect((yield* post("/orders", { key: "k" })).status).toBe(500)
       expect((yield* post("/orders", { key: "k" })).status).toBe(201)
       expect((yield* post("/orders", { key: "k" })).headers["idempotent-replayed"]).toBe("true")
       expect(orders.runs()).toBe(2)
@@ -175,7 +191,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("bodies over maxBodyBytes get 413 and never reach the handler", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make({ maxBodyBytes: 100 })))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make({ maxBodyBytes: 100 })))
       const big = yield* post("/orders", { key: "big", body: { blob: "x".repeat(200) } })
       expect(big.status).toBe(413)
       // no Content-Length: the body is chunked, and the read stops once it is too large
@@ -188,15 +204,16 @@ describe("IdempotencyMiddleware", () => {
       expect(orders.runs()).toBe(0)
     })))
 
-  it.scoped("other methods pass through; keys are scoped per client", () =>
+  it.scoped("other methods pass through; keys are scoped per client address", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       expect((yield* send(HttpClientRequest.get("/orders"))).body).toBe("list")
-      const alice = yield* post("/orders", { key: "same", headers: { "x-api-key": "alice" } })
-      const bob = yield* post("/orders", { key: "same", headers: { "x-api-key": "bob" } })
-      expect(alice.headers["idempotent-replayed"]).toBeUndefined()
-      expect(bob.headers["idempotent-replayed"]).toBeUndefined()
+      const first = yield* post("/orders", { key: "same", body: { sku: "A" } })
+      const other = yield* post("/orders", { key: "same", body: { sku: "A" } }).pipe(asClient("127.0.0.2"))
+      expect(first.headers["idempotent-replayed"]).toBeUndefined()
+      expect(other.headers["idempotent-replayed"]).toBeUndefined()
+      expect(JSON.parse(other.body).id).toBe(2)
       expect(orders.runs()).toBe(2)
     })))
 
@@ -206,7 +223,7 @@ describe("IdempotencyMiddleware", () => {
       const orders = makeOrders(() =>
         Effect.succeed(HttpServerResponse.uint8Array(bytes, { status: 200, contentType: "application/octet-stream" }))
       )
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       const fetchBytes = Effect.flatMap(HttpClient.HttpClient, (client) =>
         Effect.scoped(Effect.flatMap(
           client.execute(HttpClientRequest.post("/orders").pipe(HttpClientRequest.setHeader("idempotency-key", "bin"))),
@@ -222,7 +239,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("completed keys expire after the TTL", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make({ ttl: "1 hour" })))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make({ ttl: "1 hour" })))
       yield* post("/orders", { key: "ttl" })
       yield* TestClock.adjust("59 minutes")
       expect((yield* post("/orders", { key: "ttl" })).headers["idempotent-replayed"]).toBe("true")
@@ -279,7 +296,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("a live handler renews its lease, so a slow request is not taken over", () =>
     withServer(Effect.gen(function*() {
       const { entered, gate, orders } = yield* gatedOrders
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make({ lease: "3 seconds" })))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make({ lease: "3 seconds" })))
       const first = yield* Effect.fork(post("/orders", { key: "slow" }))
       yield* Deferred.await(entered)
       for (let i = 0; i < 10; i++) yield* TestClock.adjust("1 second")
@@ -292,7 +309,7 @@ describe("IdempotencyMiddleware", () => {
   it.scoped("fails closed with 503 when the store is down: the handler does not run", () =>
     Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       const reply = yield* post("/orders", { key: "down" })
       expect(reply.status).toBe(503)
       expect(reply.headers["retry-after"]).toBe("1")
@@ -315,7 +332,7 @@ describe("IdempotencyMiddleware", () => {
           HttpServerRequest.HttpServerRequest,
           (request) => Effect.zipRight(Effect.orDie(request.text), app)
         )
-      const app = orders.router.pipe(HttpRouter.prefixAll("/api"), IdempotencyMiddleware.make(), readFirst)
+      const app = orders.router.pipe(HttpRouter.prefixAll("/api"), yield* IdempotencyMiddleware.make(), readFirst)
       yield* serve(app)
       const first = yield* post("/api/orders", { key: "prefixed", body: { sku: "A" } })
       expect(first.status).toBe(201)

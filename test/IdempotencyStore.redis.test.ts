@@ -45,7 +45,7 @@ describeRedis("IdempotencyStore/Redis", () => {
   it.scoped("the middleware over Redis runs the first request and replays duplicates", () =>
     Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       const key = fresh("mw")
       // simultaneous duplicates: one runs, the others get 201 (replay) or 409 (still running)
       const racing = yield* Effect.all(
@@ -76,7 +76,8 @@ describeRedis("IdempotencyStore/Redis", () => {
       const port = yield* Effect.promise(closedPort)
       const orders = makeOrders()
       const down = IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make())).pipe(Effect.provide(down))
+      const idempotent = yield* IdempotencyMiddleware.make().pipe(Effect.provide(down))
+      yield* serve(orders.router.pipe(idempotent))
       const reply = yield* post("/orders", { key: fresh("down") })
       expect(reply.status).toBe(503)
       expect(reply.headers["retry-after"]).toBe("1")
@@ -91,8 +92,8 @@ describeRedis("IdempotencyStore/Redis", () => {
       )
       const request = { scope: "s", key: "k", fingerprint: "f", ttl: Duration.hours(1), lease: Duration.seconds(10) }
       const error = yield* Effect.flip(store.claim(request))
-      expect(error._tag).toBe("IdempotencyStoreError")
-      expect(error.operation).toBe("claim")
+      expect(error).toBeInstanceOf(IdempotencyStore.IdempotencyStoreError)
+      expect((error as IdempotencyStore.IdempotencyStoreError).operation).toBe("claim")
       const ref = { scope: "s", key: "k", token: "t" }
       const body = new Uint8Array()
       expect((yield* Effect.flip(store.complete(ref, { status: 200, headers: {}, body }, Duration.hours(1)))).operation)
@@ -157,8 +158,8 @@ describeRedis("IdempotencyStore/Redis", () => {
         })
       )
       const corrupt = yield* Effect.flip(store.claim(request(badHeaders)))
-      expect(corrupt._tag).toBe("IdempotencyStoreError")
-      expect(corrupt.operation).toBe("claim")
+      expect(corrupt).toBeInstanceOf(IdempotencyStore.IdempotencyStoreError)
+      expect((corrupt as IdempotencyStore.IdempotencyStoreError).operation).toBe("claim")
     }).pipe(Effect.provide(layer)))
 
   it.effect("a client passed in is used as it is and stays open after the layer is released", () =>

@@ -265,7 +265,7 @@ describe("IdempotencyMiddleware over SQL", () => {
   it.scoped("SQLite end to end: one run, replays, concurrent duplicates", () =>
     Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make()))
+      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
       const first = yield* post("/orders", { key: "k-1", body: { sku: "BOOK-1" } })
       const again = yield* post("/orders", { key: "k-1", body: { sku: "BOOK-1" } })
       expect(first.status).toBe(201)
@@ -290,9 +290,10 @@ describe("IdempotencyMiddleware over SQL", () => {
     Effect.gen(function*() {
       const store = yield* sqliteClosed(freshTable())
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make())).pipe(
+      const idempotent = yield* IdempotencyMiddleware.make().pipe(
         Effect.provideService(IdempotencyStore.IdempotencyStore, store)
       )
+      yield* serve(orders.router.pipe(idempotent))
       const reply = yield* post("/orders", { key: "down" })
       expect(reply.status).toBe(503)
       expect(reply.headers["retry-after"]).toBe("1")
@@ -368,16 +369,17 @@ describePg("IdempotencyStore/Sql (PostgreSQL)", () => {
       const orders = makeOrders()
       const live = yield* IdempotencyStoreSql.make({ table })
       let current: IdempotencyStore.Store = live
-      // the middleware reads the store per request: swap it for one whose pool was closed
+      // the middleware holds this store: swap what it delegates to for one whose pool was closed
       const swappable: IdempotencyStore.Store = {
         claim: (request) => current.claim(request),
         complete: (ref, response, ttl) => current.complete(ref, response, ttl),
         renew: (ref, lease) => current.renew(ref, lease),
         release: (ref) => current.release(ref)
       }
-      yield* serve(orders.router.pipe(IdempotencyMiddleware.make())).pipe(
+      const idempotent = yield* IdempotencyMiddleware.make().pipe(
         Effect.provideService(IdempotencyStore.IdempotencyStore, swappable)
       )
+      yield* serve(orders.router.pipe(idempotent))
       yield* post("/orders", { key: "pg", body: { n: 1 } })
       const replay = yield* post("/orders", { key: "pg", body: { n: 1 } })
       expect(replay.headers["idempotent-replayed"]).toBe("true")

@@ -12,7 +12,7 @@ import {
   RateLimitHeaders,
   RateLimitMiddleware
 } from "../src/index.js"
-import { post, send, serve, TestServer, untilSleeping } from "./support/httpServer.js"
+import { asClient, post, send, serve, TestServer, untilSleeping } from "./support/httpServer.js"
 
 const hello = HttpRouter.empty.pipe(HttpRouter.get("/", HttpServerResponse.text("hello")))
 
@@ -55,22 +55,31 @@ describe("RateLimitMiddleware", () => {
       expect((yield* send(HttpClientRequest.get("/"))).status).toBe(200)
     }).pipe(Effect.provide(Layer.merge(TestServer, RateLimiterStore.layerMemory))))
 
-  it.scoped("limits each client separately", () =>
+  it.scoped("limits each client separately, by address: a header the client chooses changes nothing", () =>
     Effect.gen(function*() {
-      const limiter = yield* RateLimiter.fixedWindow({ limit: 1, window: "1 minute" })
+      const limiter = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 0.001 })
       yield* serve(hello.pipe(RateLimitMiddleware.make({ limiter })))
-      const as = (key: string) => send(HttpClientRequest.get("/").pipe(HttpClientRequest.setHeader("x-api-key", key)))
-      expect((yield* as("alice")).status).toBe(200)
-      expect((yield* as("alice")).status).toBe(429)
-      expect((yield* as("bob")).status).toBe(200)
+      // rotating X-Api-Key values admitted 6 of 6 through a 2-token bucket before
+      const statuses: Array<number> = []
+      for (let i = 0; i < 6; i++) {
+        const reply = yield* send(HttpClientRequest.get("/").pipe(HttpClientRequest.setHeader("x-api-key", `k${i}`)))
+        statuses.push(reply.status)
+      }
+      expect(statuses).toEqual([200, 200, 429, 429, 429, 429])
+      // another client (another address) has its own quota, and cannot drain this one's by naming it
+      const spoof = HttpClientRequest.get("/").pipe(
+        HttpClientRequest.setHeaders({ "x-api-key": "127.0.0.1", "x-forwarded-for": "127.0.0.1" })
+      )
+      expect((yield* send(spoof).pipe(asClient("127.0.0.3"))).status).toBe(200)
     }).pipe(Effect.provide(Layer.merge(TestServer, RateLimiterStore.layerMemory))))
 
   it.scoped("before idempotency, a 429 is never stored under the key", () =>
     Effect.gen(function*() {
       let runs = 0
       const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1 })
+      const idempotent = yield* IdempotencyMiddleware.make()
       const orders = Effect.sync(() => HttpServerResponse.unsafeJson({ id: ++runs }, { status: 201 })).pipe(
-        IdempotencyMiddleware.make(),
+        idempotent,
         RateLimitMiddleware.make({ limiter })
       )
       yield* serve(HttpRouter.empty.pipe(HttpRouter.post("/orders", orders)))

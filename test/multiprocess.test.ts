@@ -88,9 +88,16 @@ describeWith(["redis"], "three serve processes sharing a Redis token bucket", ()
       Effect.gen(function*() {
         const capacity = 20
         const rate = 10
-        const servers = yield* startMany(3, ["--store", "redis", "--rate", `${capacity}:${rate}`])
+        const client = `bucket-${randomUUID()}` // a fresh bucket: a new customer, authenticated by its API key
+        const servers = yield* startMany(3, [
+          "--store",
+          "redis",
+          "--rate",
+          `${capacity}:${rate}`,
+          "--api-keys",
+          `${client}=${client}`
+        ])
         const urls = servers.map((s) => s.url)
-        const client = `bucket-${randomUUID()}` // a fresh bucket (keyed by the client's API key)
         const started = performance.now()
         const until = started + 3_000
         let admitted = 0

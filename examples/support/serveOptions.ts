@@ -13,10 +13,12 @@ export interface ServeArgs {
   readonly rate: { readonly capacity: number; readonly refill: number }
   /** How long a claim of a crashed process blocks its key (the idempotency lease), in milliseconds. */
   readonly leaseMillis: number
+  /** `--api-keys key=customer,...`: authenticate callers by `X-Api-Key`; without it, by address. */
+  readonly apiKeys: ReadonlyMap<string, string> | undefined
 }
 
 const usage = "usage: npm run serve -- [--port <p>] [--store memory|sqlite|postgres|redis] [--db <path>] " +
-  "[--rate <capacity>:<refillPerSecond>] [--lease <ms>]\n" +
+  "[--rate <capacity>:<refillPerSecond>] [--lease <ms>] [--api-keys <key>=<customer>,...]\n" +
   "Stops on SIGINT or SIGTERM: stops accepting connections, lets the requests in flight finish, exits."
 
 const fail = (message: string): never => {
@@ -35,7 +37,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     console.log(usage)
     process.exit(0)
   }
-  const options = ["--port", "--store", "--db", "--rate", "--lease"]
+  const options = ["--port", "--store", "--db", "--rate", "--lease", "--api-keys"]
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
     if (!options.includes(arg)) fail(arg.startsWith("-") ? `unknown option ${arg}` : `unexpected argument ${arg}`)
@@ -53,7 +55,23 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     : fail("bad --rate, expected <capacity>:<refillPerSecond>, e.g. 20:5")
   const leaseText = get("lease") ?? "60000"
   const leaseMillis = /^\d{1,9}$/.test(leaseText) && Number(leaseText) > 0 ? Number(leaseText) : fail("bad --lease")
-  return { port, store: store as ServeArgs["store"], db: get("db") ?? "orders-idempotency.db", rate, leaseMillis }
+  const keysText = get("api-keys")
+  const apiKeys = keysText === undefined ? undefined : new Map(
+    keysText.split(",").map((pair) => {
+      const [key, customer, ...rest] = pair.split("=")
+      return key && customer && rest.length === 0
+        ? [key, customer] as const
+        : fail("bad --api-keys, expected <key>=<customer>,... e.g. k1=alice,k2=bob")
+    })
+  )
+  return {
+    port,
+    store: store as ServeArgs["store"],
+    db: get("db") ?? "orders-idempotency.db",
+    rate,
+    leaseMillis,
+    apiKeys
+  }
 }
 
 export const databaseUrl = () => process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"

@@ -1,37 +1,52 @@
 /**
  * Server middleware that makes `POST` (and `PATCH`) safe to retry: the first request with an
- * `Idempotency-Key` runs; every later request with the same key gets the stored response back instead
- * of running again. Semantics follow the IETF Idempotency-Key draft (-07) and Stripe's documented behaviour:
+ * `Idempotency-Key` runs; every later request with the same key, from the same client, gets the stored
+ * response back instead of running again. Semantics follow the IETF Idempotency-Key draft and Stripe's
+ * documented behaviour:
  *
  * | situation | answer |
  * |---|---|
  * | key missing, empty, longer than `maxKeyLength` or not printable ASCII | 400 problem+json |
  * | body larger than `maxBodyBytes` | 413 problem+json |
- * | first request with the key | the handler runs; its response is stored |
+ * | first request with the key | the handler runs; its answer is stored (see below) |
  * | same key while the first is still running | 409 problem+json, `Retry-After: 1` |
- * | same key, different method/path/body | 422 problem+json |
- * | same key after completion | the stored status, body, content-type and location, `Idempotent-Replayed: true` |
+ * | same key, different method, target (path and query) or body | 422 problem+json |
+ * | same key after completion | the stored status, body and allow-listed headers, `Idempotent-Replayed: true` |
  * | the store fails | 503 problem+json, `Retry-After: 1`; the handler does not run |
+ * | a full memory store and a new key | 503 problem+json, `Retry-After: 60`; the handler does not run |
+ * | no client identity (see `scope`) | 500 problem+json; the handler does not run |
  *
- * The claim is atomic and happens **before** the handler runs. If the handler dies or is interrupted the
- * claim is released, so a retry runs again. 5xx responses are stored and replayed by default (Stripe's
- * choice); `storeServerErrors: false` releases the key instead. Completed keys are kept for `ttl`
- * (default 24 hours). A claim whose process crashed is taken over once its lease (default 60 s) runs out;
- * a live handler renews its lease every `lease / 3`, so only dead owners lose their claims.
+ * **Once started, a handler runs to its end.** The claim is atomic and taken before the handler starts. The
+ * handler then runs in a fiber of its own: a client that closes its connection, or a deadline that passes,
+ * ends only the *wait* for it, never the handler, and its answer is stored for the retry. While it runs, its
+ * lease is renewed every `lease / 3`, so another request is only let in when its process died. The key is
+ * released (a retry runs the handler again) only when the handler failed with a typed error (it reports
+ * that it did nothing) or answered a status that is not stored. A defect is stored as the 500 the server
+ * answered (unless `storeServerErrors` is off).
+ *
+ * **What is stored**: what the handler answered is the answer, errors included (Stripe's rule: it may have
+ * had effects), except 429 and 503 (they ask the client to come back), other 5xx when `storeServerErrors` is
+ * `false`, and statuses `storeStatus` refuses. A body larger than `maxResponseBytes` (or one that is not
+ * bytes, e.g. form data) is answered in full but stored without it: both the answer and its replays say
+ * `Idempotent-Replay-Body: omitted`. Completed keys are kept for `ttl` (default 24 hours).
+ *
+ * **Client scope**: keys belong to a client, by default the address of the connection (see
+ * {@link ClientScope}); stores keep only a digest of the scope. Authentication must run before this middleware
+ * when the scope comes from the principal.
  *
  * @since 0.1.0
  */
 import type { HttpApp } from "@effect/platform"
-import { HttpServerRequest } from "@effect/platform"
-import type { Duration } from "effect"
+import type { Duration, Effect, Redacted } from "effect"
 import type { IdempotencyStore } from "../IdempotencyStore.js"
 import * as internal from "../internal/idempotencyMiddleware.js"
+import type { ClientScope } from "./ClientScope.js"
 
 /**
  * @since 0.1.0
  * @category models
  */
-export interface Options {
+export interface Options<R = never> {
   /** Methods the middleware guards. Default `["POST", "PATCH"]`; others pass straight through. */
   readonly methods?: ReadonlyArray<string>
   /** Default `"Idempotency-Key"`. Accepted as a Structured Fields string (`"abc"`) or a bare token. */
@@ -40,46 +55,81 @@ export interface Options {
   readonly required?: boolean
   /** Default 255. */
   readonly maxKeyLength?: number
-  /** Default 1 MiB. Larger bodies get 413 (they are buffered to fingerprint and replay them). */
+  /** Default 1 MiB. Larger bodies get 413 (they are buffered to fingerprint them and hand them to the handler). */
   readonly maxBodyBytes?: number
+  /**
+   * The largest response body stored for replays; default 64 KiB. A larger one is answered in full but
+   * replayed without its body (`Idempotent-Replay-Body: omitted`). Stores hold at most this per key.
+   */
+  readonly maxResponseBytes?: number
   /** How long completed keys are remembered. Default 24 hours. */
   readonly ttl?: Duration.DurationInput
   /** How long an unrenewed claim is honoured before another request may take it over. Default 60 seconds. */
   readonly lease?: Duration.DurationInput
-  /** Store and replay 5xx responses (default `true`); `false` releases the key so a retry runs again. */
+  /** Store and replay 5xx answers other than 503 (default `true`); `false` releases the key instead. */
   readonly storeServerErrors?: boolean
   /**
-   * Who the key belongs to, so two clients can never collide. Default: the `X-Api-Key` header, else the
-   * remote address.
+   * Which of the handler's statuses are stored, beside the rules above (429 and 503 never are). A status
+   * refused here releases the key, so a retry runs the handler again: refuse only statuses your handler
+   * answers before doing anything (e.g. a 400 of its own validation). Default: every status.
    */
-  readonly scope?: (request: HttpServerRequest.HttpServerRequest) => string
+  readonly storeStatus?: (status: number) => boolean
+  /** More response headers to replay, beside the default allow-list (`Set-Cookie` is refused). */
+  readonly replayHeaders?: ReadonlyArray<string>
+  /**
+   * Who the key belongs to, so two clients never share a key. Default: `ClientScope.address()`, the
+   * connection's address; behind proxies `ClientScope.address({ trustedProxies })`; with authentication a
+   * function that reads the principal (an effect that may require the service your authentication provides).
+   */
+  readonly scope?: ClientScope<R>
+  /**
+   * A server secret: stores then keep an HMAC-SHA-256 of each scope instead of a plain SHA-256 (which
+   * someone who reads the store could reverse for low-entropy scopes, such as addresses, by trying them all).
+   */
+  readonly scopeSecret?: Redacted.Redacted<string> | string
 }
 
 /**
- * Builds the middleware. Throws `IllegalArgumentException` for invalid options.
+ * A middleware built by {@link make}: the store is in it already.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => HttpApp.Default<E, R1 | R>
+
+/**
+ * Builds the middleware, taking the {@link IdempotencyStore} **once**: run it where the server is built and
+ * provide the store there, so every request shares it (a store provided per request would remember nothing).
+ * Throws `IllegalArgumentException` for invalid options when called.
  *
  * @example
  * ```ts
- * import { HttpRouter, HttpServerResponse } from "@effect/platform"
- * import { Layer } from "effect"
+ * import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
+ * import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
+ * import { Effect, Layer } from "effect"
+ * import { createServer } from "node:http"
  * import { IdempotencyMiddleware, IdempotencyStore } from "effect-resilience"
  *
  * const router = HttpRouter.empty.pipe(
  *   HttpRouter.post("/orders", HttpServerResponse.json({ id: 1 }, { status: 201 }))
  * )
  *
- * const app = router.pipe(IdempotencyMiddleware.make({ ttl: "24 hours" }))
- * const store = IdempotencyStore.layerMemory // or a SQL / Redis store shared by many processes
+ * const ServerLive = Layer.unwrapEffect(Effect.gen(function*() {
+ *   const idempotent = yield* IdempotencyMiddleware.make({ ttl: "24 hours" })
+ *   return HttpServer.serve(router.pipe(idempotent))
+ * })).pipe(
+ *   Layer.provide(IdempotencyStore.layerMemory), // once, for the whole server
+ *   Layer.provide(NodeHttpServer.layer(createServer, { port: 8080 }))
+ * )
+ *
+ * Layer.launch(ServerLive).pipe(NodeRuntime.runMain)
  * ```
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make: (
-  options?: Options
-) => <E, R>(
-  app: HttpApp.Default<E, R>
-) => HttpApp.Default<E, R | IdempotencyStore | HttpServerRequest.HttpServerRequest> = internal.make
+export const make: <R = never>(options?: Options<R>) => Effect.Effect<Middleware<R>, never, IdempotencyStore> =
+  internal.make
 
 /**
  * The response header set on replays.
@@ -88,3 +138,20 @@ export const make: (
  * @category constants
  */
 export const replayedHeader = "idempotent-replayed"
+
+/**
+ * The response header that says a response is (or will be) replayed without its body, with the value
+ * `omitted`: it was larger than `maxResponseBytes`, or not bytes.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const bodyOmittedHeader: string = internal.bodyOmittedHeader
+
+/**
+ * The response headers replayed by default, beside the status and the body.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultReplayHeaders: ReadonlyArray<string> = internal.defaultReplayHeaders

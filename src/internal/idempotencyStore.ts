@@ -1,6 +1,14 @@
-import { Clock, Duration, Effect } from "effect"
-import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../IdempotencyStore.js"
+import { Clock, Data, Duration, Effect } from "effect"
+import type { ClaimRef, ClaimRequest, ClaimResult, MemoryOptions, Store, StoredResponse } from "../IdempotencyStore.js"
 import { MinHeap } from "./heap.js"
+import * as validate from "./validate.js"
+
+/** Defined here, re-exported by the public module: internal files never import values from public ones. */
+export class IdempotencyStoreFull extends Data.TaggedError("IdempotencyStoreFull")<{ readonly maxRecords: number }> {
+  override get message(): string {
+    return `idempotency store full: ${this.maxRecords} live records`
+  }
+}
 
 interface Record {
   readonly fingerprint: string
@@ -22,7 +30,14 @@ interface Expiry {
 /** Expired records removed per call at most: keeps every call O(log n) while still draining backlogs. */
 const EVICT_PER_CALL = 16
 
-export const makeMemory = Effect.sync(() => {
+export const makeMemory = (options: MemoryOptions = {}) => {
+  const maxRecords = validate.positiveInt("IdempotencyStore memory maxRecords", options.maxRecords ?? 10_000, {
+    allowInfinity: true
+  })
+  return Effect.sync(() => build(maxRecords))
+}
+
+const build = (maxRecords: number) => {
   const records = new Map<string, Record>()
   const expiries = new MinHeap<Expiry>()
   let tokens = 0
@@ -35,8 +50,8 @@ export const makeMemory = Effect.sync(() => {
     expiries.push({ at: Math.max(record.expiresAt, record.leaseUntil), id, version: record.version })
   }
 
-  const evict = (now: number) => {
-    for (let i = 0; i < EVICT_PER_CALL; i++) {
+  const evict = (now: number, limit = EVICT_PER_CALL) => {
+    for (let i = 0; i < limit; i++) {
       const next = expiries.peek()
       if (next === undefined || next.at > now) return
       expiries.pop()
@@ -49,7 +64,7 @@ export const makeMemory = Effect.sync(() => {
 
   const claim = (request: ClaimRequest) =>
     Clock.clockWith((clock) =>
-      Effect.sync((): ClaimResult => {
+      Effect.suspend((): Effect.Effect<ClaimResult, IdempotencyStoreFull> => {
         const now = clock.unsafeCurrentTimeMillis()
         evict(now)
         const id = idOf(request.scope, request.key)
@@ -57,10 +72,16 @@ export const makeMemory = Effect.sync(() => {
         const ttl = Duration.toMillis(request.ttl)
         const lease = Duration.toMillis(request.lease)
         if (existing !== undefined && existing.expiresAt > now) {
-          if (existing.fingerprint !== request.fingerprint) return { _tag: "Mismatch" }
-          if (existing.response !== undefined) return { _tag: "Completed", response: existing.response }
-          if (existing.leaseUntil > now) return { _tag: "InProgress" }
+          if (existing.fingerprint !== request.fingerprint) return Effect.succeed({ _tag: "Mismatch" })
+          if (existing.response !== undefined) {
+            return Effect.succeed({ _tag: "Completed", response: existing.response })
+          }
+          if (existing.leaseUntil > now) return Effect.succeed({ _tag: "InProgress" })
           // the owner stopped renewing its lease: take the claim over with a new fencing token
+        } else if (records.size >= maxRecords) {
+          // a new record: make room from expired ones only, never from live claims or stored responses
+          evict(now, Infinity)
+          if (records.size >= maxRecords) return Effect.fail(new IdempotencyStoreFull({ maxRecords }))
         }
         const token = `m${++tokens}`
         const record: Record = {
@@ -73,7 +94,7 @@ export const makeMemory = Effect.sync(() => {
         }
         records.set(id, record)
         schedule(id, record)
-        return { _tag: "Claimed", token }
+        return Effect.succeed({ _tag: "Claimed", token })
       })
     )
 
@@ -120,4 +141,4 @@ export const makeMemory = Effect.sync(() => {
     size: Effect.sync(() => records.size)
   }
   return store
-})
+}

@@ -1,6 +1,6 @@
 import { HttpClient, HttpClientRequest, HttpServer } from "@effect/platform"
 import type { HttpApp } from "@effect/platform"
-import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
+import { NodeHttpClient, NodeHttpServer, Undici } from "@effect/platform-node"
 import { Chunk, Effect, Layer, TestClock } from "effect"
 import { createServer } from "node:http"
 import { connect } from "node:net"
@@ -69,3 +69,21 @@ export const untilSleeping = Effect.gen(function*() {
   }
   return yield* Effect.die(new Error("nothing started sleeping on the TestClock"))
 })
+
+/**
+ * Runs `effect` as another client: its `HttpClient` (relative URLs, like `TestServer`'s) connects to the test
+ * server from `localAddress`, another loopback address (Linux answers on all of 127.0.0.0/8).
+ */
+export const asClient = (localAddress: string) => <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.gen(function*() {
+    const server = yield* HttpServer.HttpServer
+    const port = server.address._tag === "TcpAddress" ? server.address.port : 0
+    const agent = yield* Effect.acquireRelease(
+      Effect.sync(() => new Undici.Agent({ localAddress })),
+      (a) => Effect.promise(() => a.close())
+    )
+    const client = NodeHttpClient.makeUndici(agent).pipe(
+      HttpClient.mapRequest(HttpClientRequest.prependUrl(`http://127.0.0.1:${port}`))
+    )
+    return yield* Effect.provideService(effect, HttpClient.HttpClient, client)
+  })
