@@ -97,7 +97,13 @@ export class IdempotencyStoreError extends Data.TaggedError("IdempotencyStoreErr
  * @since 0.1.0
  * @category errors
  */
-export class IdempotencyStoreFull extends internal.IdempotencyStoreFull {}
+export const IdempotencyStoreFull: typeof internal.IdempotencyStoreFull = internal.IdempotencyStoreFull
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type IdempotencyStoreFull = internal.IdempotencyStoreFull
 
 /**
  * @since 0.1.0

@@ -12,7 +12,7 @@ const startMany = (n: number, args: ReadonlyArray<string>) =>
 
 const totalCount = (urls: ReadonlyArray<string>) =>
   Effect.map(
-    Effect.forEach(urls, orderCount, { concurrency: urls.length }),
+    Effect.forEach(urls, (url) => orderCount(url), { concurrency: urls.length }),
     (counts) => counts.reduce((a, b) => a + b, 0)
   )
 

@@ -121,7 +121,7 @@ describe("npm run serve", () => {
       expect(yield* orderCount(url)).toBe(1)
     }).pipe(Effect.scoped), timeout)
 
-  it.live("a duplicate during a slow request gets 409; a crash releases the key", () =>
+  it.live("a duplicate during a slow request gets 409; a crash is stored as its 500", () =>
     Effect.gen(function*() {
       const { url } = yield* startServe()
       // two requests with one key: whichever claims first holds it for 3 s of the server's own time
@@ -136,10 +136,12 @@ describe("npm run serve", () => {
       expect(statuses).toEqual([201, 409])
       expect(both.find((a) => a.status === 409)!.headers.get("retry-after")).toBe("1")
 
+      // a handler that died may have committed first: its 500 is the key's answer, it does not run again
       expect((yield* postOrder(url, { key: "crashy", query: "?crash=1" })).status).toBe(500)
-      const retried = yield* postOrder(url, { key: "crashy" })
-      expect(retried.status).toBe(201)
-      expect(retried.headers.get("idempotent-replayed")).toBeNull()
+      const retried = yield* postOrder(url, { key: "crashy", query: "?crash=1" })
+      expect(retried.status).toBe(500)
+      expect(retried.headers.get("idempotent-replayed")).toBe("true")
+      expect((yield* postOrder(url, { key: "after-crash" })).status).toBe(201)
       expect((yield* postOrder(url, { key: "failing", query: "?fail=500" })).status).toBe(500)
       const replayed500 = yield* postOrder(url, { key: "failing", query: "?fail=500" })
       expect(replayed500.status).toBe(500)
@@ -227,6 +229,63 @@ describe("npm run serve", () => {
       abort.abort()
       yield* Effect.promise(() => pending)
     }).pipe(Effect.scoped), timeout)
+
+  it.live(
+    "a client that hangs up after the commit: the retry waits, then gets the one order's answer",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* startServe()
+        const abort = new AbortController()
+        const order = { key: "hang-up", query: "?afterCommitMs=2000", body: { sku: "ONCE" } }
+        const pending = fetch(`${url}/orders${order.query}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", "idempotency-key": order.key },
+          body: JSON.stringify(order.body),
+          signal: abort.signal
+        }).catch(() => undefined)
+        yield* eventually("the order is committed", Effect.map(orderCount(url), (n) => n === 1 ? n : undefined))
+        abort.abort() // the client leaves between the commit and the answer
+        yield* Effect.promise(() => pending)
+        // its retry: 409 while the handler still runs (it does not run again), then the stored answer
+        const replay = yield* eventually(
+          "the answer is stored",
+          Effect.map(postOrder(url, order), (a) => {
+            expect([201, 409]).toContain(a.status)
+            return a.status === 201 ? a : undefined
+          })
+        )
+        expect(replay.headers.get("idempotent-replayed")).toBe("true")
+        expect(JSON.parse(replay.body)).toMatchObject({ sku: "ONCE" })
+        expect(yield* orderCount(url)).toBe(1)
+      }).pipe(Effect.scoped),
+    timeout
+  )
+
+  it.live(
+    "--api-keys: authentication first; keys, quotas and orders belong to the customer",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* startServe(["--api-keys", "key-a=alice,key-b=bob", "--rate", "2:0.01"])
+        const as = (apiKey: string) => ({ "x-api-key": apiKey })
+        expect((yield* postOrder(url, { key: "k" })).status).toBe(401)
+        expect((yield* postOrder(url, { key: "k", headers: as("key-z") })).status).toBe(401)
+        const alice = yield* postOrder(url, { key: "k", headers: as("key-a") })
+        const bob = yield* postOrder(url, { key: "k", headers: as("key-b") })
+        expect(alice.status).toBe(201)
+        expect(bob.status).toBe(201)
+        expect(bob.headers.get("idempotent-replayed")).toBeNull()
+        expect(bob.headers.get("location")).not.toBe(alice.headers.get("location"))
+        // each customer sees only their own orders
+        expect(yield* orderCount(url, as("key-a"))).toBe(1)
+        const bobsView = yield* request(`${url}${alice.headers.get("location")}`, { headers: as("key-b") })
+        expect(bobsView.status).toBe(404)
+        // and has their own quota: alice uses up hers, bob still has one
+        expect((yield* postOrder(url, { key: "k2", headers: as("key-a") })).status).toBe(201)
+        expect((yield* postOrder(url, { key: "k3", headers: as("key-a") })).status).toBe(429)
+        expect((yield* postOrder(url, { key: "k4", headers: as("key-b") })).status).toBe(201)
+      }).pipe(Effect.scoped),
+    timeout
+  )
 
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
     it.live(

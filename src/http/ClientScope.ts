@@ -32,7 +32,13 @@ export type ClientScope<R = never> = (
  * @since 0.1.0
  * @category errors
  */
-export class NoClientIdentity extends internal.NoClientIdentity {}
+export const NoClientIdentity: typeof internal.NoClientIdentity = internal.NoClientIdentity
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type NoClientIdentity = internal.NoClientIdentity
 
 /**
  * @since 0.1.0

@@ -54,15 +54,19 @@ export const request = (url: string, init: RequestInit = {}) =>
     return { status: response.status, headers: response.headers, body: await response.text() }
   })
 
-export const postOrder = (base: string, options: { key?: string; body?: unknown; query?: string } = {}) =>
+export const postOrder = (
+  base: string,
+  options: { key?: string; body?: unknown; query?: string; headers?: Record<string, string> } = {}
+) =>
   request(`${base}/orders${options.query ?? ""}`, {
     method: "POST",
     headers: {
       "content-type": "application/json",
-      ...(options.key === undefined ? {} : { "idempotency-key": options.key })
+      ...(options.key === undefined ? {} : { "idempotency-key": options.key }),
+      ...options.headers
     },
     body: JSON.stringify(options.body ?? { sku: "BOOK-1", qty: 1 })
   })
 
-export const orderCount = (base: string) =>
-  Effect.map(request(`${base}/orders/count`), (a) => (JSON.parse(a.body) as { count: number }).count)
+export const orderCount = (base: string, headers: Record<string, string> = {}) =>
+  Effect.map(request(`${base}/orders/count`, { headers }), (a) => (JSON.parse(a.body) as { count: number }).count)

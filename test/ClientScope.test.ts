@@ -1,0 +1,89 @@
+import { HttpServerRequest } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Effect, Either } from "effect"
+import { ClientScope } from "../src/index.js"
+
+/** A request as the server sees it: the peer's address (if any) and the headers the client sent. */
+const request = (remoteAddress: string | undefined, headers: Record<string, string> = {}) => {
+  const base = HttpServerRequest.fromWeb(new Request("http://service.test/orders", { method: "POST", headers }))
+  return remoteAddress === undefined ? base : base.modify({ remoteAddress })
+}
+
+const scopeOf = (scope: ClientScope.ClientScope, r: HttpServerRequest.HttpServerRequest) =>
+  Effect.runSync(Effect.either(scope(r)))
+
+describe("ClientScope.address", () => {
+  it("is the connection's address, whatever the headers say", () => {
+    const scope = ClientScope.address()
+    const spoofed = request("192.0.2.7", {
+      "x-api-key": "127.0.0.1",
+      "x-forwarded-for": "127.0.0.1",
+      forwarded: "for=127.0.0.1"
+    })
+    expect(scopeOf(scope, spoofed)).toEqual(Either.right("192.0.2.7"))
+    // an IPv4 client of a dual-stack socket is the same client as over IPv4
+    expect(scopeOf(scope, request("::ffff:192.0.2.7"))).toEqual(Either.right("192.0.2.7"))
+  })
+
+  it("without an address (a Unix socket) there is no identity, never a shared one", () => {
+    const result = scopeOf(ClientScope.address(), request(undefined))
+    expect(Either.isLeft(result) && result.left).toBeInstanceOf(ClientScope.NoClientIdentity)
+  })
+
+  it("trusts exactly as many X-Forwarded-For hops as configured", () => {
+    const one = ClientScope.address({ trustedProxies: 1 })
+    // the proxy appended the address it saw; what the client wrote before it is ignored
+    const viaProxy = request("10.0.0.1", { "x-forwarded-for": "127.0.0.1, 198.51.100.4" })
+    expect(scopeOf(one, viaProxy)).toEqual(Either.right("198.51.100.4"))
+    // a client that reached the server directly is its own address
+    expect(scopeOf(one, request("203.0.113.9"))).toEqual(Either.right("203.0.113.9"))
+    const two = ClientScope.address({ trustedProxies: 2 })
+    expect(scopeOf(two, request("10.0.0.1", { "x-forwarded-for": "6.6.6.6, 198.51.100.4, 10.0.0.2" }))).toEqual(
+      Either.right("198.51.100.4")
+    )
+    // duplicate headers arrive joined with commas: the same chain
+    expect(scopeOf(two, request("10.0.0.1", { "x-forwarded-for": "198.51.100.4,10.0.0.2" }))).toEqual(
+      Either.right("198.51.100.4")
+    )
+  })
+
+  it("reads RFC 7239 Forwarded: quoted, bracketed IPv6 and ports", () => {
+    const one = ClientScope.address({ trustedProxies: 1, forwardedHeader: "forwarded" })
+    const header = "for=127.0.0.1;proto=https, for=\"[2001:db8:cafe::17]:4711\";by=10.0.0.1"
+    expect(scopeOf(one, request("10.0.0.1", { forwarded: header }))).toEqual(Either.right("2001:db8:cafe::17"))
+    expect(scopeOf(one, request("10.0.0.1", { forwarded: "for=\"198.51.100.4:8080\"" }))).toEqual(
+      Either.right("198.51.100.4")
+    )
+    expect(scopeOf(one, request("10.0.0.1", { forwarded: "proto=https;for=198.51.100.4" }))).toEqual(
+      Either.right("198.51.100.4")
+    )
+  })
+
+  it("a trusted hop that forwarded no address is no identity", () => {
+    const one = ClientScope.address({ trustedProxies: 1 })
+    for (const value of ["unknown", "", "not an address", "_hidden"]) {
+      const result = scopeOf(one, request("10.0.0.1", { "x-forwarded-for": value }))
+      expect(Either.isLeft(result), value).toBe(true)
+    }
+    const forwarded = ClientScope.address({ trustedProxies: 1, forwardedHeader: "forwarded" })
+    expect(Either.isLeft(scopeOf(forwarded, request("10.0.0.1", { forwarded: "for=_hidden" })))).toBe(true)
+  })
+
+  it("stays linear on huge headers", () => {
+    const one = ClientScope.address({ trustedProxies: 1 })
+    const huge = `${"1.2.3.4, ".repeat(200_000)}198.51.100.4`
+    expect(scopeOf(one, request("10.0.0.1", { "x-forwarded-for": huge }))).toEqual(Either.right("198.51.100.4"))
+    const forwarded = ClientScope.address({ trustedProxies: 1, forwardedHeader: "forwarded" })
+    const quotes = `for="${"\\\"".repeat(300_000)}"`
+    expect(Either.isLeft(scopeOf(forwarded, request("10.0.0.1", { forwarded: quotes })))).toBe(true)
+  })
+
+  it("rejects invalid options when called", () => {
+    for (const trustedProxies of [-1, 1.5, NaN]) {
+      expect(() => ClientScope.address({ trustedProxies })).toThrow(Cause.IllegalArgumentException)
+    }
+    expect(() => ClientScope.address({ forwardedHeader: "x-real-ip" as "forwarded" })).toThrow(
+      Cause.IllegalArgumentException
+    )
+  })
+})
