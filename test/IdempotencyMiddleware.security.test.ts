@@ -8,7 +8,8 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { describe, expect, it } from "@effect/vitest"
 import { Context, Duration, Effect, Layer, Logger, Redacted, Stream, TestClock } from "effect"
 import { ClientScope, IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { asClient, post, serve, TestServer } from "./support/httpServer.js"
+import { DeadlineMiddleware, RateLimitHeaders, RetryAfter, StructuredFields } from "../src/index.js"
+import { asClient, post, rawStatus, serve, TestServer } from "./support/httpServer.js"
 
 /** An orders endpoint whose handler counts its runs and answers what `answer(n)` says. */
 const counted = (
@@ -375,4 +376,67 @@ describe("IdempotencyMiddleware bounded memory store", () => {
       expect(yield* store.size).toBe(1)
       expect(() => IdempotencyStore.makeMemoryWith({ maxRecords: 0 })).toThrow(/maxRecords/)
     }))
+})
+
+describe("IdempotencyMiddleware what held up, kept so", () => {
+  it.scoped("a Content-Length over the limit is refused before the body is read, and claims nothing", () =>
+    withServer(Effect.gen(function*() {
+      const orders = counted()
+      yield* serveOrders(orders.handler, { maxBodyBytes: 100 })
+      // declares a gigabyte, sends two bytes: answered at once, without waiting for the rest
+      const lying = yield* rawStatus(
+        "POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: liar\r\nContent-Length: 1000000000\r\n" +
+          "Connection: close\r\n\r\n{}"
+      )
+      expect(lying).toBe(413)
+      // the key was not claimed: the honest request with it runs
+      expect((yield* post("/orders", { key: "liar" })).status).toBe(201)
+      expect(orders.runs()).toBe(1)
+    })))
+
+  it.scoped("its problem+json bodies say what happened, never the internals behind it", () =>
+    Effect.gen(function*() {
+      const failing: IdempotencyStore.Store = {
+        claim: () =>
+          Effect.fail(
+            new IdempotencyStore.IdempotencyStoreError({
+              operation: "claim",
+              cause: new Error("connect ECONNREFUSED 10.1.2.3:5432 password=hunter2")
+            })
+          ),
+        complete: () => Effect.succeed(false),
+        renew: () => Effect.succeed(false),
+        release: () => Effect.void
+      }
+      const idempotent = yield* IdempotencyMiddleware.make().pipe(
+        Effect.provideService(IdempotencyStore.IdempotencyStore, failing)
+      )
+      yield* serve(HttpRouter.empty.pipe(HttpRouter.post("/orders", counted().handler.pipe(idempotent))))
+      const reply = yield* post("/orders", { key: "k" })
+      expect(reply.status).toBe(503)
+      expect(reply.headers["content-type"]).toBe("application/problem+json")
+      expect(JSON.parse(reply.body)).toMatchObject({ status: 503, title: "Idempotency store unavailable" })
+      for (const secret of ["ECONNREFUSED", "10.1.2.3", "hunter2", "claim failed"]) {
+        expect(reply.body).not.toContain(secret)
+      }
+    }).pipe(Effect.provide(TestServer)))
+
+  it("header parsers stay linear on 1.6 MB of hostile input", () => {
+    const huge = (unit: string) => unit.repeat(Math.ceil(1_600_000 / unit.length))
+    for (const input of [huge("\"\\"), huge("a"), `"${huge("\\\"")}`, huge(", "), huge(";q=1")]) {
+      StructuredFields.parseIdempotencyKey(input, { maxLength: 255 })
+      RetryAfter.parse(input, 0)
+      RateLimitHeaders.parsePolicy(input)
+      RateLimitHeaders.parseRateLimit(input)
+      DeadlineMiddleware.parseHeader(input)
+      Effect.runSync(Effect.either(
+        ClientScope.address({ trustedProxies: 1, forwardedHeader: "forwarded" })(
+          HttpServerRequest.fromWeb(
+            new Request("http://x/", { headers: { forwarded: input.replace(/[^\x20-\x7e]/g, "") } })
+          )
+            .modify({ remoteAddress: "10.0.0.1" })
+        )
+      ))
+    }
+  }, 30_000)
 })

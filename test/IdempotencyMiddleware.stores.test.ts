@@ -146,6 +146,21 @@ for (const [name, services, layer] of stores) {
         }).pipe(Effect.provide(Layer.merge(TestServer, layer))),
       30_000
     )
+
+    it.scoped(
+      "a 16 KB scope (a long credential) is stored as its digest: no store refuses it",
+      () =>
+        Effect.gen(function*() {
+          const idempotent = yield* IdempotencyMiddleware.make({
+            scope: () => Effect.succeed(`sk_${"x".repeat(16_000)}`)
+          })
+          const handler = Effect.succeed(HttpServerResponse.text("created", { status: 201 }))
+          yield* serve(HttpRouter.empty.pipe(HttpRouter.post("/orders", handler.pipe(idempotent))))
+          expect((yield* post("/orders", { key: "long-scope" })).status).toBe(201)
+          expect((yield* post("/orders", { key: "long-scope" })).headers["idempotent-replayed"]).toBe("true")
+        }).pipe(Effect.provide(Layer.merge(TestServer, layer))),
+      30_000
+    )
   }
   if (services.length === 0) describe(`detached handlers (${name})`, body)
   else describeWith(services, `detached handlers (${name})`, body)

@@ -106,6 +106,11 @@ export const idempotencyStoreSuite = (
         // characters that mean something to a store's key syntax
         yield* claimed(store, request(`{${key}}:%x`, { scope: "{s}" }))
         expect((yield* store.claim(request(`{${key}}:%x`, { scope: "{s}" })))._tag).toBe("InProgress")
+        // and to SQL or Lua, should they ever reach a statement as text: kept as plain data
+        const injected = `'); DROP TABLE t; --"${key}\\`
+        yield* claimed(store, request(injected, { scope: "' OR '1'='1" }))
+        expect((yield* store.claim(request(injected, { scope: "' OR '1'='1" })))._tag).toBe("InProgress")
+        yield* claimed(store, request(injected, { scope: "' OR '1'='2" }))
       }))
 
     test("complete stores the response; the same request replays it byte for byte", (store) =>
