@@ -7,7 +7,9 @@
  * for everyone using the budget, so retries cannot multiply an outage; when it recovers, successes
  * refill the budget.
  *
- * `Retry.retry` consults the budget automatically when a `RetryBudget` is in the context.
+ * A budget only works when it is **shared**: build it once (`unsafeMake`, or `layer` provided once at the
+ * top of the program) and let every call use it. `Retry.retry` takes it as its `budget` option, or else
+ * consults a `RetryBudget` in the context. A budget built per call starts full every time and limits nothing.
  *
  * @since 0.1.0
  */
@@ -59,6 +61,23 @@ const MILLI = 1000
  * `IllegalArgumentException` for `maxTokens <= 0`, `tokenRatio < 0.001` (it would round to nothing) or a value
  * that is not a finite number.
  *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Backoff, Failure, Retry, RetryBudget } from "effect-resilience"
+ *
+ * declare const call: Effect.Effect<string, { readonly status: number }>
+ *
+ * // one budget, built once, shared by every call of the policy: retries stay under ~10% of successes
+ * const retry = Retry.retry({
+ *   schedule: Backoff.fullJitter({ base: "50 millis", cap: "2 seconds" }),
+ *   maxAttempts: 3,
+ *   budget: RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: 0.1 })
+ * })
+ *
+ * const program = call.pipe(Failure.retryWhen((e) => e.status === 503), retry)
+ * ```
+ *
  * @since 0.1.0
  * @category constructors
  */
@@ -100,18 +119,20 @@ const validateOptions = (options: Options): Options => {
 export const make = (options: Options): Effect.Effect<Budget> => Effect.sync(() => unsafeMake(options))
 
 /**
- * A budget shared by everything the layer is provided to.
+ * A budget shared by everything the layer is provided to. Provide it **once**, where the program (or the
+ * server) is built: provided around each call, every call would get a fresh, full budget.
  *
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { Backoff, Retry, RetryBudget } from "effect-resilience"
+ * import { Backoff, type Failure, Retry, RetryBudget } from "effect-resilience"
  *
- * declare const call: Effect.Effect<string, never>
+ * declare const call: Effect.Effect<string, Failure.Retryable<number>>
  *
- * // retries stay under ~10% of successful calls (plus a burst of 5)
- * const program = call.pipe(
- *   Retry.retry({ schedule: Backoff.fullJitter({ base: "50 millis", cap: "2 seconds" }), maxAttempts: 3 }),
+ * const retry = Retry.retry({ schedule: Backoff.fullJitter({ base: "50 millis", cap: "2 seconds" }), maxAttempts: 3 })
+ *
+ * // every call in `main` draws from one budget: retries stay under ~10% of successful calls (plus a burst of 5)
+ * const main = Effect.forEach(Array.from({ length: 100 }), () => retry(call)).pipe(
  *   Effect.provide(RetryBudget.layer({ maxTokens: 10, tokenRatio: 0.1 }))
  * )
  * ```

@@ -101,7 +101,8 @@ export const ResilientHttpClient: Context.Tag<ResilientHttpClient, ResilientHttp
 
 /**
  * Wraps the `HttpClient` in the context. Throws `IllegalArgumentException` for invalid options when called
- * (not when the effect runs), like every constructor of the library; `layer` and `layerNode` do the same.
+ * (not when the effect runs), like every constructor of the library; `layer` (and the Node transport's
+ * `ResilientHttpClient/Node` layer) do the same.
  *
  * @example
  * ```ts

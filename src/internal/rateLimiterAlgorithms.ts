@@ -1,7 +1,7 @@
 /**
  * The three rate-limit algorithms as pure state transitions over plain numbers, shared by every
- * in-process store. A remote store (Redis, issue 5) runs the same arithmetic in one script per call;
- * keep the two in step.
+ * in-process store. The Redis store runs the same arithmetic in one Lua script per call
+ * (`rateLimiterStoreRedis.ts`); keep the two in step.
  *
  * Time is epoch milliseconds from the caller's `Clock`. Decisions round waits *up* to whole
  * milliseconds (`ceilMs`), and the allow test uses the same tolerance, so that waking up after
