@@ -4,8 +4,10 @@
  * **lose the response after the server committed the work**.
  *
  * Every decision is one draw of Effect's `Random` per fault kind and every delay is a `Clock` sleep, so a
- * seeded `Random` (`Effect.withRandom(Random.make(seed))`) gives the same fault pattern each run and
- * `TestClock` controls the latency.
+ * seeded `Random` (`Effect.withRandom(Random.make(seed))`) gives the same fault pattern each run for requests
+ * made one after another, and `TestClock` controls the latency. Concurrent requests share the draws in
+ * whatever order they arrive: for a pattern that does not depend on timing, give each request its own
+ * `Random` seeded from what identifies it (as `npm run demo` does).
  *
  * @since 0.1.0
  */
