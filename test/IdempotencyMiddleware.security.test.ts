@@ -44,6 +44,16 @@ const spyingStore = Effect.gen(function*() {
   return { store, claims }
 })
 
+/** The middleware over a store whose claims fail with `cause(request)`. */
+const withFailingStore = (cause: (request: IdempotencyStore.ClaimRequest) => Error) =>
+  IdempotencyMiddleware.make().pipe(Effect.provideService(IdempotencyStore.IdempotencyStore, {
+    claim: (request) =>
+      Effect.fail(new IdempotencyStore.IdempotencyStoreError({ operation: "claim", cause: cause(request) })),
+    complete: () => Effect.succeed(false),
+    renew: () => Effect.succeed(false),
+    release: () => Effect.void
+  }))
+
 /** Runs an app on a request built in memory (no server): the peer's address and headers are the test's. */
 const runApp = <E>(
   app: HttpApp.Default<E, never>,
@@ -188,20 +198,8 @@ describe("IdempotencyMiddleware store failures", () => {
   it.effect("are answered 503 and logged once each, with the cause, without the key or the scope", () =>
     Effect.gen(function*() {
       const key = "key-4f1c9a"
-      const failing: IdempotencyStore.Store = {
-        claim: (request) =>
-          Effect.fail(
-            new IdempotencyStore.IdempotencyStoreError({
-              operation: "claim",
-              cause: new Error(`duplicate (scope, key)=(${request.scope}, ${request.key}) on index too large`)
-            })
-          ),
-        complete: () => Effect.succeed(false),
-        renew: () => Effect.succeed(false),
-        release: () => Effect.void
-      }
-      const idempotent = yield* IdempotencyMiddleware.make().pipe(
-        Effect.provideService(IdempotencyStore.IdempotencyStore, failing)
+      const idempotent = yield* withFailingStore((request) =>
+        new Error(`duplicate (scope, key)=(${request.scope}, ${request.key}) on index too large`)
       )
       const ok = Effect.succeed(HttpServerResponse.empty({ status: 204 }))
       const [response, lines] = yield* logged(runApp(ok.pipe(idempotent), { remoteAddress: "192.0.2.1", key }))
@@ -396,21 +394,7 @@ describe("IdempotencyMiddleware what held up, kept so", () => {
 
   it.scoped("its problem+json bodies say what happened, never the internals behind it", () =>
     Effect.gen(function*() {
-      const failing: IdempotencyStore.Store = {
-        claim: () =>
-          Effect.fail(
-            new IdempotencyStore.IdempotencyStoreError({
-              operation: "claim",
-              cause: new Error("connect ECONNREFUSED 10.1.2.3:5432 password=hunter2")
-            })
-          ),
-        complete: () => Effect.succeed(false),
-        renew: () => Effect.succeed(false),
-        release: () => Effect.void
-      }
-      const idempotent = yield* IdempotencyMiddleware.make().pipe(
-        Effect.provideService(IdempotencyStore.IdempotencyStore, failing)
-      )
+      const idempotent = yield* withFailingStore(() => new Error("connect ECONNREFUSED 10.1.2.3:5432 password=hunter2"))
       yield* serve(HttpRouter.empty.pipe(HttpRouter.post("/orders", counted().handler.pipe(idempotent))))
       const reply = yield* post("/orders", { key: "k" })
       expect(reply.status).toBe(503)
