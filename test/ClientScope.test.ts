@@ -35,8 +35,19 @@ describe("ClientScope.address", () => {
     // the proxy appended the address it saw; what the client wrote before it is ignored
     const viaProxy = request("10.0.0.1", { "x-forwarded-for": "127.0.0.1, 198.51.100.4" })
     expect(scopeOf(one, viaProxy)).toEqual(Either.right("198.51.100.4"))
-    // a client that reached the server directly is its own address
-    expect(scopeOf(one, request("203.0.113.9"))).toEqual(Either.right("203.0.113.9"))
+    // fewer hops than trusted proxies: it did not come through them (or a proxy forwarded nothing), and the
+    // address left would be shared by everyone behind that proxy: no identity, not a shared one
+    expect(Either.isLeft(scopeOf(one, request("203.0.113.9")))).toBe(true)
+    // ports and brackets some proxies write are not part of the address
+    expect(scopeOf(one, request("10.0.0.1", { "x-forwarded-for": "198.51.100.4:5678" }))).toEqual(
+      Either.right("198.51.100.4")
+    )
+    expect(scopeOf(one, request("10.0.0.1", { "x-forwarded-for": "[2001:db8::1]:443" }))).toEqual(
+      Either.right("2001:db8::1")
+    )
+    expect(scopeOf(one, request("10.0.0.1", { "x-forwarded-for": "[2001:db8::1]" }))).toEqual(
+      Either.right("2001:db8::1")
+    )
     const two = ClientScope.address({ trustedProxies: 2 })
     expect(scopeOf(two, request("10.0.0.1", { "x-forwarded-for": "6.6.6.6, 198.51.100.4, 10.0.0.2" }))).toEqual(
       Either.right("198.51.100.4")
@@ -56,6 +67,28 @@ describe("ClientScope.address", () => {
     )
     expect(scopeOf(one, request("10.0.0.1", { forwarded: "proto=https;for=198.51.100.4" }))).toEqual(
       Either.right("198.51.100.4")
+    )
+  })
+
+  it("a client cannot swallow the proxy's Forwarded element with an open quote", () => {
+    const one = ClientScope.address({ trustedProxies: 1, forwardedHeader: "forwarded" })
+    // the client's own line, then the proxy's appended element: Node joins two lines with ", "
+    for (
+      const header of [
+        "for=6.6.6.6;a=\", for=203.0.113.7",
+        "for=6.6.6.6;a=\"x\\, for=203.0.113.7",
+        "for=6.6.6.6;a=\", for=\"[2001:db8::7]\""
+      ]
+    ) {
+      const result = scopeOf(one, request("10.0.0.1", { forwarded: header }))
+      expect(Either.isLeft(result), header).toBe(true)
+    }
+    // nor with a parameter it repeats, or a pair that is not token=value
+    for (const header of ["for=6.6.6.6;for=1.1.1.1, for=203.0.113.7", "for 6.6.6.6, for=203.0.113.7"]) {
+      expect(Either.isLeft(scopeOf(one, request("10.0.0.1", { forwarded: header }))), header).toBe(true)
+    }
+    expect(scopeOf(one, request("10.0.0.1", { forwarded: "for=\"[6::6]\";by=x, for=203.0.113.7" }))).toEqual(
+      Either.right("203.0.113.7")
     )
   })
 

@@ -4,12 +4,12 @@
  * credentials in stores and logs, and replays that dropped or leaked headers.
  */
 import type { HttpApp } from "@effect/platform"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpClientRequest, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Context, Duration, Effect, Layer, Logger, Redacted, Stream, TestClock } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Fiber, Layer, Logger, Redacted, Stream, TestClock } from "effect"
 import { ClientScope, IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { DeadlineMiddleware, RateLimitHeaders, RetryAfter, StructuredFields } from "../src/index.js"
-import { asClient, post, rawStatus, serve, TestServer } from "./support/httpServer.js"
+import { Deadline, DeadlineMiddleware, RateLimitHeaders, RetryAfter, StructuredFields } from "../src/index.js"
+import { asClient, post, rawStatus, send, serve, TestServer } from "./support/httpServer.js"
 
 /** An orders endpoint whose handler counts its runs and answers what `answer(n)` says. */
 const counted = (
@@ -22,7 +22,7 @@ const counted = (
 
 /** Serves `handler` at POST /orders behind the middleware built with `options`. */
 const serveOrders = (
-  handler: Effect.Effect<HttpServerResponse.HttpServerResponse>,
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>,
   options?: IdempotencyMiddleware.Options
 ) =>
   Effect.gen(function*() {
@@ -57,11 +57,16 @@ const withFailingStore = (cause: (request: IdempotencyStore.ClaimRequest) => Err
 /** Runs an app on a request built in memory (no server): the peer's address and headers are the test's. */
 const runApp = <E>(
   app: HttpApp.Default<E, never>,
-  options: { readonly remoteAddress?: string; readonly key?: string; readonly body?: string } = {}
+  options: {
+    readonly remoteAddress?: string
+    readonly key?: string
+    readonly body?: string
+    readonly headers?: Record<string, string>
+  } = {}
 ) => {
   const web = new Request("http://service.test/orders", {
     method: "POST",
-    headers: { "idempotency-key": options.key ?? "k", "content-type": "application/json" },
+    headers: { "idempotency-key": options.key ?? "k", "content-type": "application/json", ...options.headers },
     body: options.body ?? "{}"
   })
   const base = HttpServerRequest.fromWeb(web)
@@ -72,8 +77,9 @@ const runApp = <E>(
 /** Collects the log lines written while `effect` runs. */
 const logged = <A, E, R>(effect: Effect.Effect<A, E, R>) => {
   const lines: Array<string> = []
-  const logger = Logger.make(({ message }) => {
-    lines.push((Array.isArray(message) ? message : [message]).map(String).join(" "))
+  const logger = Logger.make(({ cause, message }) => {
+    const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+    lines.push(Cause.isEmpty(cause) ? text : `${text} ${Cause.pretty(cause)}`)
   })
   return Effect.map(
     effect.pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger))),
@@ -286,6 +292,7 @@ describe("IdempotencyMiddleware what is stored", () => {
             status: 201,
             headers: {
               "cache-control": "no-store",
+              "content-encoding": "identity",
               "content-language": "fr",
               "retry-after": "5",
               ratelimit: "\"default\";r=3;t=10",
@@ -300,7 +307,8 @@ describe("IdempotencyMiddleware what is stored", () => {
       const first = yield* post("/orders", { key: "h" })
       const replay = yield* post("/orders", { key: "h" })
       expect(first.headers["set-cookie"]).toContain("session=secret")
-      for (const name of ["cache-control", "content-language", "retry-after", "ratelimit", "ratelimit-policy"]) {
+      const replayed = ["cache-control", "content-encoding", "content-language", "retry-after", "ratelimit"]
+      for (const name of [...replayed, "ratelimit-policy"]) {
         expect(replay.headers[name], name).toBe(first.headers[name])
       }
       expect(replay.headers["x-tenant"]).toBe("t1")
@@ -423,4 +431,146 @@ describe("IdempotencyMiddleware what held up, kept so", () => {
       ))
     }
   }, 30_000)
+})
+
+describe("IdempotencyMiddleware admitted handlers", () => {
+  it.effect("a client's short deadline does not reach into the handler: no typed failure after the commit", () =>
+    Effect.gen(function*() {
+      let commits = 0
+      // commits, then makes a deadline-aware call (e.g. to a downstream service) that takes 300 ms
+      const handler = Effect.gen(function*() {
+        const n = ++commits
+        yield* Effect.sleep("300 millis").pipe(Deadline.timeout("5 seconds"))
+        return HttpServerResponse.unsafeJson({ order: n }, { status: 201 })
+      })
+      const idempotent = yield* IdempotencyMiddleware.make()
+      const app = handler.pipe(idempotent, DeadlineMiddleware.make())
+      const first = yield* Effect.fork(
+        runApp(app, { remoteAddress: "192.0.2.1", key: "d", headers: { "request-timeout-ms": "50" } })
+      )
+      yield* TestClock.adjust("50 millis")
+      expect((yield* first).status).toBe(504)
+      yield* TestClock.adjust("250 millis")
+      const retry = yield* runApp(app, { remoteAddress: "192.0.2.1", key: "d" })
+      expect(retry.status).toBe(201)
+      expect(retry.headers[IdempotencyMiddleware.replayedHeader]).toBe("true")
+      expect(commits).toBe(1)
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+
+  it.effect("the lease is renewed until the answer is stored, a slow streamed body included", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const slowBody = Stream.fromEffect(Effect.as(Effect.sleep("120 seconds"), new TextEncoder().encode("done")))
+      const handler = Effect.sync(() => {
+        runs++
+        return HttpServerResponse.stream(slowBody, { status: 201 })
+      })
+      const idempotent = yield* IdempotencyMiddleware.make({ lease: "60 seconds" })
+      const app = handler.pipe(idempotent)
+      const first = yield* Effect.fork(runApp(app, { remoteAddress: "192.0.2.1", key: "slow" }))
+      yield* TestClock.adjust("61 seconds")
+      expect((yield* runApp(app, { remoteAddress: "192.0.2.1", key: "slow" })).status).toBe(409)
+      yield* TestClock.adjust("60 seconds")
+      expect((yield* first).status).toBe(201)
+      const replay = yield* runApp(app, { remoteAddress: "192.0.2.1", key: "slow" })
+      expect(replay.headers[IdempotencyMiddleware.replayedHeader]).toBe("true")
+      expect(runs).toBe(1)
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+
+  it.effect("a failure after the handler returned (its body, storeStatus) is its defect: stored as a 500", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const handler = Effect.sync(() => {
+        runs++
+        return HttpServerResponse.stream(Stream.fail("the body broke"), { status: 201 })
+      })
+      const idempotent = yield* IdempotencyMiddleware.make()
+      const app = handler.pipe(idempotent)
+      const first = yield* Effect.exit(runApp(app, { remoteAddress: "192.0.2.1", key: "broken" }))
+      expect(first._tag).toBe("Failure")
+      const retry = yield* runApp(app, { remoteAddress: "192.0.2.1", key: "broken" })
+      expect(retry.status).toBe(500)
+      expect(retry.headers[IdempotencyMiddleware.replayedHeader]).toBe("true")
+      const throwing = yield* IdempotencyMiddleware.make({
+        storeStatus: () => {
+          throw new Error("bug in storeStatus")
+        }
+      })
+      const ok = Effect.sync(() => {
+        runs++
+        return HttpServerResponse.text("ok", { status: 201 })
+      })
+      yield* Effect.exit(runApp(ok.pipe(throwing), { remoteAddress: "192.0.2.1", key: "throws" }))
+      expect((yield* runApp(ok.pipe(throwing), { remoteAddress: "192.0.2.1", key: "throws" })).status).toBe(500)
+      expect(runs).toBe(2)
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+
+  it.effect("a handler that fails after its client left says so in the log (without the key)", () =>
+    Effect.gen(function*() {
+      const entered = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      const handler = Deferred.succeed(entered, undefined).pipe(
+        Effect.zipRight(Deferred.await(gate)),
+        Effect.zipRight(Effect.die(new Error("boom after the client left")))
+      )
+      const idempotent = yield* IdempotencyMiddleware.make()
+      const [, lines] = yield* logged(Effect.gen(function*() {
+        const waiting = yield* Effect.fork(runApp(handler.pipe(idempotent), { remoteAddress: "192.0.2.1", key: "k-9" }))
+        yield* Deferred.await(entered)
+        yield* Fiber.interrupt(waiting)
+        yield* Deferred.succeed(gate, undefined)
+        // the handler's fiber logs when it ends: let it run
+        yield* Effect.repeatN(Effect.yieldNow(), 100)
+      }))
+      const text = lines.join("\n")
+      expect(text).toMatch(/client had gone/)
+      expect(text).toMatch(/boom after the client left/)
+      expect(text).not.toContain("k-9")
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+
+  it.scoped("multipart bodies reach the handler, parsed from the bytes the middleware read", () =>
+    withServer(Effect.gen(function*() {
+      const handler = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+        Effect.map(
+          Stream.runCollect(request.multipartStream),
+          (parts) => HttpServerResponse.text([...parts].map((part) => part.key).join(","), { status: 201 })
+        )).pipe(Effect.orDie)
+      yield* serveOrders(handler)
+      const boundary = "----boundary7MA4YWxk"
+      const field = (name: string, value: string) =>
+        `--${boundary}\r\nContent-Disposition: form-data; name="${name}"\r\n\r\n${value}\r\n`
+      const body = `${field("sku", "A")}${field("qty", "2")}--${boundary}--\r\n`
+      const reply = yield* send(
+        HttpClientRequest.post("/orders").pipe(
+          HttpClientRequest.setHeader("idempotency-key", "multi"),
+          HttpClientRequest.bodyText(body, `multipart/form-data; boundary=${boundary}`)
+        )
+      )
+      expect(reply.status).toBe(201)
+      expect(reply.body).toBe("sku,qty")
+    })))
+})
+
+describe("IdempotencyStore memory bounds", () => {
+  it.effect("released records and renewals do not grow its expiry heap past its records", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 10 })
+      const pending = (store as unknown as { pendingExpiries: () => number }).pendingExpiries
+      const request = (key: string): IdempotencyStore.ClaimRequest => ({
+        scope: "s",
+        key,
+        fingerprint: "f",
+        ttl: Duration.hours(24),
+        lease: Duration.seconds(60)
+      })
+      for (let i = 0; i < 20_000; i++) {
+        const claim = yield* store.claim(request(`k${i}`))
+        if (claim._tag !== "Claimed") return yield* Effect.die("expected a claim")
+        const ref = { scope: "s", key: `k${i}`, token: claim.token }
+        yield* store.renew(ref, Duration.seconds(60))
+        yield* store.release(ref)
+      }
+      expect(yield* store.size).toBe(0)
+      expect(pending()).toBeLessThanOrEqual(2 * 0 + 1_024 + 1)
+    }))
 })

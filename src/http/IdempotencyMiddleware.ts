@@ -17,12 +17,14 @@
  * | no client identity (see `scope`) | 500 problem+json; the handler does not run |
  *
  * **Once started, a handler runs to its end.** The claim is atomic and taken before the handler starts. The
- * handler then runs in a fiber of its own: a client that closes its connection, or a deadline that passes,
- * ends only the *wait* for it, never the handler, and its answer is stored for the retry. While it runs, its
- * lease is renewed every `lease / 3`, so another request is only let in when its process died. The key is
- * released (a retry runs the handler again) only when the handler failed with a typed error (it reports
- * that it did nothing) or answered a status that is not stored. A defect is stored as the 500 the server
- * answered (unless `storeServerErrors` is off).
+ * handler then runs in a fiber of its own, without the request's deadline: a client that closes its
+ * connection, or a deadline that passes, ends only the *wait* for it, never the handler, and its answer is
+ * stored for the retry. Until its answer is read and stored, its lease is renewed every `lease / 3`, so
+ * another request takes the key over only when the renewals stop: its process died, or the store was
+ * unreachable for a whole lease. The key is released (a retry runs the handler again) only when the handler
+ * failed with a typed error (it reports that it did nothing) or answered a status that is not stored. A
+ * defect — in the handler, or while its body is read — is stored as the 500 the server answered (unless
+ * `storeServerErrors` is off).
  *
  * **What is stored**: what the handler answered is the answer, errors included (Stripe's rule: it may have
  * had effects), except 429 and 503 (they ask the client to come back), other 5xx when `storeServerErrors` is

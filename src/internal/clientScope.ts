@@ -19,34 +19,60 @@ const normalise = (address: string): string => {
   return lower.startsWith("::ffff:") && isIP(lower.slice(7)) === 4 ? lower.slice(7) : lower
 }
 
+/**
+ * A forwarded node without its port and IPv6 brackets: `[2001:db8::1]:443` and `[2001:db8::1]` are
+ * `2001:db8::1`, `192.0.2.1:8080` is `192.0.2.1`; a bare IPv6 address is kept as it is.
+ */
+const withoutPort = (node: string): string => {
+  if (node.startsWith("[")) {
+    const close = node.indexOf("]")
+    return close === -1 ? node : node.slice(1, close)
+  }
+  const colon = node.indexOf(":")
+  return colon !== -1 && node.indexOf(":", colon + 1) === -1 ? node.slice(0, colon) : node
+}
+
 /** `X-Forwarded-For: client, proxy1, proxy2`: the entries, leftmost first. */
-const xForwardedFor = (value: string): Array<string> => value.split(",").map((part) => part.trim())
+const xForwardedFor = (value: string): Array<string> => value.split(",").map((part) => withoutPort(part.trim()))
+
+const token = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/
+const quotedString = /^"(?:[^"\\]|\\.)*"$/
 
 /**
  * RFC 7239 `Forwarded: for=192.0.2.60;proto=http, for="[2001:db8::17]:4711"`: the `for` node of each element,
- * leftmost first, without quotes, brackets and port ("" when an element has none).
+ * leftmost first, without quotes, brackets and port ("" when an element has none) — or `undefined` when the
+ * header is malformed anywhere. Strictly: a client that leaves a quote open would otherwise swallow the
+ * element the trusted proxy appends after its own, and choose the address read as the proxy's.
  */
-const forwarded = (value: string): Array<string> =>
-  splitOutsideQuotes(value, ",").map((element) => {
-    for (const pair of splitOutsideQuotes(element, ";")) {
-      const eq = pair.indexOf("=")
-      if (eq === -1 || pair.slice(0, eq).trim().toLowerCase() !== "for") continue
-      let node = pair.slice(eq + 1).trim()
-      if (node.length >= 2 && node.startsWith("\"") && node.endsWith("\"")) {
-        node = node.slice(1, -1).replace(/\\(.)/g, "$1")
+const forwarded = (value: string): Array<string> | undefined => {
+  const elements = splitOutsideQuotes(value, ",")
+  if (elements === undefined) return undefined
+  const nodes: Array<string> = []
+  for (const element of elements) {
+    let node = ""
+    if (element.trim() !== "") {
+      const seen = new Set<string>()
+      for (const raw of splitOutsideQuotes(element, ";")!) {
+        const pair = raw.trim()
+        const eq = pair.indexOf("=")
+        const name = pair.slice(0, eq).toLowerCase()
+        const text = pair.slice(eq + 1)
+        if (eq <= 0 || !token.test(name) || seen.has(name)) return undefined
+        seen.add(name)
+        if (!token.test(text) && !quotedString.test(text)) return undefined
+        if (name === "for") node = text.startsWith("\"") ? text.slice(1, -1).replace(/\\(.)/g, "$1") : text
       }
-      if (node.startsWith("[")) {
-        return node.slice(1, node.indexOf("]") === -1 ? node.length : node.indexOf("]"))
-      }
-      // an IPv4 address with a port (IPv6 is always bracketed in this header)
-      const colon = node.indexOf(":")
-      return colon !== -1 && node.indexOf(":", colon + 1) === -1 ? node.slice(0, colon) : node
     }
-    return ""
-  })
+    nodes.push(withoutPort(node))
+  }
+  return nodes
+}
 
-/** Splits on `separator` outside double-quoted strings, in one linear pass. */
-const splitOutsideQuotes = (value: string, separator: string): Array<string> => {
+/**
+ * Splits on `separator` outside double-quoted strings, in one linear pass; `undefined` when a quoted string
+ * is left open (or ends in a lone backslash).
+ */
+const splitOutsideQuotes = (value: string, separator: string): Array<string> | undefined => {
   const parts: Array<string> = []
   let quoted = false
   let start = 0
@@ -59,9 +85,13 @@ const splitOutsideQuotes = (value: string, separator: string): Array<string> => 
       start = i + 1
     }
   }
+  if (quoted) return undefined
   parts.push(value.slice(start))
   return parts
 }
+
+/** Text a client wrote, for a log line: quoted, and cut short. */
+const shown = (text: string): string => JSON.stringify(text.length > 64 ? `${text.slice(0, 64)}…` : text)
 
 export const address = (options: AddressOptions = {}): ClientScope => {
   const hops = options.trustedProxies ?? 0
@@ -80,17 +110,26 @@ export const address = (options: AddressOptions = {}): ClientScope => {
           new NoClientIdentity({ reason: "the connection has no remote address (a Unix socket?): configure a scope" })
         )
       }
+      if (hops === 0) return Effect.succeed(normalise(peer))
       // the chain from this server outwards: the peer, then what each trusted proxy says it was connected to
-      let chain: Array<string> = [peer]
-      if (hops > 0) {
-        const raw = request.headers[header]
-        if (raw !== undefined) chain = chain.concat((header === "forwarded" ? forwarded : xForwardedFor)(raw).reverse())
+      const raw = request.headers[header]
+      const entries = raw === undefined ? [] : header === "forwarded" ? forwarded(raw) : xForwardedFor(raw)
+      if (entries === undefined) {
+        return Effect.fail(new NoClientIdentity({ reason: `the ${header} header is malformed` }))
       }
-      const client = chain[Math.min(hops, chain.length - 1)]!
-      if (isIP(client) === 0) {
+      const chain = [peer, ...entries.reverse()]
+      if (chain.length <= hops) {
+        // fewer hops than trusted proxies: it did not come through them all, and the address that is left
+        // (perhaps a proxy's own) would be shared by every client behind it
         return Effect.fail(
-          new NoClientIdentity({ reason: `a trusted proxy forwarded no address it knew ("${client}")` })
+          new NoClientIdentity({
+            reason: `the request has ${chain.length - 1} forwarded hop(s) for ${hops} trusted proxies`
+          })
         )
+      }
+      const client = chain[hops]!
+      if (isIP(client) === 0) {
+        return Effect.fail(new NoClientIdentity({ reason: `a trusted proxy forwarded no address (${shown(client)})` }))
       }
       return Effect.succeed(normalise(client))
     })

@@ -1,5 +1,12 @@
 import type { HttpServerRequest } from "@effect/platform"
-import { Headers, HttpBody, HttpIncomingMessage, HttpServerError, HttpServerResponse } from "@effect/platform"
+import {
+  Headers,
+  HttpBody,
+  HttpIncomingMessage,
+  HttpServerError,
+  HttpServerResponse,
+  Multipart
+} from "@effect/platform"
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { Readable } from "node:stream"
 import type { StoredResponse } from "../IdempotencyStore.js"
@@ -57,6 +64,9 @@ const readNode = (stream: Readable, max: number) =>
     return Effect.sync(() => stream.removeListener("data", onData))
   })
 
+const multipartOf = (request: HttpServerRequest.HttpServerRequest, bytes: Uint8Array) =>
+  Stream.pipeThroughChannel(Stream.succeed(bytes), Multipart.makeChannel(request.headers))
+
 /** The request with its body already read, so the handler can read it again. */
 export const withBody = (
   request: HttpServerRequest.HttpServerRequest,
@@ -82,6 +92,9 @@ export const withBody = (
         })
     },
     stream: { get: () => Stream.succeed(bytes) },
+    // multipart bodies too, parsed from the bytes already read (the connection's stream is spent)
+    multipartStream: { get: () => multipartOf(request, bytes) },
+    multipart: { get: () => Multipart.toPersisted(multipartOf(request, bytes)) },
     // routers with prefixes rewrite the url through `modify`: the copy must keep the body read here
     modify: {
       value: (options: Parameters<HttpServerRequest.HttpServerRequest["modify"]>[0]) =>

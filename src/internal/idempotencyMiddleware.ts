@@ -13,6 +13,7 @@ import {
   type StoredResponse
 } from "../IdempotencyStore.js"
 import { refuse, resolver } from "./clientScope.js"
+import { currentDeadline } from "./deadline.js"
 import { captureBody, pickHeaders, readBody, replay, withBody, withBytes } from "./idempotencyHttp.js"
 import { IdempotencyStoreFull } from "./idempotencyStore.js"
 import { problem } from "./problem.js"
@@ -26,6 +27,7 @@ import * as validate from "./validate.js"
 export const defaultReplayHeaders: ReadonlyArray<string> = [
   "cache-control",
   "content-disposition",
+  "content-encoding",
   "content-language",
   "content-location",
   "content-type",
@@ -124,14 +126,16 @@ export const make = <RS>(options: Options<RS> = {}) => {
       return yield* Effect.uninterruptibleMask((restore) =>
         Effect.flatMap(Effect.either(store.claim({ ...ref, fingerprint, ttl, lease })), (claimed) => {
           if (claimed._tag === "Right" && claimed.right._tag === "Claimed") {
-            const settle = admitted(store, { ...ref, token: claimed.right.token }, withBody(request, body), app)
-            // The handler runs in a fiber of its own, with the request's context, deadline and interruptibility.
-            // The request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
+            const waiter = { gone: false }
+            const settle = admitted(store, { ...ref, token: claimed.right.token }, withBody(request, body), app, waiter)
+            // The handler runs in a fiber of its own, with the request's context and interruptibility. The
+            // request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
             // never the handler.
-            return Effect.flatMap(
-              Effect.forkDaemon(restore(settle)),
-              (fiber) => Effect.interruptible(Fiber.join(fiber))
-            )
+            return Effect.flatMap(Effect.forkDaemon(restore(settle)), (fiber) =>
+              Effect.onInterrupt(
+                Effect.interruptible(Fiber.join(fiber)),
+                () => Effect.sync(() => (waiter.gone = true))
+              ))
           }
           return refused(claimed, redactor(key, scope.right))
         })
@@ -140,13 +144,15 @@ export const make = <RS>(options: Options<RS> = {}) => {
 
   /**
    * The admitted handler and everything after it, as one piece that no client can stop: once a handler has
-   * started it may have had effects, so it runs to its end, and its answer is stored for the retry.
+   * started it may have had effects, so it runs to its end, and its answer is stored for the retry. Its lease
+   * is renewed, and its scope stays open, until its answer is read and stored.
    */
   const admitted = <E, R>(
     store: Store,
     ref: ClaimRef,
     request: HttpServerRequest.HttpServerRequest,
-    app: HttpApp.Default<E, R>
+    app: HttpApp.Default<E, R>,
+    waiter: { readonly gone: boolean }
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
     const redact = redactor(ref.key, ref.scope)
     const release = Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
@@ -162,14 +168,30 @@ export const make = <RS>(options: Options<RS> = {}) => {
         ),
         Effect.catchAll((e) => logStoreFailure("complete", e, redact))
       )
-    const handler = Effect.scoped(Effect.zipRight(
-      Effect.forkScoped(Effect.interruptible(heartbeat)), // the server may run handlers uninterruptibly
-      Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
-    ))
-    const answer = (response: HttpServerResponse.HttpServerResponse) =>
-      Effect.flatMap(captureBody(response, maxResponseBytes), (captured) => {
+    /** No one else will see this failure when the client has gone: say it here (the cause, never the key). */
+    const unseen = (cause: Cause.Cause<unknown>) =>
+      waiter.gone ? Effect.logError("idempotency: a handler whose client had gone failed", cause) : Effect.void
+    // The answer as the handler gave it, read (the body) and judged (is it kept?) inside the same exit: a
+    // failure while reading it, or in `storeStatus`, is the handler's defect, not a key left in progress.
+    // The request's deadline is not the handler's: a client's short Request-Timeout-Ms ends its wait, and must
+    // not make a deadline-aware call inside fail after the commit (a typed failure releases the key).
+    const answered = Effect.flatMap(
+      Effect.locally(
+        Effect.provideService(app, HttpServerRequest.HttpServerRequest, request),
+        currentDeadline,
+        undefined
+      ),
+      (response) =>
+        Effect.flatMap(
+          captureBody(response, maxResponseBytes),
+          (captured) => Effect.sync(() => ({ response, captured, kept: keeps(response.status) }))
+        )
+    )
+    const settle = Effect.flatMap(Effect.exit(answered), (exit) => {
+      if (Exit.isSuccess(exit)) {
+        const { captured, kept, response } = exit.value
         const sent = captured.bytes === undefined ? response : withBytes(response, captured.bytes)
-        if (!keeps(response.status)) return Effect.as(release, sent)
+        if (!kept) return Effect.as(release, sent)
         const headers = pickHeaders(response, replayHeaders)
         if (!captured.storable) {
           // answered in full, but only its status and headers can be replayed: say so, now and on replays
@@ -180,20 +202,33 @@ export const make = <RS>(options: Options<RS> = {}) => {
           )
         }
         return Effect.as(complete({ status: response.status, headers, body: captured.bytes! }), sent)
-      })
-    return Effect.flatMap(Effect.exit(handler), (exit) => {
-      if (Exit.isSuccess(exit)) return answer(exit.value)
+      }
       const cause = exit.cause
       // a defect is answered 500 by the server: stored like a 500 answer (it may have committed first)
       if (Cause.isDie(cause)) {
-        const store500 = keeps(500) ? complete({ status: 500, headers: {}, body: new Uint8Array(0) }) : release
-        return Effect.zipRight(store500, Effect.failCause(cause))
+        const store500 = keepsSafely(500) ? complete({ status: 500, headers: {}, body: new Uint8Array(0) }) : release
+        return Effect.zipRight(Effect.zipRight(store500, unseen(cause)), Effect.failCause(cause))
       }
       // a typed failure reports that the handler did nothing: the key is free for a retry
-      if (Cause.isFailure(cause)) return Effect.zipRight(release, Effect.failCause(cause))
+      if (Cause.isFailure(cause)) {
+        return Effect.zipRight(Effect.zipRight(release, unseen(cause)), Effect.failCause(cause))
+      }
       // interrupted from inside: it may have committed, so the claim is left to run out its lease
-      return Effect.failCause(cause)
+      return Effect.zipRight(unseen(cause), Effect.failCause(cause))
     })
+    return Effect.scoped(Effect.zipRight(
+      Effect.forkScoped(Effect.interruptible(heartbeat)), // the server may run handlers uninterruptibly
+      settle
+    ))
+  }
+
+  /** `keeps`, for a defect's 500: a `storeStatus` that throws keeps it (the handler may have committed). */
+  const keepsSafely = (status: number): boolean => {
+    try {
+      return keeps(status)
+    } catch {
+      return true
+    }
   }
 
   return Effect.map(IdempotencyStore, withStore)

@@ -39,15 +39,24 @@ export const makeMemory = (options: MemoryOptions = {}) => {
 
 const build = (maxRecords: number) => {
   const records = new Map<string, Record>()
-  const expiries = new MinHeap<Expiry>()
+  let expiries = new MinHeap<Expiry>()
   let tokens = 0
   // one sequence for the whole store: a replacement record must never match a heap entry of the record
   // it replaced (a per-record counter would start again and let old entries evict the new record early)
   let writes = 0
 
+  /** The instant after which a record is dead, whatever it holds. */
+  const endOf = (record: Record) => Math.max(record.expiresAt, record.leaseUntil)
+
   const schedule = (id: string, record: Record) => {
     record.version = ++writes
-    expiries.push({ at: Math.max(record.expiresAt, record.leaseUntil), id, version: record.version })
+    expiries.push({ at: endOf(record), id, version: record.version })
+    // Released records leave their entries behind until those come due (a TTL away): when stale entries
+    // outnumber live records, rebuild from the records, so the heap stays O(records), amortised O(1) a write.
+    if (expiries.size > 2 * records.size + 1_024) {
+      expiries = new MinHeap<Expiry>()
+      for (const [key, live] of records) expiries.push({ at: endOf(live), id: key, version: live.version })
+    }
   }
 
   const evict = (now: number, limit = EVICT_PER_CALL) => {
@@ -114,7 +123,8 @@ const build = (maxRecords: number) => {
           const now = clock.unsafeCurrentTimeMillis()
           const record = owned(ref, now)
           if (record === undefined) return false
-          record.response = response
+          // a copy: the handler's bytes may be a view into a larger buffer that the record would keep alive
+          record.response = { ...response, body: response.body.slice() }
           record.expiresAt = now + Duration.toMillis(ttl)
           record.leaseUntil = 0
           schedule(idOf(ref.scope, ref.key), record)
@@ -127,8 +137,10 @@ const build = (maxRecords: number) => {
           const now = clock.unsafeCurrentTimeMillis()
           const record = owned(ref, now)
           if (record === undefined) return false
+          const before = endOf(record)
           record.leaseUntil = now + Duration.toMillis(lease)
-          schedule(idOf(ref.scope, ref.key), record)
+          // a lease within the TTL (the usual case) does not move the record's end: its entry still holds
+          if (endOf(record) !== before) schedule(idOf(ref.scope, ref.key), record)
           return true
         })
       ),
@@ -140,5 +152,6 @@ const build = (maxRecords: number) => {
       ),
     size: Effect.sync(() => records.size)
   }
-  return store
+  // not part of the public type: lets a test see that the expiry heap stays bounded by the records
+  return Object.assign(store, { pendingExpiries: () => expiries.size })
 }

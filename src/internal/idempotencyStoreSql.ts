@@ -144,7 +144,7 @@ export const make = (
               if (result !== undefined) return Effect.succeed(result)
               return attempt + 1 < CLAIM_ATTEMPTS
                 ? claimAttempt(request, now, attempt + 1)
-                : Effect.fail(`the record of ${request.key} kept changing during ${CLAIM_ATTEMPTS} claims`)
+                : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
             })))
     }
 
