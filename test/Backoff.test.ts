@@ -93,42 +93,35 @@ describe("Backoff", () => {
       seed: fc.integer()
     })
 
-    it.effect.prop("fullJitter delays are in [0, c(n))", [arbitraryOptions], ([o]) =>
-      Effect.gen(function*() {
-        const cap = o.base + o.extra
-        const out = yield* delays(Backoff.fullJitter({ base: o.base, cap }), 40).pipe(
-          Effect.withRandom(Random.make(o.seed))
-        )
-        out.forEach((d, n) => {
-          expect(d).toBeGreaterThanOrEqual(0)
-          expect(d).toBeLessThan(Math.min(cap, o.base * 2 ** n))
-        })
-      }))
+    // plain properties, run synchronously: the schedules need neither a clock nor a test environment
+    // (it.effect.prop builds a fresh TestContext for every sample, most of these tests' time)
+    const seeded = (schedule: Schedule.Schedule<Duration.Duration>, seed: number) =>
+      Effect.runSync(delays(schedule, 40).pipe(Effect.withRandom(Random.make(seed))))
 
-    it.effect.prop("equalJitter delays are in [c(n)/2, c(n))", [arbitraryOptions], ([o]) =>
-      Effect.gen(function*() {
-        const cap = o.base + o.extra
-        const out = yield* delays(Backoff.equalJitter({ base: o.base, cap }), 40).pipe(
-          Effect.withRandom(Random.make(o.seed))
-        )
-        out.forEach((d, n) => {
-          const c = Math.min(cap, o.base * 2 ** n)
-          expect(d).toBeGreaterThanOrEqual(c / 2)
-          expect(d).toBeLessThan(c)
-        })
-      }))
+    it.prop("fullJitter delays are in [0, c(n))", [arbitraryOptions], ([o]) => {
+      const cap = o.base + o.extra
+      seeded(Backoff.fullJitter({ base: o.base, cap }), o.seed).forEach((d, n) => {
+        expect(d).toBeGreaterThanOrEqual(0)
+        expect(d).toBeLessThan(Math.min(cap, o.base * 2 ** n))
+      })
+    })
 
-    it.effect.prop("decorrelatedJitter delays are in [base, cap]", [arbitraryOptions], ([o]) =>
-      Effect.gen(function*() {
-        const cap = o.base + o.extra
-        const out = yield* delays(Backoff.decorrelatedJitter({ base: o.base, cap }), 40).pipe(
-          Effect.withRandom(Random.make(o.seed))
-        )
-        for (const d of out) {
-          expect(d).toBeGreaterThanOrEqual(o.base)
-          expect(d).toBeLessThanOrEqual(cap)
-        }
-      }))
+    it.prop("equalJitter delays are in [c(n)/2, c(n))", [arbitraryOptions], ([o]) => {
+      const cap = o.base + o.extra
+      seeded(Backoff.equalJitter({ base: o.base, cap }), o.seed).forEach((d, n) => {
+        const c = Math.min(cap, o.base * 2 ** n)
+        expect(d).toBeGreaterThanOrEqual(c / 2)
+        expect(d).toBeLessThan(c)
+      })
+    })
+
+    it.prop("decorrelatedJitter delays are in [base, cap]", [arbitraryOptions], ([o]) => {
+      const cap = o.base + o.extra
+      for (const d of seeded(Backoff.decorrelatedJitter({ base: o.base, cap }), o.seed)) {
+        expect(d).toBeGreaterThanOrEqual(o.base)
+        expect(d).toBeLessThanOrEqual(cap)
+      }
+    })
   })
 
   it.effect("means over a seeded Random match the formulas", () =>

@@ -1,12 +1,14 @@
 /**
  * The rate-limiter algorithm suite, run against any store layer: `RateLimiterStore.layerMemory` in
- * `RateLimiter.test.ts`, a Redis store in the stores issue. Every test uses fresh limiter names, so a
- * shared remote store needs no cleanup between tests; time is `TestClock` time, passed to the store.
+ * `RateLimiter.test.ts`, `layerRedis` in `RateLimiterStore.redis.test.ts`. Every test uses fresh limiter
+ * names, so a shared remote store needs no cleanup between tests; time is virtual (`TestClock`, or a clock
+ * the properties move by hand), passed to the store.
  */
 import { describe, expect, it } from "@effect/vitest"
 import type { Layer } from "effect"
-import { Cause, Duration, Effect, Exit, FastCheck as fc, Fiber, Option, TestClock } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, FastCheck as fc, Fiber, Option, TestClock } from "effect"
 import { Deadline, RateLimiter, type RateLimiterStore } from "../src/index.js"
+import { untilSleeping } from "./support/eventually.js"
 
 let counter = 0
 /** A name no other test (or other run of this suite against the same store) uses. */
@@ -166,16 +168,21 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
   })
 
   describe(`RateLimiter.acquire (${storeName})`, () => {
+    // A forked `acquire` asks the store, then sleeps on the TestClock. A remote store answers over the
+    // network, so each test waits until the fibers sleep before it moves the clock (moved earlier, a
+    // sleep would start from the later time); once the clock has passed the wait, the fiber asks the
+    // store again, so its exit is awaited, not polled.
     it.effect("waits on the Clock until the request passes", () =>
       scoped(Effect.gen(function*() {
         const limiter = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 2, name: fresh("acq") })
         yield* limiter.tryAcquire("k", 2)
         const fiber = yield* Effect.fork(limiter.acquire("k", 2))
+        yield* untilSleeping()
         yield* advance(999)
         expect(yield* poll(fiber)).toBeUndefined()
         yield* advance(1)
-        const exit = yield* poll(fiber)
-        expect(exit !== undefined && Exit.isSuccess(exit) && plain(exit.value)).toEqual(ok(2, 0, 1000))
+        const exit = yield* Fiber.await(fiber)
+        expect(Exit.isSuccess(exit) && plain(exit.value)).toEqual(ok(2, 0, 1000))
       })))
 
     it.effect("waits for the next window", () =>
@@ -183,10 +190,11 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
         const limiter = yield* RateLimiter.fixedWindow({ limit: 1, window: "1 minute", name: fresh("acq") })
         yield* limiter.tryAcquire("k")
         const fiber = yield* Effect.fork(limiter.acquire("k"))
+        yield* untilSleeping()
         yield* advance(59_999)
         expect(yield* poll(fiber)).toBeUndefined()
         yield* advance(1)
-        expect(Exit.isSuccess((yield* poll(fiber))!)).toBe(true)
+        expect(Exit.isSuccess(yield* Fiber.await(fiber))).toBe(true)
       })))
 
     it.effect("fails at once with RateLimited when the wait would pass the deadline", () =>
@@ -202,8 +210,9 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
         expect(yield* TestClock.currentTimeMillis).toBe(0) // no sleep happened
         // a deadline after the wait lets it through
         const fiber = yield* Effect.fork(limiter.acquire("k").pipe(Deadline.within("1001 millis")))
+        yield* untilSleeping(2) // the deadline's timer and the wait
         yield* advance(1000)
-        expect(Exit.isSuccess((yield* poll(fiber))!)).toBe(true)
+        expect(Exit.isSuccess(yield* Fiber.await(fiber))).toBe(true)
       })))
 
     it.effect("fails with RateLimited when the wait would pass maxWait", () =>
@@ -222,8 +231,9 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
         expect(immediate.reason).toBe("max-wait")
         // the per-call option overrides the limiter's
         const fiber = yield* Effect.fork(limiter.acquire("k", 1, { maxWait: "1 second" }))
+        yield* untilSleeping()
         yield* advance(1000)
-        expect(Exit.isSuccess((yield* poll(fiber))!)).toBe(true)
+        expect(Exit.isSuccess(yield* Fiber.await(fiber))).toBe(true)
       })))
 
     it.effect("counts maxWait over all waits when another waiter takes the units first", () =>
@@ -232,6 +242,7 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
         yield* limiter.tryAcquire("k")
         const a = yield* Effect.fork(Effect.either(limiter.acquire("k", 1, { maxWait: "1500 millis" })))
         const b = yield* Effect.fork(Effect.either(limiter.acquire("k", 1, { maxWait: "1500 millis" })))
+        yield* untilSleeping(2)
         yield* advance(1000)
         // both woke at 1 s; one took the token, the other would need 1 s more: 2 s > 1.5 s in all
         const results = [yield* Fiber.join(a), yield* Fiber.join(b)]
@@ -243,10 +254,39 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
   })
 
   describe(`RateLimiter properties (${storeName})`, () => {
-    // half the requests arrive in bursts (no delay): bursts are where limits are tested, and each
-    // TestClock.adjust costs a real timer tick
+    // half the requests arrive in bursts (no delay): bursts are where limits are tested
     const delay = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 700 }))
     const ops = fc.array(fc.record({ delay, cost: fc.integer({ min: 1, max: 8 }) }), { minLength: 1, maxLength: 40 })
+
+    // The properties only read the time (tryAcquire never sleeps), so they move a virtual clock by hand.
+    // `TestClock.adjust` waits for every fiber to suspend, several real timer ticks per call, and
+    // `it.effect.prop` builds a TestContext per sample: together most of these properties' run time.
+    let now = 0
+    const clock: Clock.Clock = {
+      [Clock.ClockTypeId]: Clock.ClockTypeId,
+      unsafeCurrentTimeMillis: () => now,
+      unsafeCurrentTimeNanos: () => BigInt(now) * BigInt(1_000_000),
+      currentTimeMillis: Effect.sync(() => now),
+      currentTimeNanos: Effect.sync(() => BigInt(now) * BigInt(1_000_000)),
+      sleep: () => Effect.dieMessage("the rate-limiter properties never sleep")
+    }
+    const advance = (millis: number) => Effect.sync(() => void (now += millis))
+
+    /** A property over fresh limiters, time starting at 0 on the hand-moved clock for every sample. */
+    const property = <A>(
+      name: string,
+      arbitrary: fc.Arbitrary<A>,
+      body: (a: A) => Effect.Effect<void, never, RateLimiterStore.RateLimiterStore | import("effect").Scope.Scope>
+    ) =>
+      it(name, () =>
+        fc.assert(
+          fc.asyncProperty(arbitrary, async (a) => {
+            now = 0
+            const exit = await Effect.runPromiseExit(scoped(body(a)).pipe(Effect.withClock(clock)))
+            if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
+          }),
+          { numRuns: 50 }
+        ))
 
     /** Runs the ops one after the other; returns the admitted (time, cost) pairs. */
     const drive = (
@@ -259,16 +299,16 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
           if (delay > 0) yield* advance(delay)
           const c = Math.min(cost, limiter.limit)
           const d = yield* limiter.tryAcquire("k", c)
-          if (d.allowed) admitted.push([yield* TestClock.currentTimeMillis, c])
+          if (d.allowed) admitted.push([yield* Clock.currentTimeMillis, c])
         }
         return admitted
       })
 
-    it.effect.prop(
+    property(
       "a token bucket never admits more than capacity + rate × elapsed in any interval",
-      { capacity: fc.integer({ min: 1, max: 8 }), rate: fc.integer({ min: 1, max: 4000 }), steps: ops },
+      fc.record({ capacity: fc.integer({ min: 1, max: 8 }), rate: fc.integer({ min: 1, max: 4000 }), steps: ops }),
       ({ capacity, rate, steps }) =>
-        scoped(Effect.gen(function*() {
+        Effect.gen(function*() {
           const perSecond = rate / 1000 // 0.001 .. 4 tokens per second
           const limiter = yield* RateLimiter.tokenBucket({ capacity, refillPerSecond: perSecond, name: fresh("p") })
           const admitted = yield* drive(limiter, steps)
@@ -280,15 +320,14 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
               expect(sum).toBeLessThanOrEqual(capacity + perSecond * elapsed + 1e-6)
             }
           }
-        })),
-      { fastCheck: { numRuns: 50 } }
+        })
     )
 
-    it.effect.prop(
+    property(
       "a fixed window never admits more than limit per window",
-      { limit: fc.integer({ min: 1, max: 8 }), window: fc.integer({ min: 1, max: 2000 }), steps: ops },
+      fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: fc.integer({ min: 1, max: 2000 }), steps: ops }),
       ({ limit, steps, window }) =>
-        scoped(Effect.gen(function*() {
+        Effect.gen(function*() {
           const limiter = yield* RateLimiter.fixedWindow({ limit, window: Duration.millis(window), name: fresh("p") })
           const perWindow = new Map<number, number>()
           for (const [t, c] of yield* drive(limiter, steps)) {
@@ -296,15 +335,14 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
             perWindow.set(w, (perWindow.get(w) ?? 0) + c)
           }
           for (const n of perWindow.values()) expect(n).toBeLessThanOrEqual(limit)
-        })),
-      { fastCheck: { numRuns: 50 } }
+        })
     )
 
-    it.effect.prop(
+    property(
       "a sliding window admits at most limit per aligned window and under 2 × limit in any window",
-      { limit: fc.integer({ min: 1, max: 8 }), window: fc.integer({ min: 1, max: 2000 }), steps: ops },
+      fc.record({ limit: fc.integer({ min: 1, max: 8 }), window: fc.integer({ min: 1, max: 2000 }), steps: ops }),
       ({ limit, steps, window }) =>
-        scoped(Effect.gen(function*() {
+        Effect.gen(function*() {
           const limiter = yield* RateLimiter.slidingWindow({ limit, window: Duration.millis(window), name: fresh("p") })
           const admitted = yield* drive(limiter, steps)
           const perWindow = new Map<number, number>()
@@ -320,21 +358,20 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
             }
             expect(sum).toBeLessThan(2 * limit)
           }
-        })),
-      { fastCheck: { numRuns: 50 } }
+        })
     )
 
     for (const [name, make] of algorithms) {
-      it.effect.prop(
+      property(
         `${name}: a denied request is still denied 1 ms before retryAfter and passes at retryAfter`,
-        {
+        fc.record({
           limit: fc.integer({ min: 1, max: 8 }),
           param: fc.integer({ min: 1, max: 3000 }),
           steps: ops,
           cost: fc.integer({ min: 1, max: 8 })
-        },
+        }),
         ({ cost, limit, param, steps }) =>
-          scoped(Effect.gen(function*() {
+          Effect.gen(function*() {
             const limiter = yield* make(limit, name === "token bucket" ? 1 + param / 100 : param)(fresh("p"))
             yield* drive(limiter, steps)
             const c = Math.min(cost, limit)
@@ -347,15 +384,14 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
             expect((yield* limiter.tryAcquire("k", c)).allowed).toBe(false)
             yield* advance(1)
             expect((yield* limiter.tryAcquire("k", c)).allowed).toBe(true)
-          })),
-        { fastCheck: { numRuns: 50 } }
+          })
       )
 
-      it.effect.prop(
+      property(
         `${name}: after resetAfter with no traffic the key is back to its initial state`,
-        { limit: fc.integer({ min: 1, max: 8 }), param: fc.integer({ min: 1, max: 3000 }), steps: ops },
+        fc.record({ limit: fc.integer({ min: 1, max: 8 }), param: fc.integer({ min: 1, max: 3000 }), steps: ops }),
         ({ limit, param, steps }) =>
-          scoped(Effect.gen(function*() {
+          Effect.gen(function*() {
             const limiter = yield* make(limit, name === "token bucket" ? 1 + param / 100 : param)(fresh("p"))
             yield* drive(limiter, steps)
             const d = yield* limiter.tryAcquire("k", 1)
@@ -363,8 +399,7 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
             const full = yield* limiter.tryAcquire("k", limit)
             expect(full.allowed).toBe(true)
             expect(full.remaining).toBe(0)
-          })),
-        { fastCheck: { numRuns: 50 } }
+          })
       )
     }
   })

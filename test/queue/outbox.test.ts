@@ -12,6 +12,7 @@ import { Consumer, QueueSource } from "../../src/index.js"
 import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
 import * as Outbox from "../../src/queue/Outbox.js"
 import * as PgQueue from "../../src/queue/PgQueue.js"
+import { eventually, untilSleeping } from "../support/eventually.js"
 import { describePg, dropPgTables, freshName, PgLive } from "./services.js"
 
 interface OrderPlaced {
@@ -28,15 +29,6 @@ const crashAfterPublish = <A>(source: QueueSource.QueueSource<A>) => {
       Effect.zipRight(source.send(messages), crashes-- > 0 ? Effect.interrupt : Effect.void)
   } satisfies QueueSource.QueueSource<A>
 }
-
-const waitFor = <R>(done: Effect.Effect<boolean, unknown, R>) =>
-  Effect.gen(function*() {
-    for (let i = 0; i < 400; i++) {
-      if (yield* done) return
-      yield* TestServices.provideLive(Effect.sleep("10 millis"))
-    }
-    throw new Error("condition never held")
-  })
 
 const scenario = (outbox: Outbox.Outbox<OrderPlaced>, tables: { orders: string; revenue: string; processed: string }) =>
   Effect.gen(function*() {
@@ -91,7 +83,7 @@ describe("Outbox (SQLite)", () => {
           ), { table: "processed" }),
         maxReceiveCount: 3
       }).pipe(Scope.extend(scope))
-      yield* waitFor(Effect.map(consumer.stats, (s) => s.processed === 6))
+      yield* eventually(Effect.map(consumer.stats, (s) => s.processed === 6))
       yield* Scope.close(scope, Exit.void)
       expect(seen).toEqual(["placed-o1", "placed-o2", "placed-o4"])
       const revenue = yield* sql<{ readonly order_id: string; readonly total: number }>`
@@ -111,12 +103,13 @@ describe("Outbox (SQLite)", () => {
       expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
       const source = yield* QueueSource.memory<number>({ visibilityTimeout: "1 minute" })
       const relay = yield* Effect.fork(outbox.runRelay(source, { interval: "1 second" }))
-      yield* waitFor(Effect.map(outbox.pending, (n) => n === 0))
+      yield* eventually(Effect.map(outbox.pending, (n) => n === 0))
       yield* outbox.append({ body: 2 })
       yield* TestServices.provideLive(Effect.sleep("10 millis"))
       expect(yield* outbox.pending).toBe(1) // the relay sleeps on the (test) clock
+      yield* untilSleeping() // (moved before it sleeps, the clock would not wake it)
       yield* TestClock.adjust("1 second")
-      yield* waitFor(Effect.map(outbox.pending, (n) => n === 0))
+      yield* eventually(Effect.map(outbox.pending, (n) => n === 0))
       expect((yield* source.receive(10)).map((m) => m.body)).toEqual([1, 2])
       yield* Fiber.interrupt(relay)
     }).pipe(Effect.provide(SqliteClient.layer({ filename: ":memory:" }))))

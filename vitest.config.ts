@@ -1,0 +1,59 @@
+import { availableParallelism } from "node:os"
+import { defineConfig } from "vitest/config"
+
+/**
+ * Integration tests: the files that need PostgreSQL or Redis, start processes, or open sockets (real HTTP
+ * servers on 127.0.0.1). Every other test file is a unit test; `test/support/unitGuard.ts` fails a unit
+ * test that opens a socket or starts a process, so a misfiled one is caught.
+ */
+const integration = [
+  "test/**/*.redis.test.ts",
+  "test/**/*.sql.test.ts",
+  "test/queue/pg.test.ts",
+  "test/queue/redis.test.ts",
+  "test/queue/outbox.test.ts",
+  "test/multiprocess.test.ts",
+  "test/serve.test.ts",
+  "test/demo.test.ts",
+  "test/IdempotencyMiddleware.test.ts",
+  "test/ServerMiddleware.test.ts",
+  "test/ResilientHttpClient.test.ts"
+]
+
+// `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests.
+export default defineConfig({
+  test: {
+    poolOptions: {
+      // the unit project's pool: pure in-memory tests share one module graph per worker (importing
+      // Effect afresh for each file cost more than most files' tests), and run on every CPU
+      threads: { isolate: false, maxThreads: availableParallelism() }
+    },
+    projects: [
+      {
+        test: {
+          name: "unit",
+          include: ["test/**/*.test.ts"],
+          exclude: integration,
+          pool: "threads",
+          setupFiles: ["test/support/unitGuard.ts"],
+          sequence: { groupOrder: 0 },
+          // TestClock time: a busy machine only makes these tests slower, so a cap a hang still hits
+          // instead of vitest's 5 s
+          testTimeout: 30_000
+        }
+      },
+      {
+        test: {
+          name: "integration",
+          include: integration,
+          // one file at a time, each in a fresh process (the default forks pool)
+          pool: "forks",
+          sequence: { groupOrder: 1 },
+          // real services and processes on a machine that may be busy: caps a hang still hits
+          testTimeout: 60_000,
+          hookTimeout: 60_000
+        }
+      }
+    ]
+  }
+})
