@@ -15,7 +15,7 @@ const integration = [
   "test/multiprocess.test.ts",
   "test/serve.test.ts",
   "test/demo.test.ts",
-  "test/IdempotencyMiddleware.test.ts",
+  "test/IdempotencyMiddleware*.test.ts",
   "test/ServerMiddleware.test.ts",
   "test/ResilientHttpClient.test.ts"
 ]

@@ -8,7 +8,8 @@ import { describe, expect, it } from "@effect/vitest"
 import type { Layer } from "effect"
 import { Cause, Clock, Duration, Effect, Exit, FastCheck as fc, Fiber, Option, TestClock } from "effect"
 import { Deadline, RateLimiter, type RateLimiterStore } from "../src/index.js"
-import { untilSleeping } from "./support/eventually.js"
+import { forkUntilSleeping } from "./support/eventually.js"
+import { handClock } from "./support/handClock.js"
 
 let counter = 0
 /** A name no other test (or other run of this suite against the same store) uses. */
@@ -169,15 +170,14 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
 
   describe(`RateLimiter.acquire (${storeName})`, () => {
     // A forked `acquire` asks the store, then sleeps on the TestClock. A remote store answers over the
-    // network, so each test waits until the fibers sleep before it moves the clock (moved earlier, a
+    // network, so each test waits until the fiber sleeps before it moves the clock (moved earlier, the
     // sleep would start from the later time); once the clock has passed the wait, the fiber asks the
     // store again, so its exit is awaited, not polled.
     it.effect("waits on the Clock until the request passes", () =>
       scoped(Effect.gen(function*() {
         const limiter = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 2, name: fresh("acq") })
         yield* limiter.tryAcquire("k", 2)
-        const fiber = yield* Effect.fork(limiter.acquire("k", 2))
-        yield* untilSleeping()
+        const fiber = yield* forkUntilSleeping(limiter.acquire("k", 2), 1000)
         yield* advance(999)
         expect(yield* poll(fiber)).toBeUndefined()
         yield* advance(1)
@@ -189,8 +189,7 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
       scoped(Effect.gen(function*() {
         const limiter = yield* RateLimiter.fixedWindow({ limit: 1, window: "1 minute", name: fresh("acq") })
         yield* limiter.tryAcquire("k")
-        const fiber = yield* Effect.fork(limiter.acquire("k"))
-        yield* untilSleeping()
+        const fiber = yield* forkUntilSleeping(limiter.acquire("k"), 60_000)
         yield* advance(59_999)
         expect(yield* poll(fiber)).toBeUndefined()
         yield* advance(1)
@@ -209,8 +208,7 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
         expect(plain(error.decision)).toEqual(no(1, 0, 1000, 1000))
         expect(yield* TestClock.currentTimeMillis).toBe(0) // no sleep happened
         // a deadline after the wait lets it through
-        const fiber = yield* Effect.fork(limiter.acquire("k").pipe(Deadline.within("1001 millis")))
-        yield* untilSleeping(2) // the deadline's timer and the wait
+        const fiber = yield* forkUntilSleeping(limiter.acquire("k").pipe(Deadline.within("1001 millis")), 1000)
         yield* advance(1000)
         expect(Exit.isSuccess(yield* Fiber.await(fiber))).toBe(true)
       })))
@@ -230,8 +228,7 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
         const immediate = yield* Effect.flip(limiter.acquire("k", 1, { maxWait: 0 }))
         expect(immediate.reason).toBe("max-wait")
         // the per-call option overrides the limiter's
-        const fiber = yield* Effect.fork(limiter.acquire("k", 1, { maxWait: "1 second" }))
-        yield* untilSleeping()
+        const fiber = yield* forkUntilSleeping(limiter.acquire("k", 1, { maxWait: "1 second" }), 1000)
         yield* advance(1000)
         expect(Exit.isSuccess(yield* Fiber.await(fiber))).toBe(true)
       })))
@@ -240,9 +237,8 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
       scoped(Effect.gen(function*() {
         const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: fresh("acq") })
         yield* limiter.tryAcquire("k")
-        const a = yield* Effect.fork(Effect.either(limiter.acquire("k", 1, { maxWait: "1500 millis" })))
-        const b = yield* Effect.fork(Effect.either(limiter.acquire("k", 1, { maxWait: "1500 millis" })))
-        yield* untilSleeping(2)
+        const a = yield* forkUntilSleeping(Effect.either(limiter.acquire("k", 1, { maxWait: "1500 millis" })), 1000)
+        const b = yield* forkUntilSleeping(Effect.either(limiter.acquire("k", 1, { maxWait: "1500 millis" })), 1000)
         yield* advance(1000)
         // both woke at 1 s; one took the token, the other would need 1 s more: 2 s > 1.5 s in all
         const results = [yield* Fiber.join(a), yield* Fiber.join(b)]
@@ -258,21 +254,12 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
     const delay = fc.oneof(fc.constant(0), fc.integer({ min: 1, max: 700 }))
     const ops = fc.array(fc.record({ delay, cost: fc.integer({ min: 1, max: 8 }) }), { minLength: 1, maxLength: 40 })
 
-    // The properties only read the time (tryAcquire never sleeps), so they move a virtual clock by hand.
+    // The properties only read the time (tryAcquire never sleeps), so they move a virtual clock by hand:
     // `TestClock.adjust` waits for every fiber to suspend, several real timer ticks per call, and
-    // `it.effect.prop` builds a TestContext per sample: together most of these properties' run time.
-    let now = 0
-    const clock: Clock.Clock = {
-      [Clock.ClockTypeId]: Clock.ClockTypeId,
-      unsafeCurrentTimeMillis: () => now,
-      unsafeCurrentTimeNanos: () => BigInt(now) * BigInt(1_000_000),
-      currentTimeMillis: Effect.sync(() => now),
-      currentTimeNanos: Effect.sync(() => BigInt(now) * BigInt(1_000_000)),
-      sleep: () => Effect.dieMessage("the rate-limiter properties never sleep")
-    }
-    const advance = (millis: number) => Effect.sync(() => void (now += millis))
+    // `it.effect.prop` builds a TestContext per sample, together most of these properties' run time.
+    const { advance, clock, reset } = handClock()
 
-    /** A property over fresh limiters, time starting at 0 on the hand-moved clock for every sample. */
+    /** A property over fresh limiters, time starting at 0 for every sample. */
     const property = <A>(
       name: string,
       arbitrary: fc.Arbitrary<A>,
@@ -281,8 +268,9 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
       it(name, () =>
         fc.assert(
           fc.asyncProperty(arbitrary, async (a) => {
-            now = 0
-            const exit = await Effect.runPromiseExit(scoped(body(a)).pipe(Effect.withClock(clock)))
+            const exit = await Effect.runPromiseExit(
+              Effect.zipRight(reset, scoped(body(a))).pipe(Effect.withClock(clock))
+            )
             if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
           }),
           { numRuns: 50 }

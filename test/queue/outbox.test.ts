@@ -107,7 +107,7 @@ describe("Outbox (SQLite)", () => {
       yield* outbox.append({ body: 2 })
       yield* TestServices.provideLive(Effect.sleep("10 millis"))
       expect(yield* outbox.pending).toBe(1) // the relay sleeps on the (test) clock
-      yield* untilSleeping() // (moved before it sleeps, the clock would not wake it)
+      yield* untilSleeping(1000) // (moved before it sleeps, the clock would not wake it)
       yield* TestClock.adjust("1 second")
       yield* eventually(Effect.map(outbox.pending, (n) => n === 0))
       expect((yield* source.receive(10)).map((m) => m.body)).toEqual([1, 2])

@@ -1,0 +1,42 @@
+import { Clock, Duration, Effect } from "effect"
+
+/**
+ * Virtual time moved by hand, for tests that move it thousands of times. `TestClock.adjust` waits for
+ * every fiber to suspend (several real timer ticks) before and after waking each sleeper, which is most
+ * of such a test's run time. `advance` moves the time and wakes every sleeper that is due; they run when
+ * the caller next yields. Provide it with `Effect.withClock(hand.clock)`: forked fibers inherit it.
+ */
+export const handClock = () => {
+  let now = 0
+  const sleepers = new Set<{ readonly at: number; readonly wake: () => void }>()
+  const clock: Clock.Clock = {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => now,
+    unsafeCurrentTimeNanos: () => BigInt(now) * BigInt(1_000_000),
+    currentTimeMillis: Effect.sync(() => now),
+    currentTimeNanos: Effect.sync(() => BigInt(now) * BigInt(1_000_000)),
+    sleep: (duration) =>
+      Effect.async<void>((resume) => {
+        const at = now + Duration.toMillis(duration)
+        if (at <= now) return resume(Effect.void)
+        const sleeper = { at, wake: () => resume(Effect.void) }
+        sleepers.add(sleeper)
+        return Effect.sync(() => void sleepers.delete(sleeper))
+      })
+  }
+  const advance = (millis: number) =>
+    Effect.sync(() => {
+      now += millis
+      const due = [...sleepers].filter((s) => s.at <= now).sort((a, b) => a.at - b.at)
+      for (const s of due) {
+        sleepers.delete(s)
+        s.wake()
+      }
+    })
+  /** Sets the time back to 0, for a fresh sample of a property (no sleeper may be waiting). */
+  const reset = Effect.sync(() => {
+    if (sleepers.size > 0) throw new Error("handClock.reset with sleepers waiting")
+    now = 0
+  })
+  return { clock, advance, reset }
+}
