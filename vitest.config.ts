@@ -17,7 +17,8 @@ const integration = [
   "test/demo.test.ts",
   "test/IdempotencyMiddleware*.test.ts",
   "test/ServerMiddleware.test.ts",
-  "test/ResilientHttpClient.test.ts"
+  "test/ResilientHttpClient.test.ts",
+  "test/docs/security.test.ts"
 ]
 
 // `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests.
