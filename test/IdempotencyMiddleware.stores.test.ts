@@ -17,6 +17,7 @@ import { join } from "node:path"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
 import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"
 import { DeadlineMiddleware, IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
+import { eventually } from "./support/eventually.js"
 import { post, serve, TestServer } from "./support/httpServer.js"
 import { deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { DATABASE_URL, describeWith } from "./support/services.js"
@@ -95,12 +96,16 @@ const postThenHangUp = (key: string) =>
 /** Asks again until the first request is no longer in progress (409), then returns the answer. */
 const untilSettled = (key: string) =>
   Effect.gen(function*() {
-    for (let i = 0; i < 1_000; i++) {
-      const reply = yield* post("/orders", { key })
-      if (reply.status !== 409) return reply
-      yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-    }
-    return yield* Effect.die(new Error("the first request never completed"))
+    let reply = yield* post("/orders", { key })
+    yield* eventually(Effect.suspend(() =>
+      reply.status !== 409 ? Effect.succeed(true) : Effect.as(
+        Effect.tap(post("/orders", { key }), (r) => {
+          reply = r
+        }),
+        false
+      )
+    ))
+    return reply
   })
 
 for (const [name, services, layer] of stores) {

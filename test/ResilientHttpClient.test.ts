@@ -411,7 +411,16 @@ const stalledListener = Effect.acquireRelease(
         fillers.forEach((s) => s.destroy())
         child.kill()
       }
-      setTimeout(() => resume(Effect.succeed({ port, close })), 100)
+      // one filler accepted into the queue (backlog 0) fills it: later handshakes go unanswered
+      let ready = false
+      for (const filler of fillers) {
+        filler.on("error", () => {})
+        filler.once("connect", () => {
+          if (ready) return
+          ready = true
+          resume(Effect.succeed({ port, close }))
+        })
+      }
     })
   }),
   (listener) => Effect.sync(listener.close)
