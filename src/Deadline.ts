@@ -38,7 +38,9 @@ export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<{ readonl
 
 /**
  * Runs `self` with the deadline `min(current deadline, now + duration)`. When it passes, `self` is
- * interrupted (its finalizers run) and the result fails with {@link DeadlineExceeded}.
+ * interrupted (its finalizers run) and the result fails with {@link DeadlineExceeded}. A deadline that has
+ * already passed (a zero `duration`, say) fails at once without running `self`. `self` runs in a fiber of its
+ * own: FiberRef changes made inside it stay inside, as with {@link timeout}.
  *
  * @example
  * ```ts
@@ -111,7 +113,8 @@ export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadl
 /**
  * A per-attempt timeout of `min(duration, remaining)`. Fails with {@link AttemptTimeout} when its own
  * duration ran out, with {@link DeadlineExceeded} when the deadline did (or had already passed, in
- * which case `self` is not started at all).
+ * which case `self` is not started at all). A zero `duration` has already run out: `self` is not started.
+ * `self` runs in a fiber of its own: FiberRef changes made inside it stay inside.
  *
  * @example
  * ```ts
