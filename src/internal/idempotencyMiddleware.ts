@@ -1,6 +1,6 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, type Context, Duration, Effect, type Either, Exit, Fiber, Option, Runtime } from "effect"
+import { Cause, Duration, Effect, type Either, Exit, Fiber, Option } from "effect"
 import { createHash } from "node:crypto"
 import type { Options } from "../http/IdempotencyMiddleware.js"
 import { parseIdempotencyKey } from "../http/StructuredFields.js"
@@ -14,6 +14,7 @@ import {
 } from "../IdempotencyStore.js"
 import { refuse, resolver } from "./clientScope.js"
 import { currentDeadline } from "./deadline.js"
+import { startFrom } from "./detached.js"
 import { captureBody, pickHeaders, readBody, replay, withBody, withBytes } from "./idempotencyHttp.js"
 import { IdempotencyStoreFull } from "./idempotencyStore.js"
 import { problem } from "./problem.js"
@@ -236,20 +237,10 @@ export const make = <RS>(options: Options<RS> = {}) => {
 
 /**
  * Runs `effect` in a fiber of its own that no one else holds (like `Effect.forkDaemon`), started at once on
- * the caller's stack rather than on the next scheduler tick: a handler that answers without waiting costs no
- * extra round trip. It inherits the caller's context and FiberRefs.
+ * the caller's stack: a handler that answers without waiting costs no extra scheduler round trip.
  */
 const detach = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> =>
-  Effect.withFiberRuntime((parent, status) =>
-    Effect.succeed(Runtime.runFork(
-      Runtime.make({
-        context: parent.currentContext as Context.Context<R>,
-        fiberRefs: parent.getFiberRefs(),
-        runtimeFlags: status.runtimeFlags
-      }),
-      effect
-    ))
-  )
+  Effect.withFiberRuntime((parent, status) => Effect.succeed(startFrom(parent, status.runtimeFlags, effect)))
 
 /** The answer to a claim that did not admit the request: the store's refusal, or the key's state. */
 const refused = (

@@ -1,28 +1,6 @@
-import type { Clock, Context, FiberId } from "effect"
-import { Duration, Effect, Exit, Fiber, FiberRefs, Runtime } from "effect"
-
-/**
- * How many timed effects may start synchronously inside one another on one JavaScript stack. Deeper than
- * this, a child starts on the scheduler instead (as `Effect.fork` always does): nesting and recursion through
- * a timed effect then cost constant stack per level, at any depth.
- */
-const MAX_SYNC_DEPTH = 64
-let syncDepth = 0
-
-/**
- * A fiber's FiberRefs keep, per FiberRef, a stack with one entry per fiber generation that set it (for
- * `join`); a fiber started from its parent's runtime pushes onto some of them, so without care every nesting
- * level would copy stacks as deep as the nesting. Timed fibers are never joined, so every `COLLAPSE_EVERY`
- * levels their stacks are cut down to their current values: stacks stay short and nesting stays linear.
- */
-const COLLAPSE_EVERY = 16
-const levels = new WeakMap<FiberId.FiberId, number>()
-
-const collapse = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => {
-  const locals = new Map<any, readonly [readonly [FiberId.Runtime, unknown]]>()
-  for (const ref of FiberRefs.fiberRefs(refs)) locals.set(ref, [[id, FiberRefs.getOrDefault(refs, ref)]])
-  return FiberRefs.unsafeMake(locals)
-}
+import type { Clock } from "effect"
+import { Duration, Effect, Exit, Fiber } from "effect"
+import { startFrom } from "./detached.js"
 
 /**
  * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for
@@ -44,27 +22,7 @@ export const timeoutWith = <A, E, R, E2>(
 ): Effect.Effect<A, E | E2, R> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.withFiberRuntime<A, E | E2, R>((parent, status) => {
-      const runtime = Runtime.make({
-        context: parent.currentContext as Context.Context<R>,
-        fiberRefs: parent.getFiberRefs(),
-        runtimeFlags: status.runtimeFlags
-      })
-      const level = (levels.get(parent.id()) ?? 0) + 1
-      const immediate = syncDepth < MAX_SYNC_DEPTH
-      syncDepth++
-      let child: Fiber.RuntimeFiber<A, E>
-      try {
-        child = Runtime.runFork(runtime, restore(self), {
-          immediate,
-          // the child's id is known here, before it starts: record its level for the timed effects inside it
-          updateRefs: (refs, id) => {
-            levels.set(id, level)
-            return level % COLLAPSE_EVERY === 0 ? collapse(refs, id) : refs
-          }
-        })
-      } finally {
-        syncDepth--
-      }
+      const child = startFrom(parent, status.runtimeFlags, restore(self))
       const done = child.unsafePoll()
       if (done !== null) return done
       const left = at - clock.unsafeCurrentTimeMillis()
