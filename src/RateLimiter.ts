@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect, Metric, Scope } from "effect"
+import type { Duration, Effect, Metric } from "effect"
 import * as internal from "./internal/rateLimiter.js"
 import type * as RateLimiterStore from "./RateLimiterStore.js"
 
@@ -155,7 +155,7 @@ export interface WindowOptions extends CommonOptions {
  *   const limiter = yield* RateLimiter.tokenBucket({ capacity: 20, refillPerSecond: 5 })
  *   const decision = yield* limiter.tryAcquire("customer-7")
  *   return decision.allowed ? yield* callPartner : "slow down"
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * }).pipe(Effect.provide(RateLimiterStore.layerMemory))
  * ```
  *
  * @since 0.1.0
@@ -163,7 +163,7 @@ export interface WindowOptions extends CommonOptions {
  */
 export const tokenBucket: (
   options: TokenBucketOptions
-) => Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore | Scope.Scope> = internal.tokenBucket
+) => Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> = internal.tokenBucket
 
 /**
  * A fixed window: at most `limit` units per window, windows aligned to multiples of `window` since
@@ -183,7 +183,7 @@ export const tokenBucket: (
  *   const limiter = yield* RateLimiter.fixedWindow({ limit: 100, window: "1 minute" })
  *   // waits for the next window if needed, but at most two seconds
  *   return yield* limiter.acquire("api-key-1", 1, { maxWait: "2 seconds" })
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * }).pipe(Effect.provide(RateLimiterStore.layerMemory))
  * ```
  *
  * @since 0.1.0
@@ -191,7 +191,7 @@ export const tokenBucket: (
  */
 export const fixedWindow = (
   options: WindowOptions
-): Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore | Scope.Scope> =>
+): Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> =>
   internal.window("fixed-window", options)
 
 /**
@@ -214,7 +214,7 @@ export const fixedWindow = (
  *   const limiter = yield* RateLimiter.slidingWindow({ limit: 10, window: "1 second" })
  *   const { allowed, retryAfter } = yield* limiter.tryAcquire("10.0.0.7")
  *   return allowed ? "ok" : `429, retry after ${retryAfter}`
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * }).pipe(Effect.provide(RateLimiterStore.layerMemory))
  * ```
  *
  * @since 0.1.0
@@ -222,7 +222,7 @@ export const fixedWindow = (
  */
 export const slidingWindow = (
   options: WindowOptions
-): Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore | Scope.Scope> =>
+): Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> =>
   internal.window("sliding-window", options)
 
 /**

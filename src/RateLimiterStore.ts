@@ -63,7 +63,8 @@ export interface WindowParams {
 }
 
 /**
- * The synchronous core of an in-process store: the same operations without an effect around them.
+ * The operations of the memory store without an effect around them, for synchronous code and benchmarks
+ * (see {@link MemoryStore}).
  *
  * @since 0.1.0
  * @category models
@@ -110,11 +111,6 @@ export interface Store {
     params: WindowParams,
     nowMillis: number
   ) => Effect.Effect<StoreDecision>
-  /**
-   * Present on in-process stores only: the limiter calls it directly, saving one effect per decision.
-   * Its results must equal the effectful operations'.
-   */
-  readonly sync?: SyncStore
 }
 
 /**
@@ -140,6 +136,7 @@ export type RateLimiterStore = internal.RateLimiterStore
  * @category models
  */
 export interface MemoryStore extends Store {
+  /** The same operations, synchronous: they share the keys of the effectful ones. */
   readonly sync: SyncStore
   /** Keys held, over all limiters using the store. */
   readonly size: Effect.Effect<number>
@@ -223,7 +220,7 @@ export const unsafeMakeMemory = (): MemoryStore => internal.toStore(new internal
  * const program = Effect.gen(function*() {
  *   const limiter = yield* RateLimiter.tokenBucket({ capacity: 10, refillPerSecond: 5 })
  *   return yield* limiter.tryAcquire("user-42")
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * }).pipe(Effect.provide(RateLimiterStore.layerMemory))
  * ```
  *
  * @since 0.1.0

@@ -48,22 +48,4 @@ describe("core/tokenBucket", () => {
       }
     }
   )
-
-  it.prop(
-    "monotonic in time, and waiting retryAfter is always enough",
-    [bucket, fc.array(request, { maxLength: 30 }), request, fc.integer({ min: 0, max: 5000 })],
-    ([p, history, next, later]) => {
-      let s = TokenBucket.fresh
-      let now = 1_700_000_000_000
-      for (const r of history) {
-        now += r.dt
-        s = TokenBucket.take(s, r.cost, p, now).state
-      }
-      const d = TokenBucket.take(s, next.cost, p, now).decision
-      if (d.allowed) expect(TokenBucket.take(s, next.cost, p, now + later).decision.allowed).toBe(true)
-      else if (d.retryAfterMillis !== Infinity) {
-        expect(TokenBucket.take(s, next.cost, p, now + d.retryAfterMillis).decision.allowed).toBe(true)
-      } else expect(next.cost).toBeGreaterThan(p.capacity)
-    }
-  )
 })
