@@ -27,25 +27,35 @@ export interface Step {
   readonly expiresAt: number
 }
 
-/** Takes `cost` tokens at `now` from a bucket full at `fullAt`, when there are enough. */
+/**
+ * Takes `cost` tokens at `now` from a bucket full at `fullAt`, when there are enough.
+ *
+ * The arithmetic is done on spans from `now` (`ahead`, `after`), not on instants: at epoch scale an
+ * instant is a multiple of 2^-12 ms, so `now + tau - now` may exceed `tau` by more than `EPS` — and a full
+ * bucket would deny its whole capacity at every instant of a long range, with a `retryAfterMillis` that
+ * never helps. Spans from `now` are exact for a full bucket; a stored `fullAt` is off by at most one
+ * rounding, which `retryAfterMillis` (rounded up to whole milliseconds) always covers.
+ */
 export const take = (fullAt: number, cost: number, params: Params, now: number): Step => {
   const capacity = params.capacity
   const interval = 1000 / params.refillPerSecond
   const tau = capacity * interval
-  const t = fullAt < now ? now : fullAt
+  // how long until the bucket is full, before and after taking `cost`
+  const ahead = fullAt > now ? fullAt - now : 0
   if (cost > capacity) {
-    return deny(fullAt, decision(false, capacity, whole((tau - (t - now)) / interval), Infinity, ceilMs(t - now)))
+    return deny(fullAt, decision(false, capacity, whole((tau - ahead) / interval), Infinity, ceilMs(ahead)))
   }
-  const next = t + cost * interval
-  const wait = next - now - tau
+  const after = ahead + cost * interval
+  const wait = after - tau
   if (wait <= EPS) {
+    const next = now + after
     return {
-      decision: decision(true, capacity, whole((tau - (next - now)) / interval), 0, ceilMs(next - now)),
+      decision: decision(true, capacity, whole((tau - after) / interval), 0, ceilMs(after)),
       state: next,
       expiresAt: next
     }
   }
-  return deny(fullAt, decision(false, capacity, whole((tau - (t - now)) / interval), ceilMs(wait), ceilMs(t - now)))
+  return deny(fullAt, decision(false, capacity, whole((tau - ahead) / interval), ceilMs(wait), ceilMs(ahead)))
 }
 
 const deny = (fullAt: number, d: Decision): Step => ({ decision: d, state: fullAt, expiresAt: fullAt })

@@ -19,6 +19,13 @@ describe("core/tokenBucket", () => {
     expect(TokenBucket.take(s, 4, params, 1e9).decision.retryAfterMillis).toBe(Infinity)
   })
 
+  it("a full bucket admits its whole capacity at epoch-scale instants (spans from now, not instants)", () => {
+    const now = 1_700_000_000_000
+    expect(TokenBucket.take(TokenBucket.fresh, 2, { capacity: 2, refillPerSecond: 22 }, now).decision.allowed).toBe(true)
+    const full = TokenBucket.take(TokenBucket.fresh, 1, { capacity: 2, refillPerSecond: 22 }, now).state
+    expect(TokenBucket.take(full, 2, { capacity: 2, refillPerSecond: 22 }, now + 91).decision.allowed).toBe(true)
+  })
+
   const request = fc.record({ dt: fc.integer({ min: 0, max: 2000 }), cost: fc.integer({ min: 1, max: 6 }) })
   const bucket = fc.record({
     capacity: fc.integer({ min: 1, max: 5 }),
@@ -40,12 +47,31 @@ describe("core/tokenBucket", () => {
         expect(d.remaining).toBeGreaterThanOrEqual(0)
         expect(d.remaining).toBeLessThanOrEqual(p.capacity)
         expect(Number.isInteger(d.remaining)).toBe(true)
-        expect(step.expiresAt - now).toBeLessThanOrEqual(p.capacity * 1000 / p.refillPerSecond + 1e-6)
+        // a stored instant is exact to 2^-12 ms at epoch scale
+        expect(step.expiresAt - now).toBeLessThanOrEqual(p.capacity * 1000 / p.refillPerSecond + 1e-3)
         if (d.allowed) taken += r.cost
         else expect(step.state).toBe(s)
         s = step.state
         expect(taken).toBeLessThanOrEqual(p.capacity + ((now - start) * p.refillPerSecond) / 1000 + 1e-6)
       }
+    }
+  )
+
+  it.prop(
+    "monotonic in time, and waiting retryAfter is always enough",
+    [bucket, fc.array(request, { maxLength: 30 }), request, fc.integer({ min: 0, max: 5000 })],
+    ([p, history, next, later]) => {
+      let s = TokenBucket.fresh
+      let now = 1_700_000_000_000
+      for (const r of history) {
+        now += r.dt
+        s = TokenBucket.take(s, r.cost, p, now).state
+      }
+      const d = TokenBucket.take(s, next.cost, p, now).decision
+      if (d.allowed) expect(TokenBucket.take(s, next.cost, p, now + later).decision.allowed).toBe(true)
+      else if (d.retryAfterMillis !== Infinity) {
+        expect(TokenBucket.take(s, next.cost, p, now + d.retryAfterMillis).decision.allowed).toBe(true)
+      } else expect(next.cost).toBeGreaterThan(p.capacity)
     }
   )
 })
