@@ -328,8 +328,7 @@ export const make: (options: Options) => Effect.Effect<CircuitBreaker, never, Sc
  * @since 0.1.0
  * @category layers
  */
-export const layer = <I>(tag: Context.Tag<I, CircuitBreaker>, options: Options): Layer.Layer<I> =>
-  internal.layer(tag, options)
+export const layer: <I>(tag: Context.Tag<I, CircuitBreaker>, options: Options) => Layer.Layer<I> = internal.layer
 
 /**
  * @since 0.1.0

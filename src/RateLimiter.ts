@@ -189,10 +189,9 @@ export const tokenBucket: (
  * @since 0.1.0
  * @category constructors
  */
-export const fixedWindow = (
+export const fixedWindow: (
   options: WindowOptions
-): Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> =>
-  internal.window("fixed-window", options)
+) => Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> = internal.fixedWindow
 
 /**
  * A sliding window as a weighted two-window counter: the count at `now` is estimated as
@@ -220,10 +219,9 @@ export const fixedWindow = (
  * @since 0.1.0
  * @category constructors
  */
-export const slidingWindow = (
+export const slidingWindow: (
   options: WindowOptions
-): Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> =>
-  internal.window("sliding-window", options)
+) => Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> = internal.slidingWindow
 
 /**
  * Counts allowed decisions, tagged `algorithm` and `limiter` (the name).

@@ -13,10 +13,8 @@
  *
  * @since 0.1.0
  */
-import type { Scope } from "effect"
-import { Effect, Layer } from "effect"
+import type { Duration, Effect, Layer, Scope } from "effect"
 import * as internal from "./internal/rateLimiterStore.js"
-import * as validate from "./internal/validate.js"
 
 /**
  * What a store decided, in plain numbers (milliseconds), as a script can return it.
@@ -162,11 +160,8 @@ export interface MemoryOptions {
    * elapsed since — so callers on another clock (a `TestClock`, the layer provided outside it) never lose
    * live keys, and idle keys still go when every caller is idle.
    */
-  readonly sweepInterval?: import("effect").Duration.DurationInput
+  readonly sweepInterval?: Duration.DurationInput
 }
-
-const sweepMillis = (options?: MemoryOptions): number =>
-  options?.sweepInterval === undefined ? 1000 : validate.millis("RateLimiterStore sweepInterval", options.sweepInterval)
 
 /**
  * A memory store for one process. A key costs memory only while it differs from a fresh key: once a
@@ -197,8 +192,8 @@ const sweepMillis = (options?: MemoryOptions): number =>
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory = (options?: MemoryOptions): Effect.Effect<MemoryStore, never, Scope.Scope> =>
-  internal.make(sweepMillis(options))
+export const makeMemory: (options?: MemoryOptions) => Effect.Effect<MemoryStore, never, Scope.Scope> =
+  internal.makeMemory
 
 /**
  * A memory store without the background sweep (expired keys still go as new keys arrive, or on
@@ -207,7 +202,7 @@ export const makeMemory = (options?: MemoryOptions): Effect.Effect<MemoryStore, 
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMakeMemory = (): MemoryStore => internal.toStore(new internal.MemoryCore())
+export const unsafeMakeMemory: () => MemoryStore = internal.unsafeMakeMemory
 
 /**
  * The memory store as a layer, with the default options.
@@ -226,7 +221,7 @@ export const unsafeMakeMemory = (): MemoryStore => internal.toStore(new internal
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimiterStore, internal.make(1000))
+export const layerMemory: Layer.Layer<RateLimiterStore> = internal.layerMemory
 
 /**
  * The memory store as a layer, with options.
@@ -234,7 +229,4 @@ export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimit
  * @since 0.1.0
  * @category layers
  */
-export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RateLimiterStore> => {
-  const interval = sweepMillis(options)
-  return Layer.scoped(RateLimiterStore, internal.make(interval))
-}
+export const layerMemoryWith: (options: MemoryOptions) => Layer.Layer<RateLimiterStore> = internal.layerMemoryWith

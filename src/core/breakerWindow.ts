@@ -188,7 +188,11 @@ export const reset = (w: Window): void => {
       return
     case "Count":
       w.ring.fill(0)
-      w.next = w.filled = w.failures = w.slow = 0
+      w.next =
+        w.filled =
+        w.failures =
+        w.slow =
+          0
       return
     case "Time":
       w.index.fill(-1)

@@ -57,7 +57,11 @@ export const fixedWindow = (s0: State, cost: number, params: Params, now: number
       expiresAt
     }
   }
-  return { decision: decision(false, limit, limit - s.current, cost > limit ? Infinity : end, end), state: s, expiresAt }
+  return {
+    decision: decision(false, limit, limit - s.current, cost > limit ? Infinity : end, end),
+    state: s,
+    expiresAt
+  }
 }
 
 /**

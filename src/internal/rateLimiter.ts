@@ -152,7 +152,10 @@ const make = (
   params: Params,
   maxWait: number
 ): Effect.Effect<RateLimiter, never, RateLimiterStore> =>
-  Effect.map(RateLimiterStore, (store): RateLimiter => new Limiter(algorithm, params.name, limit, params, maxWait, store))
+  Effect.map(
+    RateLimiterStore,
+    (store): RateLimiter => new Limiter(algorithm, params.name, limit, params, maxWait, store)
+  )
 
 const nameOf = (name: string | undefined, fallback: string): string => {
   if (name === undefined) return fallback
@@ -209,3 +212,7 @@ export const window = (algorithm: "fixed-window" | "sliding-window", options: {
   const params: WindowParams = { name, limit, windowMillis }
   return make(algorithm, limit, params, maxWaitOf(options.maxWait))
 }
+
+export const fixedWindow = (options: Parameters<typeof window>[1]) => window("fixed-window", options)
+
+export const slidingWindow = (options: Parameters<typeof window>[1]) => window("sliding-window", options)

@@ -1,6 +1,9 @@
 import type { Scope } from "effect"
-import { Clock, Context, Effect } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
+import * as RateWindows from "../core/rateWindows.js"
+import * as TokenBucket from "../core/tokenBucket.js"
 import type {
+  MemoryOptions,
   MemoryStore,
   Store,
   StoreDecision,
@@ -8,8 +11,7 @@ import type {
   TokenBucketParams,
   WindowParams
 } from "../RateLimiterStore.js"
-import * as TokenBucket from "../core/tokenBucket.js"
-import * as RateWindows from "../core/rateWindows.js"
+import * as validate from "./validate.js"
 
 export class RateLimiterStore extends Context.Tag("effect-resilience/RateLimiterStore")<RateLimiterStore, Store>() {}
 
@@ -134,12 +136,24 @@ export class MemoryCore implements SyncStore {
 
   fixedWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    return tableOf(this.fixed, params.name, RateWindows.fresh).run(RateWindows.fixedWindow, key, cost, params, nowMillis)
+    return tableOf(this.fixed, params.name, RateWindows.fresh).run(
+      RateWindows.fixedWindow,
+      key,
+      cost,
+      params,
+      nowMillis
+    )
   }
 
   slidingWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    return tableOf(this.sliding, params.name, RateWindows.fresh).run(RateWindows.slidingWindow, key, cost, params, nowMillis)
+    return tableOf(this.sliding, params.name, RateWindows.fresh).run(
+      RateWindows.slidingWindow,
+      key,
+      cost,
+      params,
+      nowMillis
+    )
   }
 
   /** Keys held, over all limiters. */
@@ -237,3 +251,18 @@ export const make = (intervalMillis: number): Effect.Effect<MemoryStore, never, 
       store
     )
   })
+
+const sweepMillis = (options?: MemoryOptions): number =>
+  options?.sweepInterval === undefined ? 1000 : validate.millis("RateLimiterStore sweepInterval", options.sweepInterval)
+
+export const makeMemory = (options?: MemoryOptions): Effect.Effect<MemoryStore, never, Scope.Scope> =>
+  make(sweepMillis(options))
+
+export const unsafeMakeMemory = (): MemoryStore => toStore(new MemoryCore())
+
+export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimiterStore, make(1000))
+
+export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RateLimiterStore> => {
+  const interval = sweepMillis(options) // validated when called
+  return Layer.scoped(RateLimiterStore, make(interval))
+}

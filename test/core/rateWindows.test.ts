@@ -9,7 +9,13 @@ describe("core/rateWindows", () => {
     let s = RateWindows.fresh
     for (let i = 0; i < 3; i++) s = RateWindows.fixedWindow(s, 1, params, 10_200).state
     const denied = RateWindows.fixedWindow(s, 1, params, 10_300)
-    expect(denied.decision).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMillis: 700, resetAfterMillis: 700 })
+    expect(denied.decision).toEqual({
+      allowed: false,
+      limit: 3,
+      remaining: 0,
+      retryAfterMillis: 700,
+      resetAfterMillis: 700
+    })
     expect(denied.state).toBe(s)
     expect(RateWindows.fixedWindow(s, 1, params, 11_000).decision.allowed).toBe(true)
     expect(RateWindows.fixedWindow(s, 4, params, 11_000).decision.retryAfterMillis).toBe(Infinity)

@@ -9,11 +9,23 @@ describe("core/tokenBucket", () => {
     let s = TokenBucket.fresh
     for (const remaining of [2, 1, 0]) {
       const step = TokenBucket.take(s, 1, params, 0)
-      expect(step.decision).toEqual({ allowed: true, limit: 3, remaining, retryAfterMillis: 0, resetAfterMillis: 500 * (3 - remaining) })
+      expect(step.decision).toEqual({
+        allowed: true,
+        limit: 3,
+        remaining,
+        retryAfterMillis: 0,
+        resetAfterMillis: 500 * (3 - remaining)
+      })
       s = step.state
     }
     const denied = TokenBucket.take(s, 2, params, 250)
-    expect(denied.decision).toEqual({ allowed: false, limit: 3, remaining: 0, retryAfterMillis: 750, resetAfterMillis: 1250 })
+    expect(denied.decision).toEqual({
+      allowed: false,
+      limit: 3,
+      remaining: 0,
+      retryAfterMillis: 750,
+      resetAfterMillis: 1250
+    })
     expect(denied.state).toBe(s)
     expect(TokenBucket.take(s, 2, params, 1000).decision.allowed).toBe(true)
     expect(TokenBucket.take(s, 4, params, 1e9).decision.retryAfterMillis).toBe(Infinity)
@@ -21,7 +33,9 @@ describe("core/tokenBucket", () => {
 
   it("a full bucket admits its whole capacity at epoch-scale instants (spans from now, not instants)", () => {
     const now = 1_700_000_000_000
-    expect(TokenBucket.take(TokenBucket.fresh, 2, { capacity: 2, refillPerSecond: 22 }, now).decision.allowed).toBe(true)
+    expect(TokenBucket.take(TokenBucket.fresh, 2, { capacity: 2, refillPerSecond: 22 }, now).decision.allowed).toBe(
+      true
+    )
     const full = TokenBucket.take(TokenBucket.fresh, 1, { capacity: 2, refillPerSecond: 22 }, now).state
     expect(TokenBucket.take(full, 2, { capacity: 2, refillPerSecond: 22 }, now + 91).decision.allowed).toBe(true)
   })

@@ -3,7 +3,7 @@ import { Cause, Duration, Effect, FiberId, Layer, MetricLabel, PubSub, Queue, Ru
 import type { CircuitBreaker, Options, Snapshot, Transition } from "../../CircuitBreaker.js"
 import * as Machine from "../../core/breaker.js"
 import * as Window from "../../core/breakerWindow.js"
-import { circuitOpen, type CircuitOpen } from "./errors.js"
+import { type CircuitOpen, circuitOpen } from "./errors.js"
 import { rejections, stateGauge, transitions } from "./metrics.js"
 import { type Config, resolve, stepSync } from "./policy.js"
 
