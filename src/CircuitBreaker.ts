@@ -129,17 +129,19 @@ export interface FailureRate {
 export type TripPolicy = Consecutive | FailureRate
 
 /**
- * The counters of a trip policy inside a {@link Snapshot}. Restoring one taken with a different policy
- * starts the window empty instead.
+ * The counters of a trip policy inside a {@link Snapshot}, told apart by `_tag`: `"Consecutive"` (the
+ * failures in a row), `"Count"` (the last calls' outcomes, oldest first: bit 1 failed, bit 2 slow) or
+ * `"Time"` (the buckets holding calls: index since the epoch, calls, failures, slow calls). Restoring
+ * one taken with a different policy starts the window empty instead.
  *
  * @since 0.1.0
  * @category models
  */
 export type WindowSnapshot =
-  | { readonly kind: "consecutive"; readonly failures: number }
-  | { readonly kind: "count"; readonly size: number; readonly outcomes: ReadonlyArray<number> }
+  | { readonly _tag: "Consecutive"; readonly failures: number }
+  | { readonly _tag: "Count"; readonly size: number; readonly outcomes: ReadonlyArray<number> }
   | {
-    readonly kind: "time"
+    readonly _tag: "Time"
     readonly bucketMillis: number
     readonly buckets: ReadonlyArray<readonly [index: number, calls: number, failures: number, slow: number]>
   }
@@ -326,8 +328,7 @@ export const make: (options: Options) => Effect.Effect<CircuitBreaker, never, Sc
  * @since 0.1.0
  * @category layers
  */
-export const layer = <I>(tag: Context.Tag<I, CircuitBreaker>, options: Options): Layer.Layer<I> =>
-  internal.layer(tag, options)
+export const layer: <I>(tag: Context.Tag<I, CircuitBreaker>, options: Options) => Layer.Layer<I> = internal.layer
 
 /**
  * @since 0.1.0
@@ -360,10 +361,13 @@ export interface KeyedOptions extends Omit<Options, "initialState"> {
 export interface Keyed<K> {
   /** The breaker of `key`, built on first use. */
   readonly get: (key: K) => Effect.Effect<CircuitBreaker>
-  /** `protect` with the breaker of `key`. */
+  /**
+   * `protect` with the breaker of `key`: `keyed.protect(self, key)`, or in a pipe
+   * `self.pipe(keyed.protect(key))`.
+   */
   readonly protect: {
     (key: K): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | CircuitOpen, R>
-    <A, E, R>(key: K, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R>
+    <A, E, R>(self: Effect.Effect<A, E, R>, key: K): Effect.Effect<A, E | CircuitOpen, R>
   }
   /** The keys that have a breaker now, least recently used first. */
   readonly keys: Effect.Effect<ReadonlyArray<K>>
@@ -387,7 +391,7 @@ export interface Keyed<K> {
  *     maxKeys: 500
  *   })
  *   const url = new URL("https://api.example.com/prices")
- *   return yield* breakers.protect(url.origin, get(url))
+ *   return yield* breakers.protect(get(url), url.origin)
  * }).pipe(Effect.scoped)
  * ```
  *

@@ -5,7 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect, Metric, Scope } from "effect"
+import type { Duration, Effect, Metric } from "effect"
 import * as internal from "./internal/rateLimiter.js"
 import type * as RateLimiterStore from "./RateLimiterStore.js"
 
@@ -155,7 +155,7 @@ export interface WindowOptions extends CommonOptions {
  *   const limiter = yield* RateLimiter.tokenBucket({ capacity: 20, refillPerSecond: 5 })
  *   const decision = yield* limiter.tryAcquire("customer-7")
  *   return decision.allowed ? yield* callPartner : "slow down"
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * }).pipe(Effect.provide(RateLimiterStore.layerMemory))
  * ```
  *
  * @since 0.1.0
@@ -163,7 +163,7 @@ export interface WindowOptions extends CommonOptions {
  */
 export const tokenBucket: (
   options: TokenBucketOptions
-) => Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore | Scope.Scope> = internal.tokenBucket
+) => Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> = internal.tokenBucket
 
 /**
  * A fixed window: at most `limit` units per window, windows aligned to multiples of `window` since
@@ -183,16 +183,15 @@ export const tokenBucket: (
  *   const limiter = yield* RateLimiter.fixedWindow({ limit: 100, window: "1 minute" })
  *   // waits for the next window if needed, but at most two seconds
  *   return yield* limiter.acquire("api-key-1", 1, { maxWait: "2 seconds" })
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * }).pipe(Effect.provide(RateLimiterStore.layerMemory))
  * ```
  *
  * @since 0.1.0
  * @category constructors
  */
-export const fixedWindow = (
+export const fixedWindow: (
   options: WindowOptions
-): Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore | Scope.Scope> =>
-  internal.window("fixed-window", options)
+) => Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> = internal.fixedWindow
 
 /**
  * A sliding window as a weighted two-window counter: the count at `now` is estimated as
@@ -214,16 +213,15 @@ export const fixedWindow = (
  *   const limiter = yield* RateLimiter.slidingWindow({ limit: 10, window: "1 second" })
  *   const { allowed, retryAfter } = yield* limiter.tryAcquire("10.0.0.7")
  *   return allowed ? "ok" : `429, retry after ${retryAfter}`
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * }).pipe(Effect.provide(RateLimiterStore.layerMemory))
  * ```
  *
  * @since 0.1.0
  * @category constructors
  */
-export const slidingWindow = (
+export const slidingWindow: (
   options: WindowOptions
-): Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore | Scope.Scope> =>
-  internal.window("sliding-window", options)
+) => Effect.Effect<RateLimiter, never, RateLimiterStore.RateLimiterStore> = internal.slidingWindow
 
 /**
  * Counts allowed decisions, tagged `algorithm` and `limiter` (the name).

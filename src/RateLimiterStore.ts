@@ -13,10 +13,8 @@
  *
  * @since 0.1.0
  */
-import type { Scope } from "effect"
-import { Effect, Layer } from "effect"
+import type { Duration, Effect, Layer, Scope } from "effect"
 import * as internal from "./internal/rateLimiterStore.js"
-import * as validate from "./internal/validate.js"
 
 /**
  * What a store decided, in plain numbers (milliseconds), as a script can return it.
@@ -63,7 +61,8 @@ export interface WindowParams {
 }
 
 /**
- * The synchronous core of an in-process store: the same operations without an effect around them.
+ * The operations of the memory store without an effect around them, for synchronous code and benchmarks
+ * (see {@link MemoryStore}).
  *
  * @since 0.1.0
  * @category models
@@ -110,11 +109,6 @@ export interface Store {
     params: WindowParams,
     nowMillis: number
   ) => Effect.Effect<StoreDecision>
-  /**
-   * Present on in-process stores only: the limiter calls it directly, saving one effect per decision.
-   * Its results must equal the effectful operations'.
-   */
-  readonly sync?: SyncStore
 }
 
 /**
@@ -140,6 +134,7 @@ export type RateLimiterStore = internal.RateLimiterStore
  * @category models
  */
 export interface MemoryStore extends Store {
+  /** The same operations, synchronous: they share the keys of the effectful ones. */
   readonly sync: SyncStore
   /** Keys held, over all limiters using the store. */
   readonly size: Effect.Effect<number>
@@ -165,11 +160,8 @@ export interface MemoryOptions {
    * elapsed since — so callers on another clock (a `TestClock`, the layer provided outside it) never lose
    * live keys, and idle keys still go when every caller is idle.
    */
-  readonly sweepInterval?: import("effect").Duration.DurationInput
+  readonly sweepInterval?: Duration.DurationInput
 }
-
-const sweepMillis = (options?: MemoryOptions): number =>
-  options?.sweepInterval === undefined ? 1000 : validate.millis("RateLimiterStore sweepInterval", options.sweepInterval)
 
 /**
  * A memory store for one process. A key costs memory only while it differs from a fresh key: once a
@@ -200,8 +192,8 @@ const sweepMillis = (options?: MemoryOptions): number =>
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory = (options?: MemoryOptions): Effect.Effect<MemoryStore, never, Scope.Scope> =>
-  internal.make(sweepMillis(options))
+export const makeMemory: (options?: MemoryOptions) => Effect.Effect<MemoryStore, never, Scope.Scope> =
+  internal.makeMemory
 
 /**
  * A memory store without the background sweep (expired keys still go as new keys arrive, or on
@@ -210,7 +202,7 @@ export const makeMemory = (options?: MemoryOptions): Effect.Effect<MemoryStore, 
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMakeMemory = (): MemoryStore => internal.toStore(new internal.MemoryCore())
+export const unsafeMakeMemory: () => MemoryStore = internal.unsafeMakeMemory
 
 /**
  * The memory store as a layer, with the default options.
@@ -223,13 +215,13 @@ export const unsafeMakeMemory = (): MemoryStore => internal.toStore(new internal
  * const program = Effect.gen(function*() {
  *   const limiter = yield* RateLimiter.tokenBucket({ capacity: 10, refillPerSecond: 5 })
  *   return yield* limiter.tryAcquire("user-42")
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStore.layerMemory))
+ * }).pipe(Effect.provide(RateLimiterStore.layerMemory))
  * ```
  *
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimiterStore, internal.make(1000))
+export const layerMemory: Layer.Layer<RateLimiterStore> = internal.layerMemory
 
 /**
  * The memory store as a layer, with options.
@@ -237,7 +229,4 @@ export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimit
  * @since 0.1.0
  * @category layers
  */
-export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RateLimiterStore> => {
-  const interval = sweepMillis(options)
-  return Layer.scoped(RateLimiterStore, internal.make(interval))
-}
+export const layerMemoryWith: (options: MemoryOptions) => Layer.Layer<RateLimiterStore> = internal.layerMemoryWith

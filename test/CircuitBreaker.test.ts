@@ -239,7 +239,7 @@ describe("CircuitBreaker", () => {
         expect(yield* breaker.state).toBe("closed")
         yield* TestClock.adjust("9 seconds")
         yield* Fiber.await(stale)
-        expect((yield* breaker.snapshot).window).toEqual({ kind: "consecutive", failures: 0 })
+        expect((yield* breaker.snapshot).window).toEqual({ _tag: "Consecutive", failures: 0 })
         yield* call(breaker, boom) // one failure of the new period: not two
         expect(yield* breaker.state).toBe("closed")
       }))
@@ -264,7 +264,7 @@ describe("CircuitBreaker", () => {
         expect(yield* breaker.state).toBe("closed")
         yield* TestClock.adjust("9 seconds")
         yield* Fiber.await(stale)
-        expect((yield* breaker.snapshot).window).toEqual({ kind: "count", size: 2, outcomes: [] })
+        expect((yield* breaker.snapshot).window).toEqual({ _tag: "Count", size: 2, outcomes: [] })
         yield* call(breaker, ok) // 0 of 1 failed, not 1 of 2
         expect(yield* breaker.state).toBe("closed")
       }))
@@ -530,7 +530,7 @@ describe("CircuitBreaker", () => {
           isolated: false,
           openUntil: 3_000,
           openings: 2,
-          window: { kind: "consecutive", failures: 0 }
+          window: { _tag: "Consecutive", failures: 0 }
         })
 
         const restored = yield* CircuitBreaker.make({ ...options, initialState: snapshot })
@@ -584,10 +584,10 @@ describe("CircuitBreaker", () => {
             isolated: false,
             openUntil: null,
             openings: 0,
-            window: { kind: "consecutive", failures: 2 }
+            window: { _tag: "Consecutive", failures: 2 }
           }
         })
-        expect((yield* other.snapshot).window).toEqual({ kind: "count", size: 3, outcomes: [] })
+        expect((yield* other.snapshot).window).toEqual({ _tag: "Count", size: 3, outcomes: [] })
       }))
 
     it.scoped("a missing, null or malformed window starts the counters empty instead of crashing", () =>
@@ -599,8 +599,8 @@ describe("CircuitBreaker", () => {
           [CircuitBreaker.consecutive(1), null],
           [CircuitBreaker.consecutive(1), "consecutive"],
           [CircuitBreaker.consecutive(1), { failures: 3 }],
-          [time, { kind: "time", bucketMillis: 1000, buckets: [null, [0, "3", 1, 0], [1], "x"] }],
-          [time, { kind: "time", bucketMillis: 1000, buckets: null }]
+          [time, { _tag: "Time", bucketMillis: 1000, buckets: [null, [0, "3", 1, 0], [1], "x"] }],
+          [time, { _tag: "Time", bucketMillis: 1000, buckets: null }]
         ]
         for (const [trip, window] of cases) {
           const initialState = JSON.parse(JSON.stringify({ ...state, window })) as CircuitBreaker.Snapshot
@@ -609,8 +609,8 @@ describe("CircuitBreaker", () => {
           if (Exit.isFailure(exit)) continue
           expect(yield* exit.value.state).toBe("closed")
           const empty = trip._tag === "Consecutive"
-            ? { kind: "consecutive", failures: 0 }
-            : { kind: "time", bucketMillis: 1000, buckets: [] }
+            ? { _tag: "Consecutive", failures: 0 }
+            : { _tag: "Time", bucketMillis: 1000, buckets: [] }
           expect((yield* exit.value.snapshot).window).toEqual(empty)
         }
       }))
@@ -664,7 +664,7 @@ describe("CircuitBreaker", () => {
     it.scoped("keyed keeps one breaker per key", () =>
       Effect.gen(function*() {
         const breakers = yield* CircuitBreaker.keyed<string>(basic)
-        yield* Effect.repeatN(Effect.exit(breakers.protect("a", boom)), 2)
+        yield* Effect.repeatN(Effect.exit(breakers.protect(boom, "a")), 2)
         expect(yield* (yield* breakers.get("a")).state).toBe("open")
         expect(yield* Effect.exit(ok.pipe(breakers.protect("b")))).toEqual(Exit.succeed("ok"))
         expect(yield* breakers.get("a")).toBe(yield* breakers.get("a"))

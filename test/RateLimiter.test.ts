@@ -151,6 +151,39 @@ describe("RateLimiterStore.layerMemory eviction", () => {
   })
 })
 
+describe("RateLimiterStore.Store", () => {
+  it.effect("a store of one's own is its three operations; the limiter uses their effects", () =>
+    Effect.gen(function*() {
+      const memory = RateLimiterStore.unsafeMakeMemory()
+      const calls: Array<string> = []
+      // what a user writes: no synchronous fast path, only the effectful operations
+      const own: RateLimiterStore.Store = {
+        tokenBucket: (key, cost, params, now) =>
+          Effect.zipRight(Effect.sync(() => calls.push("tb")), memory.tokenBucket(key, cost, params, now)),
+        fixedWindow: (key, cost, params, now) =>
+          Effect.zipRight(Effect.sync(() => calls.push("fw")), memory.fixedWindow(key, cost, params, now)),
+        slidingWindow: (key, cost, params, now) =>
+          Effect.zipRight(Effect.sync(() => calls.push("sw")), memory.slidingWindow(key, cost, params, now))
+      }
+      // the constructors need the store only: no Scope
+      const make: Effect.Effect<RateLimiter.RateLimiter, never, RateLimiterStore.RateLimiterStore> = RateLimiter
+        .tokenBucket({ capacity: 1, refillPerSecond: 1 })
+      const limiter = yield* Effect.provideService(make, RateLimiterStore.RateLimiterStore, own)
+      expect((yield* limiter.tryAcquire("k")).allowed).toBe(true)
+      expect((yield* limiter.tryAcquire("k")).allowed).toBe(false)
+      expect(calls).toEqual(["tb", "tb"])
+      // a spread copy of the memory store is a store of one's own too: same decisions, through its effects
+      const copy: RateLimiterStore.Store = { ...memory }
+      const window = yield* Effect.provideService(
+        RateLimiter.fixedWindow({ limit: 1, window: "1 second" }),
+        RateLimiterStore.RateLimiterStore,
+        copy
+      )
+      expect((yield* window.tryAcquire("k")).allowed).toBe(true)
+      expect((yield* window.tryAcquire("k")).allowed).toBe(false)
+    }))
+})
+
 describe("RateLimiter options validation", () => {
   const throws = (f: () => unknown) => expect(f).toThrow(Cause.IllegalArgumentException)
 

@@ -104,6 +104,22 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
         expect((yield* take(limiter, "k", 2)).allowed).toBe(true)
       })))
 
+    it.effect("a full bucket admits its whole capacity at today's instants, whatever the rate", () =>
+      // set before the store is built: its sweeper would wake once per second of the jump
+      Effect.zipRight(
+        TestClock.setTime(1_700_000_000_000),
+        scoped(Effect.gen(function*() {
+          // at epoch scale `now + capacity / rate - now` exceeded the capacity's span by a rounding: the whole
+          // capacity was denied at every instant, with a retryAfter of 1 ms that never helped
+          for (const refillPerSecond of [22, 3, 7, 0.3]) {
+            const limiter = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond, name: fresh("tb") })
+            expect((yield* take(limiter, "k", 2)).allowed).toBe(true)
+            yield* advance(Math.ceil(2000 / refillPerSecond))
+            expect((yield* take(limiter, "k", 2)).allowed).toBe(true)
+          }
+        }))
+      ))
+
     it.effect("keeps keys and limiters apart", () =>
       scoped(Effect.gen(function*() {
         const a = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: fresh("tb") })

@@ -43,7 +43,7 @@ export type Options = redisOptions.Connection & redisOptions.RateLimiterOptions
  * const program = Effect.gen(function*() {
  *   const limiter = yield* RateLimiter.tokenBucket({ capacity: 10, refillPerSecond: 5, name: "api" })
  *   return yield* limiter.tryAcquire("user-42")
- * }).pipe(Effect.scoped, Effect.provide(RateLimiterStoreRedis.layer({ url: "redis://127.0.0.1:6379" })))
+ * }).pipe(Effect.provide(RateLimiterStoreRedis.layer({ url: "redis://127.0.0.1:6379" })))
  * ```
  *
  * @since 0.1.0

@@ -1,9 +1,9 @@
-import type { Fiber, Scope } from "effect"
+import type { Fiber } from "effect"
 import { Array as Arr, Cause, Clock, Context, Data, Duration, Effect, FiberRef, Metric, MetricLabel } from "effect"
 import type { AcquireOptions, Algorithm, Decision, RateLimiter } from "../RateLimiter.js"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
 import { withDeadline } from "./deadline.js"
-import { RateLimiterStore } from "./rateLimiterStore.js"
+import { RateLimiterStore, syncOf } from "./rateLimiterStore.js"
 import * as validate from "./validate.js"
 
 export class RateLimited extends Data.TaggedError("RateLimited")<{
@@ -57,7 +57,7 @@ class Limiter implements RateLimiter {
     this.window = Duration.millis(
       "windowMillis" in params ? params.windowMillis : (1000 * params.capacity) / params.refillPerSecond
     )
-    const sync = store.sync
+    const sync = syncOf(store)
     switch (algorithm) {
       case "token-bucket":
         this.syncOp = sync === undefined ? undefined : sync.tokenBucket.bind(sync)
@@ -151,11 +151,10 @@ const make = (
   limit: number,
   params: Params,
   maxWait: number
-): Effect.Effect<RateLimiter, never, RateLimiterStore | Scope.Scope> =>
-  Effect.zipRight(
-    Effect.scope,
-    Effect.map(RateLimiterStore, (store): RateLimiter =>
-      new Limiter(algorithm, params.name, limit, params, maxWait, store))
+): Effect.Effect<RateLimiter, never, RateLimiterStore> =>
+  Effect.map(
+    RateLimiterStore,
+    (store): RateLimiter => new Limiter(algorithm, params.name, limit, params, maxWait, store)
   )
 
 const nameOf = (name: string | undefined, fallback: string): string => {
@@ -213,3 +212,7 @@ export const window = (algorithm: "fixed-window" | "sliding-window", options: {
   const params: WindowParams = { name, limit, windowMillis }
   return make(algorithm, limit, params, maxWaitOf(options.maxWait))
 }
+
+export const fixedWindow = (options: Parameters<typeof window>[1]) => window("fixed-window", options)
+
+export const slidingWindow = (options: Parameters<typeof window>[1]) => window("sliding-window", options)

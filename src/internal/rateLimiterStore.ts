@@ -1,6 +1,9 @@
 import type { Scope } from "effect"
-import { Clock, Context, Effect } from "effect"
+import { Clock, Context, Effect, Layer } from "effect"
+import * as RateWindows from "../core/rateWindows.js"
+import * as TokenBucket from "../core/tokenBucket.js"
 import type {
+  MemoryOptions,
   MemoryStore,
   Store,
   StoreDecision,
@@ -8,7 +11,7 @@ import type {
   TokenBucketParams,
   WindowParams
 } from "../RateLimiterStore.js"
-import * as algorithms from "./rateLimiterAlgorithms.js"
+import * as validate from "./validate.js"
 
 export class RateLimiterStore extends Context.Tag("effect-resilience/RateLimiterStore")<RateLimiterStore, Store>() {}
 
@@ -18,17 +21,19 @@ export const EVICT_PER_INSERT = 2
 export const SWEEP_BATCH = 4096
 
 /** A key's state plus its place in its table's recency list. */
-class Entry implements algorithms.State {
-  a = -Infinity
-  b = 0
-  c = 0
-  expiresAt = -Infinity
-  prev: Entry | undefined = undefined
-  next: Entry | undefined = undefined
-  constructor(readonly key: string) {}
+class Entry<S> {
+  prev: Entry<S> | undefined = undefined
+  next: Entry<S> | undefined = undefined
+  constructor(readonly key: string, public state: S, public expiresAt: number) {}
 }
 
-type Step<P> = (s: algorithms.State, cost: number, params: P, now: number) => StoreDecision
+/** One decision of the pure core (`core/tokenBucket.ts`, `core/rateWindows.ts`). */
+type Step<S, P> = (
+  state: S,
+  cost: number,
+  params: P,
+  now: number
+) => { readonly decision: StoreDecision; readonly state: S; readonly expiresAt: number }
 
 /**
  * The keys of one limiter (one algorithm and name), in a hash map for lookup and an intrusive
@@ -38,30 +43,34 @@ type Step<P> = (s: algorithms.State, cost: number, params: P, now: number) => St
  * entry never skips an entry older than that bound. Each call does O(1) list work; each key is
  * evicted once, so eviction is O(1) amortised per inserted key — never a scan of all keys.
  */
-class Table {
-  readonly entries = new Map<string, Entry>()
-  head: Entry | undefined = undefined
-  tail: Entry | undefined = undefined
+class Table<S> {
+  readonly entries = new Map<string, Entry<S>>()
+  head: Entry<S> | undefined = undefined
+  tail: Entry<S> | undefined = undefined
 
-  run<P>(step: Step<P>, key: string, cost: number, params: P, now: number): StoreDecision {
-    let e = this.entries.get(key)
+  constructor(readonly fresh: S) {}
+
+  run<P>(step: Step<S, P>, key: string, cost: number, params: P, now: number): StoreDecision {
+    const e = this.entries.get(key)
     if (e !== undefined) {
-      const d = step(e, cost, params, now)
+      const r = step(e.state, cost, params, now)
+      e.state = r.state
+      e.expiresAt = r.expiresAt
       if (e !== this.tail) {
         this.unlink(e)
         this.append(e)
       }
-      return d
+      return r.decision
     }
-    e = new Entry(key)
-    const d = step(e, cost, params, now)
+    const r = step(this.fresh, cost, params, now)
     // a denial changes nothing, and a state already expired is a fresh key: neither costs memory
-    if (d.allowed && e.expiresAt > now) {
+    if (r.decision.allowed && r.expiresAt > now) {
       this.evict(now, EVICT_PER_INSERT)
-      this.entries.set(key, e)
-      this.append(e)
+      const added = new Entry(key, r.state, r.expiresAt)
+      this.entries.set(key, added)
+      this.append(added)
     }
-    return d
+    return r.decision
   }
 
   /** Evicts up to `max` expired entries from the front; returns how many. */
@@ -81,7 +90,7 @@ class Table {
     return n
   }
 
-  private unlink(e: Entry): void {
+  private unlink(e: Entry<S>): void {
     if (e.prev === undefined) this.head = e.next
     else e.prev.next = e.next
     if (e.next === undefined) this.tail = e.prev
@@ -89,7 +98,7 @@ class Table {
     e.prev = e.next = undefined
   }
 
-  private append(e: Entry): void {
+  private append(e: Entry<S>): void {
     e.prev = this.tail
     if (this.tail === undefined) this.head = e
     else this.tail.next = e
@@ -97,10 +106,10 @@ class Table {
   }
 }
 
-const tableOf = (tables: Map<string, Table>, name: string): Table => {
+const tableOf = <S>(tables: Map<string, Table<S>>, name: string, fresh: S): Table<S> => {
   let t = tables.get(name)
   if (t === undefined) {
-    t = new Table()
+    t = new Table(fresh)
     tables.set(name, t)
   }
   return t
@@ -115,24 +124,36 @@ const tableOf = (tables: Map<string, Table>, name: string): Table => {
  * is another one, e.g. a `TestClock` inside, the layer provided outside.)
  */
 export class MemoryCore implements SyncStore {
-  private readonly buckets = new Map<string, Table>()
-  private readonly fixed = new Map<string, Table>()
-  private readonly sliding = new Map<string, Table>()
+  private readonly buckets = new Map<string, Table<number>>()
+  private readonly fixed = new Map<string, Table<RateWindows.State>>()
+  private readonly sliding = new Map<string, Table<RateWindows.State>>()
   latest = -Infinity
 
   tokenBucket(key: string, cost: number, params: TokenBucketParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    return tableOf(this.buckets, params.name).run(algorithms.tokenBucket, key, cost, params, nowMillis)
+    return tableOf(this.buckets, params.name, TokenBucket.fresh).run(TokenBucket.take, key, cost, params, nowMillis)
   }
 
   fixedWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    return tableOf(this.fixed, params.name).run(algorithms.fixedWindow, key, cost, params, nowMillis)
+    return tableOf(this.fixed, params.name, RateWindows.fresh).run(
+      RateWindows.fixedWindow,
+      key,
+      cost,
+      params,
+      nowMillis
+    )
   }
 
   slidingWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    return tableOf(this.sliding, params.name).run(algorithms.slidingWindow, key, cost, params, nowMillis)
+    return tableOf(this.sliding, params.name, RateWindows.fresh).run(
+      RateWindows.slidingWindow,
+      key,
+      cost,
+      params,
+      nowMillis
+    )
   }
 
   /** Keys held, over all limiters. */
@@ -190,15 +211,29 @@ export const sweeper = (core: MemoryCore): Effect.Effect<void> => {
 export const evictExpired = (core: MemoryCore): Effect.Effect<void> =>
   Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.suspend(() => sweepAt(core, Math.max(now, core.latest))))
 
-export const toStore = (core: MemoryCore): MemoryStore => ({
-  tokenBucket: (key, cost, params, nowMillis) => Effect.sync(() => core.tokenBucket(key, cost, params, nowMillis)),
-  fixedWindow: (key, cost, params, nowMillis) => Effect.sync(() => core.fixedWindow(key, cost, params, nowMillis)),
-  slidingWindow: (key, cost, params, nowMillis) => Effect.sync(() => core.slidingWindow(key, cost, params, nowMillis)),
-  sync: core,
-  size: Effect.sync(() => core.size()),
-  unsafeSize: () => core.size(),
-  evictExpired: evictExpired(core)
-})
+/**
+ * The synchronous operations behind in-process stores, found by the limiter to save one effect per
+ * decision. Kept here rather than on `Store`, so a store written by a user is only its three operations.
+ */
+const syncStores = new WeakMap<Store, SyncStore>()
+
+/** The synchronous operations of `store`, when it is an in-process store of this library. */
+export const syncOf = (store: Store): SyncStore | undefined => syncStores.get(store)
+
+export const toStore = (core: MemoryCore): MemoryStore => {
+  const store: MemoryStore = {
+    tokenBucket: (key, cost, params, nowMillis) => Effect.sync(() => core.tokenBucket(key, cost, params, nowMillis)),
+    fixedWindow: (key, cost, params, nowMillis) => Effect.sync(() => core.fixedWindow(key, cost, params, nowMillis)),
+    slidingWindow: (key, cost, params, nowMillis) =>
+      Effect.sync(() => core.slidingWindow(key, cost, params, nowMillis)),
+    sync: core,
+    size: Effect.sync(() => core.size()),
+    unsafeSize: () => core.size(),
+    evictExpired: evictExpired(core)
+  }
+  syncStores.set(store, core)
+  return store
+}
 
 /**
  * A memory store with a background sweep every `intervalMillis` (none when infinite), for the scope's life.
@@ -216,3 +251,18 @@ export const make = (intervalMillis: number): Effect.Effect<MemoryStore, never, 
       store
     )
   })
+
+const sweepMillis = (options?: MemoryOptions): number =>
+  options?.sweepInterval === undefined ? 1000 : validate.millis("RateLimiterStore sweepInterval", options.sweepInterval)
+
+export const makeMemory = (options?: MemoryOptions): Effect.Effect<MemoryStore, never, Scope.Scope> =>
+  make(sweepMillis(options))
+
+export const unsafeMakeMemory = (): MemoryStore => toStore(new MemoryCore())
+
+export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimiterStore, make(1000))
+
+export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RateLimiterStore> => {
+  const interval = sweepMillis(options) // validated when called
+  return Layer.scoped(RateLimiterStore, make(interval))
+}

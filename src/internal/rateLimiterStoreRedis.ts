@@ -1,6 +1,6 @@
 /**
  * The Redis rate-limit store: each algorithm is one Lua script, one `EVALSHA` per decision, running
- * the arithmetic of `rateLimiterAlgorithms.ts` line for line (Lua numbers are the same IEEE doubles,
+ * the arithmetic of `core/tokenBucket.ts` and `core/rateWindows.ts` line for line (Lua numbers are the same IEEE doubles,
  * and states are stored with `%.17g`, so no precision is lost between calls). Keep the two in step.
  *
  * Key: `<prefix><tb|fw|sw>:{<name>:<key>}` (parts escaped): one string key per limiter and key, its
@@ -22,7 +22,7 @@ import { escapePart, type RateLimiterOptions, type ResolvedRateLimiter, resolveR
 export type Options = redis.ClientOptions & RateLimiterOptions
 
 /**
- * The helpers of `rateLimiterAlgorithms.ts`; `-1` stands for an infinite wait (Redis replies are
+ * The helpers of `core/rateLimit.ts`; `-1` stands for an infinite wait (Redis replies are
  * integers). Counts are integers (`..` formats them exactly); window starts go through `num` (`%.17g`).
  */
 const prelude = `
@@ -44,19 +44,20 @@ local tau = capacity * interval
 local a = -math.huge
 local v = redis.call("GET", KEYS[1])
 if v then a = tonumber(v) end
-local t = now
-if a >= now then t = a end
+-- spans from now, not instants: at epoch scale now + tau - now may exceed tau (see core/tokenBucket.ts)
+local ahead = 0
+if a > now then ahead = a - now end
 if cost > capacity then
-  return {0, whole((tau - (t - now)) / interval), -1, ceilms(t - now)}
+  return {0, whole((tau - ahead) / interval), -1, ceilms(ahead)}
 end
-local nxt = t + cost * interval
-local w = nxt - now - tau
+local after = ahead + cost * interval
+local w = after - tau
 if w <= EPS then
   -- numbers passed to redis.call are formatted with %.17g: exact
-  redis.call("SET", KEYS[1], nxt, "PX", math.ceil(nxt - now + margin))
-  return {1, whole((tau - (nxt - now)) / interval), 0, ceilms(nxt - now)}
+  redis.call("SET", KEYS[1], now + after, "PX", math.ceil(after + margin))
+  return {1, whole((tau - after) / interval), 0, ceilms(after)}
 end
-return {0, whole((tau - (t - now)) / interval), ceilms(w), ceilms(t - now)}
+return {0, whole((tau - ahead) / interval), ceilms(w), ceilms(ahead)}
 `)
 
 /** Reads a window state "start:current[:previous]"; a fresh key starts at -inf with nothing counted. */

@@ -187,7 +187,7 @@ export const make = (options: Options = {}) => {
       const hasKey = key !== undefined
       const origin = originOf(keyed.url)
       let once: Effect.Effect<HttpClientResponse.HttpClientResponse, any> = attempt(keyed, hasKey)
-      if (breakers !== undefined) once = breakers.protect(origin, once)
+      if (breakers !== undefined) once = breakers.protect(once, origin)
       if (limiter !== undefined) once = Effect.zipRight(limiter.acquire(origin), once)
       const retried = retry === undefined
         ? Effect.catchIf(once, Failure.isRetryable, (e) => Effect.fail(e.cause))

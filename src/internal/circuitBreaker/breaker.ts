@@ -1,52 +1,14 @@
 import type { Clock, Context, Fiber, Scope } from "effect"
-import {
-  Cause,
-  Data,
-  Duration,
-  Effect,
-  FiberId,
-  Layer,
-  Metric,
-  MetricLabel,
-  PubSub,
-  Queue,
-  Runtime,
-  Stream
-} from "effect"
-import type { CircuitBreaker, Options, Snapshot, State, Transition } from "../../CircuitBreaker.js"
-import { type Config, resolve, stepSync, windowOf } from "./policy.js"
-import { makeRecorder } from "./window.js"
+import { Cause, Duration, Effect, FiberId, Layer, MetricLabel, PubSub, Queue, Runtime, Stream } from "effect"
+import type { CircuitBreaker, Options, Snapshot, Transition } from "../../CircuitBreaker.js"
+import * as Machine from "../../core/breaker.js"
+import * as Window from "../../core/breakerWindow.js"
+import { type CircuitOpen, circuitOpen } from "./errors.js"
+import { rejections, stateGauge, transitions } from "./metrics.js"
+import { type Config, resolve, stepSync } from "./policy.js"
 
-export class CircuitOpen extends Data.TaggedError("CircuitOpen")<{ readonly retryAfter: Duration.Duration }> {
-  override get message(): string {
-    return `the circuit is open; retry after ${Duration.format(this.retryAfter)}`
-  }
-}
-
-export const stateGauge = Metric.gauge("effect_resilience_breaker_state", {
-  description: "circuit breaker state: 0 closed, 1 half-open, 2 open"
-})
-
-export const transitions = Metric.counter(
-  "effect_resilience_breaker_transitions_total",
-  { description: "circuit breaker state transitions", incremental: true }
-)
-
-export const rejections = Metric.counter(
-  "effect_resilience_breaker_rejections_total",
-  { description: "calls refused by an open circuit breaker", incremental: true }
-)
-
-// states as small integers: the gauge value, and cheap to compare on the hot path
-const CLOSED = 0
-const HALF_OPEN = 1
-const OPEN = 2
-const names: ReadonlyArray<State> = ["closed", "half-open", "open"]
-
-// outcomes of a finished call, for the breaker
-const SUCCEEDED = 0
-const FAILED = 1
-const IGNORED = 2
+export { CircuitOpen } from "./errors.js"
+export { rejections, stateGauge, transitions } from "./metrics.js"
 
 const handlers = <A, E, B, E2>(
   onSuccess: (a: A) => Effect.Effect<B, E2>,
@@ -69,17 +31,8 @@ const annotate = (key: string, value: () => unknown): Effect.Effect<void> =>
     return Effect.void
   })
 
-/**
- * A rejection is the breaker's normal answer, not a bug: its stack trace says nothing and capturing one
- * costs more than the rest of the rejection, so it is built without.
- */
-const circuitOpen = (retryAfter: Duration.Duration): CircuitOpen => {
-  const limit = Error.stackTraceLimit
-  Error.stackTraceLimit = 0
-  const error = new CircuitOpen({ retryAfter })
-  Error.stackTraceLimit = limit
-  return error
-}
+const retryAfterOf = (millis: number): Duration.Duration =>
+  millis === 0 ? Duration.zero : millis === Infinity ? Duration.infinity : Duration.millis(millis)
 
 /** What a breaker takes from the fiber that builds it: its clock, and a runtime for timers and schedules. */
 export interface Env {
@@ -112,33 +65,28 @@ export const env: Effect.Effect<Env> = Effect.zipWith(
   (clock, runtime) => ({ clock, runtime })
 )
 
-/**
- * Builds a breaker in the current scope. All state lives in local variables mutated synchronously: a
- * decision (check the state, take a permit) happens inside one synchronous step, so no other fiber can
- * interleave. Results are tagged with the generation they were admitted in — every transition (and
- * `reset`) starts a new one — and a result from another generation is ignored: the breaker moved on
- * meanwhile, so the call says nothing about the current period, closed or half-open.
- */
 export const build = (config: Config, e: Env): Effect.Effect<CircuitBreaker, never, Scope.Scope> =>
   Effect.map(buildInternal(config, e), (b) => b.breaker)
 
+/**
+ * Builds a breaker in the current scope: the decisions are `core/breaker.ts` (the state machine) and
+ * `core/breakerWindow.ts` (the trip policy's counters); this shell reads the clock, steps the `openFor`
+ * schedule, runs the timer that half-opens, and reports metrics, spans and transitions.
+ *
+ * The machine is held in a local variable, replaced synchronously: a decision (refresh, take a permit)
+ * happens inside one synchronous step, so no other fiber can interleave, and the closed path costs no
+ * effect of its own (a `Ref` would add one per call).
+ */
 export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.Effect<Built, never, Scope.Scope> =>
   Effect.gen(function*() {
     const changesHub = yield* PubSub.unbounded<Transition>()
     const { isFailure, labels, permits, schedule, slowMillis } = config
-    const recorder = makeRecorder(config.trip)
+    const window = Window.make(config.trip)
     // whether a closed call's outcome needs the time: time windows and slow-call rules
-    const timedClosed = recorder.timed || slowMillis !== undefined
+    const timedClosed = Window.timed(window) || slowMillis !== undefined
     const gauge = stateGauge
 
-    let state = CLOSED
-    let isolated = false
-    let generation = 0
-    let openUntil = 0
-    let openings = 0
-    let admitted = 0 // half-open permits taken in this period: trials running or succeeded
-    let inFlight = 0 // trials running now, whatever half-open period admitted them
-    let succeeded = 0
+    let m = Machine.initial
     let scheduleState: unknown = schedule?.initial
     let replay = 0 // schedule steps owed after restoring `openings` from a snapshot
     let lastDelay = config.openForMillis
@@ -153,23 +101,21 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     const reports = config.gauge !== "off"
     /** Writes the state to the gauge; a disposed breaker (a dropped key) no longer reports. */
     const publish = () => {
-      if (reports && !disposed) gauge.unsafeUpdate(state, labels)
+      if (reports && !disposed) gauge.unsafeUpdate(Machine.gaugeValue(m.state), labels)
     }
 
-    const transition = (to: number, at: number) => {
-      const from = state
-      state = to
-      generation++
+    /** Takes the machine's next value; a new generation is a transition (or a new period of the same state). */
+    const set = (next: Machine.Machine, at: number) => {
+      const from = m.state
+      const moved = next.generation !== m.generation
+      m = next
+      if (!moved) return
       closedHandlers = undefined
-      admitted = succeeded = 0
       publish()
+      const to = next.state
       if (from !== to) {
-        transitions.unsafeUpdate(1, [
-          ...labels,
-          MetricLabel.make("from", names[from]!),
-          MetricLabel.make("to", names[to]!)
-        ])
-        changesHub.unsafeOffer({ from: names[from]!, to: names[to]!, at })
+        transitions.unsafeUpdate(1, [...labels, MetricLabel.make("from", from), MetricLabel.make("to", to)])
+        changesHub.unsafeOffer({ from, to, at })
       }
     }
 
@@ -180,10 +126,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       }
     }
 
-    /** An open breaker whose time is up becomes half-open; called lazily and by the timer. */
-    const refresh = (at: number) => {
-      if (state === OPEN && !isolated && at >= openUntil) transition(HALF_OPEN, at)
-    }
+    const refresh = (at: number) => set(Machine.refresh(m, at), at)
 
     const onTimer = Effect.sync(() => {
       timer = undefined
@@ -196,7 +139,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     }
 
     // a schedule that ends (or, against its probe at construction, fails) keeps the last delay
-    const step = (at: number): void => {
+    const step = (at: number, openings: number): void => {
       const r = stepSync(runtime, schedule!, at, openings, scheduleState)
       if (r._tag === "Delay") {
         scheduleState = r.state
@@ -205,31 +148,29 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     }
 
     const open = (at: number) => {
-      openings++
       if (schedule !== undefined) {
-        for (; replay > 0; replay--) step(at)
-        step(at)
+        const openings = m.openings + 1
+        for (; replay > 0; replay--) step(at, openings)
+        step(at, openings)
       }
-      openUntil = at + lastDelay
-      recorder.reset()
-      transition(OPEN, at)
+      Window.reset(window)
+      set(Machine.open(m, at, lastDelay), at)
       arm(lastDelay)
     }
 
-    const close = (at: number) => {
-      openings = 0
+    const close = (at: number, next: Machine.Machine) => {
       replay = 0
       scheduleState = schedule?.initial
-      recorder.reset()
-      transition(CLOSED, at)
+      Window.reset(window)
+      set(next, at)
     }
 
-    const classify = (cause: Cause.Cause<unknown>): number => {
-      if (Cause.isInterruptedOnly(cause)) return IGNORED
-      if (Cause.isDie(cause)) return FAILED
+    const classify = (cause: Cause.Cause<unknown>): Machine.Outcome => {
+      if (Cause.isInterruptedOnly(cause)) return "ignored"
+      if (Cause.isDie(cause)) return "failure"
       const failure = Cause.failureOption(cause)
-      if (failure._tag === "None") return IGNORED
-      return isFailure(failure.value) ? FAILED : SUCCEEDED
+      if (failure._tag === "None") return "ignored"
+      return isFailure(failure.value) ? "failure" : "success"
     }
 
     /**
@@ -237,37 +178,29 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
      * admitted in an earlier period (before an opening, or a reset) that finishes later says nothing about
      * now, even if the breaker has closed again since.
      */
-    const recordClosed = (gen: number, outcome: number, startedAt: number): boolean => {
-      if (gen !== generation || outcome === IGNORED) return false
+    const recordClosed = (gen: number, outcome: Machine.Outcome, startedAt: number): boolean => {
+      if (!Machine.closedCounts(m, gen, outcome)) return false
       const at = timedClosed ? now() : 0
       const slow = slowMillis !== undefined && at - startedAt > slowMillis
-      if (!recorder.record(outcome === FAILED, slow, at)) return false
+      if (!Window.record(window, outcome === "failure", slow, at)) return false
       open(timedClosed ? at : now())
       return true
     }
 
     /** Records a half-open trial; true when it changed the state. */
-    const recordTrial = (gen: number, outcome: number, startedAt: number): boolean => {
-      inFlight--
-      if (gen !== generation) return false
-      if (outcome === IGNORED) {
-        admitted-- // an interrupted trial gives its permit back
-        return false
-      }
+    const recordTrial = (gen: number, outcome: Machine.Outcome, startedAt: number): boolean => {
       const at = now()
-      if (outcome === FAILED || (slowMillis !== undefined && at - startedAt > slowMillis)) {
-        open(at)
-        return true
-      }
-      if (++succeeded >= permits) {
-        close(at)
-        return true
-      }
-      return false
+      const slow = slowMillis !== undefined && at - startedAt > slowMillis
+      const end = Machine.trialEnded(m, gen, outcome, slow, permits)
+      m = end.machine
+      if (end.verdict === "none") return false
+      if (end.verdict === "open") open(at)
+      else close(at, Machine.close(m))
+      return true
     }
 
-    const annotateTransition = annotate("circuit_breaker.transition", () => names[state]!)
-    const annotateRejection = annotate("circuit_breaker.rejected", () => names[state]!)
+    const annotateTransition = annotate("circuit_breaker.transition", () => m.state)
+    const annotateRejection = annotate("circuit_breaker.rejected", () => m.state)
 
     /**
      * Runs `self` and feeds its outcome to `record`, annotating the span when that changed the state.
@@ -276,12 +209,12 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
      */
     const observe = <A, E, R>(
       self: Effect.Effect<A, E, R>,
-      record: (outcome: number) => boolean
+      record: (outcome: Machine.Outcome) => boolean
     ): Effect.Effect<A, E, R> =>
       Effect.matchCauseEffect(
         self,
         handlers(
-          (a: A) => record(SUCCEEDED) ? Effect.zipRight(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
+          (a: A) => record("success") ? Effect.zipRight(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
           (cause: Cause.Cause<E>) =>
             record(classify(cause))
               ? Effect.zipRight(annotateTransition, Effect.failCause(cause))
@@ -294,7 +227,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     const makeClosedHandlers = (gen: number): ClosedHandlers =>
       handlers(
         (a: unknown) =>
-          recordClosed(gen, SUCCEEDED, 0) ? Effect.zipRight(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
+          recordClosed(gen, "success", 0) ? Effect.zipRight(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
         (cause: Cause.Cause<unknown>) =>
           recordClosed(gen, classify(cause), 0)
             ? Effect.zipRight(annotateTransition, Effect.failCause(cause))
@@ -303,22 +236,17 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
 
     const runClosed = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
       if (slowMillis === undefined) {
-        const h = closedHandlers ??= makeClosedHandlers(generation)
+        const h = closedHandlers ??= makeClosedHandlers(m.generation)
         return Effect.matchCauseEffect(self, h) as Effect.Effect<A, E, R>
       }
       const startedAt = now()
-      const gen = generation
+      const gen = m.generation
       return observe(self, (outcome) => recordClosed(gen, outcome, startedAt))
     }
 
-    const reject = (at: number): Effect.Effect<never, CircuitOpen> => {
-      const retryAfter = state !== OPEN
-        ? Duration.zero
-        : isolated
-        ? Duration.infinity
-        : Duration.millis(Math.max(0, openUntil - at))
+    const reject = (retryAfterMillis: number): Effect.Effect<never, CircuitOpen> => {
       rejections.unsafeUpdate(1, labels)
-      return Effect.zipRight(annotateRejection, Effect.fail(circuitOpen(retryAfter)))
+      return Effect.zipRight(annotateRejection, Effect.fail(circuitOpen(retryAfterOf(retryAfterMillis))))
     }
 
     // Not closed: decide and take a permit in one synchronous step, uninterruptibly, so an interrupted
@@ -327,45 +255,36 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend((): Effect.Effect<A, E | CircuitOpen, R> => {
           const at = now()
-          refresh(at)
-          if (state === CLOSED) return restore(runClosed(self))
-          // a trial of an earlier half-open period still running holds its permit until it ends
-          if (state === OPEN || admitted >= permits || inFlight >= permits) return reject(at)
-          admitted++
-          inFlight++
-          const gen = generation
-          return observe(restore(self), (outcome) => recordTrial(gen, outcome, at))
+          const { admission, machine } = Machine.admit(m, at, permits)
+          set(machine, at)
+          switch (admission._tag) {
+            case "Closed":
+              return restore(runClosed(self))
+            case "Rejected":
+              return reject(admission.retryAfterMillis)
+            case "Trial": {
+              const gen = admission.generation
+              return observe(restore(self), (outcome) => recordTrial(gen, outcome, at))
+            }
+          }
         })
       )
 
     const protect = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
-      Effect.suspend(() => state === CLOSED ? runClosed(self) : guarded(self))
+      Effect.suspend(() => m.state === "closed" ? runClosed(self) : guarded(self))
 
     const snapshot = (): Snapshot => {
       refresh(now())
-      return {
-        state: names[state]!,
-        isolated,
-        openUntil: state === OPEN && !isolated ? openUntil : null,
-        openings,
-        window: recorder.snapshot()
-      }
+      return { ...Machine.save(m), window: Window.snapshot(window) }
     }
 
     // restore, then publish the starting state to the gauge
     const initial = config.initialState
     if (initial !== undefined) {
-      const window = windowOf(initial)
-      if (window !== undefined) recorder.restore(window)
-      openings = replay = initial.openings
-      isolated = initial.isolated
-      if (initial.isolated || initial.state === "open") {
-        state = OPEN
-        openUntil = initial.openUntil ?? 0
-        if (!isolated) arm(Math.max(0, openUntil - now()))
-      } else if (initial.state === "half-open") {
-        state = HALF_OPEN
-      }
+      Window.restore(window, (initial as { readonly window?: unknown }).window)
+      m = Machine.restore(initial)
+      replay = initial.openings
+      if (m.state === "open" && !m.isolated) arm(Math.max(0, m.openUntil - now()))
     }
     publish()
 
@@ -389,7 +308,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
         // a keyed breaker's series outlives it (Effect's registry keeps every label set): leave it closed
-        if (config.gauge === "release" && !disposed) gauge.unsafeUpdate(CLOSED, labels)
+        if (config.gauge === "release" && !disposed) gauge.unsafeUpdate(Machine.gaugeValue("closed"), labels)
         disposed = true
         const t = timer
         timer = undefined
@@ -401,23 +320,20 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       protect,
       state: Effect.sync(() => {
         refresh(now())
-        return names[state]!
+        return m.state
       }),
       changes: Stream.fromPubSub(changesHub),
       subscribe: PubSub.subscribe(changesHub),
       isolate: Effect.sync(() => {
         cancelTimer()
-        isolated = true
-        if (state !== OPEN) {
-          recorder.reset()
-          transition(OPEN, now())
-        }
+        const next = Machine.isolate(m)
+        if (next.generation !== m.generation) Window.reset(window)
+        set(next, now())
       }),
       // a new closed period even when already closed: calls admitted before the reset no longer count
       reset: Effect.sync(() => {
         cancelTimer()
-        isolated = false
-        close(now())
+        close(now(), Machine.reset(m))
       }),
       snapshot: Effect.sync(snapshot)
     }

@@ -1,4 +1,5 @@
 import { Effect, ExecutionStrategy, Exit, Scope } from "effect"
+import { dual } from "effect/Function"
 import type { CircuitBreaker, CircuitOpen, Keyed, KeyedOptions } from "../../CircuitBreaker.js"
 import * as validate from "../validate.js"
 import { buildInternal, type Built, env } from "./breaker.js"
@@ -56,13 +57,11 @@ export const keyed = <K = string>(options: KeyedOptions): Effect.Effect<Keyed<K>
         return Effect.succeed(hit.breaker)
       })
 
-    const protectWith = <A, E, R>(key: K, self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
-      Effect.flatMap(get(key), (breaker) => breaker.protect(self))
-    // the key comes first in both forms, so `dual` (subject first) does not fit
-    const protect = ((...args: [K] | [K, Effect.Effect<any, any, any>]) =>
-      args.length === 1
-        ? (self: Effect.Effect<any, any, any>) => protectWith(args[0], self)
-        : protectWith(args[0], args[1])) as Keyed<K>["protect"]
+    const protect: Keyed<K>["protect"] = dual(
+      2,
+      <A, E, R>(self: Effect.Effect<A, E, R>, key: K): Effect.Effect<A, E | CircuitOpen, R> =>
+        Effect.flatMap(get(key), (breaker) => breaker.protect(self))
+    )
 
     return { get, protect, keys: Effect.sync(() => Array.from(entries.keys())) }
   })

@@ -8,8 +8,7 @@ import type {
   Snapshot,
   State,
   Transition,
-  TripPolicy,
-  WindowSnapshot
+  TripPolicy
 } from "../../CircuitBreaker.js"
 import { isFatal } from "../failure.js"
 import * as validate from "../validate.js"
@@ -118,14 +117,6 @@ const probe = (schedule: Schedule.Schedule<unknown, unknown>): number => {
       ? "CircuitBreaker openFor schedule is done at its first step: it must give at least one delay"
       : `CircuitBreaker openFor schedule ${r.reason} at its first step: it must be synchronous and not fail`
   )
-}
-
-/** A window snapshot that can be restored: anything else (missing, `null`, from JSON gone wrong) is empty. */
-export const windowOf = (s: Snapshot): WindowSnapshot | undefined => {
-  const w: unknown = (s as { readonly window?: unknown }).window
-  return typeof w === "object" && w !== null && typeof (w as { kind?: unknown }).kind === "string"
-    ? w as WindowSnapshot
-    : undefined
 }
 
 const notFatal = (error: unknown): boolean => !isFatal(error)

@@ -1,0 +1,19 @@
+import { Data, Duration } from "effect"
+
+export class CircuitOpen extends Data.TaggedError("CircuitOpen")<{ readonly retryAfter: Duration.Duration }> {
+  override get message(): string {
+    return `the circuit is open; retry after ${Duration.format(this.retryAfter)}`
+  }
+}
+
+/**
+ * A rejection is the breaker's normal answer, not a bug: its stack trace says nothing and capturing one
+ * costs more than the rest of the rejection, so it is built without.
+ */
+export const circuitOpen = (retryAfter: Duration.Duration): CircuitOpen => {
+  const limit = Error.stackTraceLimit
+  Error.stackTraceLimit = 0
+  const error = new CircuitOpen({ retryAfter })
+  Error.stackTraceLimit = limit
+  return error
+}
