@@ -11,6 +11,8 @@
  */
 
 /** @since 0.1.0 */
+export * as AdaptiveLimiter from "./AdaptiveLimiter.js"
+/** @since 0.1.0 */
 export * as Backoff from "./Backoff.js"
 /** @since 0.1.0 */
 export * as Bulkhead from "./Bulkhead.js"
