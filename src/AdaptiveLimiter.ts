@@ -135,8 +135,8 @@ export const gradient2: (options?: {
  * with reason `"closed"` and running ones finish. Throws `IllegalArgumentException` for options that could never
  * work (bounds out of order, a negative queue).
  *
- * Metrics: gauges `effect_resilience_adaptive_limit` and `effect_resilience_adaptive_inflight`, counter
- * `effect_resilience_adaptive_drops_total` (label `reason`), all labelled `limiter` = `name` when given.
+ * Metrics: gauges `effect_resilience_adaptive_limiter_limit` and `effect_resilience_adaptive_limiter_inflight`, counter
+ * `effect_resilience_adaptive_limiter_drops_total` (label `reason`), all labelled `limiter` = `name` when given.
  *
  * @example
  * ```ts

@@ -13,6 +13,8 @@
 /** @since 0.1.0 */
 export * as AdaptiveLimiter from "./AdaptiveLimiter.js"
 /** @since 0.1.0 */
+export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
+/** @since 0.1.0 */
 export * as Backoff from "./Backoff.js"
 /** @since 0.1.0 */
 export * as Bulkhead from "./Bulkhead.js"

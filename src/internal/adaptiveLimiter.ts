@@ -26,13 +26,13 @@ export class LimitExceeded extends Data.TaggedError("LimitExceeded")<{
   }
 }
 
-export const limitGauge = Metric.gauge("effect_resilience_adaptive_limit", {
+export const limitGauge = Metric.gauge("effect_resilience_adaptive_limiter_limit", {
   description: "the concurrency limit an adaptive limiter has found"
 })
-export const inflightGauge = Metric.gauge("effect_resilience_adaptive_inflight", {
+export const inflightGauge = Metric.gauge("effect_resilience_adaptive_limiter_inflight", {
   description: "calls holding an adaptive limiter slot"
 })
-export const dropsTotal = Metric.counter("effect_resilience_adaptive_drops_total", {
+export const dropsTotal = Metric.counter("effect_resilience_adaptive_limiter_drops_total", {
   description: "calls an adaptive limiter refused, by reason",
   incremental: true
 })
