@@ -27,6 +27,8 @@ export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 0.1.0 */
 export * as Consumer from "./queue/Consumer.js"
 /** @since 0.1.0 */
+export * as Criticality from "./Criticality.js"
+/** @since 0.1.0 */
 export * as DeadLetter from "./queue/DeadLetter.js"
 /** @since 0.1.0 */
 export * as Deadline from "./Deadline.js"
