@@ -36,6 +36,13 @@ export interface Options {
   readonly maxQueue?: number
   /** How long a call may wait in the queue before it fails with reason `"queue-timeout"`. Default: no limit. */
   readonly queueTimeout?: Duration.DurationInput
+  /**
+   * Keeps part of the limit for more critical work (see `Criticality`): a `default` call is refused with reason
+   * `"shed"` once `limit × shares.default` calls are in flight, a `sheddable` one once `limit × shares.sheddable`
+   * are; `critical` calls may use the whole limit (and queue). Each share in (0, 1]; when given, missing ones
+   * default to `default: 0.9`, `sheddable: 0.7`. Default: no shares, every call may use the whole limit.
+   */
+  readonly shares?: { readonly default?: number; readonly sheddable?: number }
   /** Labels the metrics (`limiter`) and the errors. */
   readonly name?: string
   /**
@@ -48,8 +55,8 @@ export interface Options {
 
 /**
  * The limiter refused the call without running it: every slot was taken and the queue was full
- * (`"queue-full"`), the call waited longer than `queueTimeout` (`"queue-timeout"`), or the limiter's scope
- * closed (`"closed"`).
+ * (`"queue-full"`), the call waited longer than `queueTimeout` (`"queue-timeout"`), the limiter's scope
+ * closed (`"closed"`), or, with `shares`, the call's criticality had used up its share of the limit (`"shed"`).
  *
  * @since 0.1.0
  * @category errors

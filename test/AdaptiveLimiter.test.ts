@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Metric, Scope, TestClock } from "effect"
-import { AdaptiveLimiter, Deadline } from "../src/index.js"
+import { AdaptiveLimiter, Criticality, Deadline } from "../src/index.js"
 
 /** Lets forked fibers run until they block. */
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
@@ -167,6 +167,50 @@ describe("AdaptiveLimiter", () => {
       expect(yield* Fiber.join(running)).toBe("done")
     }))
 
+  it.scoped("with shares, keeps the top of the limit for more critical calls", () =>
+    Effect.gen(function*() {
+      const limiter = yield* AdaptiveLimiter.make({
+        algorithm: AdaptiveLimiter.aimd(),
+        initialLimit: 10,
+        maxLimit: 10,
+        shares: { default: 0.9, sheddable: 0.7 }
+      })
+      const gate = yield* Deferred.make<void>()
+      const hold = (level: Criticality.Criticality) =>
+        limiter.protect(Deferred.await(gate)).pipe(Criticality.withCriticality(level), Effect.fork)
+      const reasonOf = (level: Criticality.Criticality) =>
+        limiter.protect(Effect.void).pipe(
+          Criticality.withCriticality(level),
+          Effect.flip,
+          Effect.map((e) => e.reason)
+        )
+      const held = yield* Effect.forEach(Array.from({ length: 7 }), () => hold("sheddable"))
+      yield* settle
+      expect((yield* limiter.stats).inflight).toBe(7)
+      expect(yield* reasonOf("sheddable")).toBe("shed")
+      held.push(yield* hold("default"), yield* hold("default"))
+      yield* settle
+      expect((yield* limiter.stats).inflight).toBe(9)
+      expect(yield* reasonOf("default")).toBe("shed")
+      held.push(yield* hold("critical"))
+      yield* settle
+      expect((yield* limiter.stats).inflight).toBe(10)
+      expect(yield* reasonOf("critical")).toBe("queue-full")
+      yield* Deferred.succeed(gate, undefined)
+      yield* Effect.forEach(held, Fiber.join)
+      // without shares, every criticality may use the whole limit
+      const plain = yield* AdaptiveLimiter.make({ algorithm: AdaptiveLimiter.aimd(), initialLimit: 2, maxLimit: 2 })
+      const gate2 = yield* Deferred.make<void>()
+      const both = yield* Effect.forEach(
+        [1, 2],
+        () => plain.protect(Deferred.await(gate2)).pipe(Criticality.withCriticality("sheddable"), Effect.fork)
+      )
+      yield* settle
+      expect((yield* plain.stats).inflight).toBe(2)
+      yield* Deferred.succeed(gate2, undefined)
+      yield* Effect.forEach(both, Fiber.join)
+    }))
+
   it("refuses options that could never work, when called", () => {
     expect(() => AdaptiveLimiter.make({ minLimit: 10, maxLimit: 5 })).toThrow(/minLimit <= initialLimit <= maxLimit/)
     expect(() => AdaptiveLimiter.make({ maxQueue: -1 })).toThrow(/maxQueue/)
@@ -174,5 +218,6 @@ describe("AdaptiveLimiter", () => {
     expect(() => AdaptiveLimiter.aimd({ backoffRatio: 1 })).toThrow(/backoffRatio/)
     expect(() => AdaptiveLimiter.gradient2({ rttTolerance: 0.5 })).toThrow(/rttTolerance/)
     expect(() => AdaptiveLimiter.vegas({ smoothing: 0 })).toThrow(/smoothing/)
+    expect(() => AdaptiveLimiter.make({ shares: { sheddable: 1.5 } })).toThrow(/shares.sheddable/)
   })
 })

@@ -1,7 +1,9 @@
 import type { Context, Duration, Scope } from "effect"
-import { Cause, Data, Effect, Exit, Layer, Metric, MetricLabel, Random } from "effect"
+import { Cause, Data, Effect, Exit, FiberRef, Layer, Metric, MetricLabel, Random } from "effect"
 import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
 import * as core from "../core/adaptiveLimit.js"
+import * as shed from "../core/loadShed.js"
+import { currentCriticality } from "./criticality.js"
 import * as slots from "./slots.js"
 import * as validate from "./validate.js"
 
@@ -22,6 +24,8 @@ export class LimitExceeded extends Data.TaggedError("LimitExceeded")<{
         return `${which}: waited too long for one of its ${this.limit} slots`
       case "closed":
         return `${which} is closed`
+      case "shed":
+        return `${which}: the rest of its ${this.limit} slots is kept for more critical calls`
     }
   }
 }
@@ -121,7 +125,14 @@ const resolve = (options: Options) => {
     bounds: { minLimit, maxLimit, initialLimit },
     algorithm: options.algorithm ?? core.defaults.gradient2
   }
-  return { config, maxQueue, queueTimeout, name: options.name, isDrop: options.isDrop ?? isTimeout }
+  const shares = options.shares === undefined ? undefined : {
+    default: unitInterval("AdaptiveLimiter shares.default", options.shares.default ?? shed.defaultShares.default),
+    sheddable: unitInterval(
+      "AdaptiveLimiter shares.sheddable",
+      options.shares.sheddable ?? shed.defaultShares.sheddable
+    )
+  }
+  return { config, maxQueue, queueTimeout, name: options.name, isDrop: options.isDrop ?? isTimeout, shares }
 }
 
 export const make = (options: Options): Effect.Effect<AdaptiveLimiter, never, Scope.Scope> => {
@@ -138,13 +149,14 @@ export const layer = <I>(tag: Context.Tag<I, AdaptiveLimiter>, options: Options)
   return Layer.scoped(tag, make(options))
 }
 
-const build = ({ config, isDrop, maxQueue, name, queueTimeout }: ReturnType<typeof resolve>, seed: number) => {
+const build = ({ config, isDrop, maxQueue, name, queueTimeout, shares }: ReturnType<typeof resolve>, seed: number) => {
   const tags: ReadonlyArray<MetricLabel.MetricLabel> = name === undefined ? [] : [MetricLabel.make("limiter", name)]
   const reasonTags = (reason: slots.RejectionReason) => [...tags, MetricLabel.make("reason", reason)]
   const rejectionTags: Record<slots.RejectionReason, ReadonlyArray<MetricLabel.MetricLabel>> = {
     "queue-full": reasonTags("queue-full"),
     "queue-timeout": reasonTags("queue-timeout"),
-    "closed": reasonTags("closed")
+    "closed": reasonTags("closed"),
+    "shed": reasonTags("shed")
   }
   let state = core.initial(config, seed)
   let limit = core.limitOf(config, state)
@@ -190,7 +202,17 @@ const build = ({ config, isDrop, maxQueue, name, queueTimeout }: ReturnType<type
     })
 
   const limiter: AdaptiveLimiter = {
-    protect: (self) => slotted.protect(measured(self)),
+    protect: shares === undefined
+      ? (self) => slotted.protect(measured(self))
+      : (self) =>
+        Effect.flatMap(
+          FiberRef.get(currentCriticality),
+          (level) =>
+            slotted.protect(
+              measured(self),
+              level === "critical" ? undefined : shed.threshold(limit, level, shares)
+            )
+        ),
     limit: Effect.sync(() => limit),
     stats: Effect.sync(() => ({ limit, inflight: slotted.active(), queued: slotted.queued() }))
   }

@@ -1,7 +1,10 @@
 import { Cause, Effect } from "effect"
 
-/** Why a call did not get a slot. */
-export type RejectionReason = "queue-full" | "queue-timeout" | "closed"
+/**
+ * Why a call did not get a slot: the queue was full, the wait too long, the slots closed, or (adaptive limiter
+ * with criticality) the call's share of the limit was used up.
+ */
+export type RejectionReason = "queue-full" | "queue-timeout" | "closed" | "shed"
 
 export interface Config<Err extends { readonly reason: RejectionReason }> {
   /** The slots in force now; read on every admission and release, so it may change between calls. */
@@ -20,9 +23,14 @@ export interface Config<Err extends { readonly reason: RejectionReason }> {
 export interface Slots<Err> {
   /**
    * Runs `self` in a slot: at once when one is free, after the callers queued before it otherwise, or fails
-   * with the rejection without running it. The slot is given back however `self` ends.
+   * with the rejection without running it. The slot is given back however `self` ends. With `share`, a call that
+   * finds `share` or more slots taken is refused at once with reason `"shed"` (it neither runs nor queues):
+   * the rest of the capacity is kept for calls with a larger share.
    */
-  readonly protect: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | Err, R>
+  readonly protect: <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    share?: number
+  ) => Effect.Effect<A, E | Err, R>
   /** Calls holding a slot, and calls waiting. */
   readonly active: () => number
   readonly queued: () => number
@@ -141,9 +149,10 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
     return Effect.matchCauseEffect(effect, giveBack) as Effect.Effect<A, E, R>
   }
 
-  const protect = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | Err, R> =>
+  const protect = <A, E, R>(self: Effect.Effect<A, E, R>, share?: number): Effect.Effect<A, E | Err, R> =>
     Effect.uninterruptibleMask((restore) => {
       if (closed) return reject("closed")
+      if (share !== undefined && active >= share) return reject("shed")
       // the capacity may have grown since the last release: waiters first
       if (queue.size > 0 && active < capacity()) onActive(drain())
       if (active < capacity() && queue.size === 0) {
