@@ -11,6 +11,10 @@
  */
 
 /** @since 0.1.0 */
+export * as AdaptiveLimiter from "./AdaptiveLimiter.js"
+/** @since 0.1.0 */
+export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
+/** @since 0.1.0 */
 export * as Backoff from "./Backoff.js"
 /** @since 0.1.0 */
 export * as Bulkhead from "./Bulkhead.js"
@@ -22,6 +26,8 @@ export * as ClientScope from "./http/ClientScope.js"
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 0.1.0 */
 export * as Consumer from "./queue/Consumer.js"
+/** @since 0.1.0 */
+export * as Criticality from "./Criticality.js"
 /** @since 0.1.0 */
 export * as DeadLetter from "./queue/DeadLetter.js"
 /** @since 0.1.0 */
