@@ -7,7 +7,8 @@ import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import { keyOf } from "../src/internal/idempotencyStoreRedis.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { post, serve, TestServer } from "./support/httpServer.js"
-import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { describeRedis } from "./support/services.js"
 
 const prefix = uniquePrefix("idem")
 const layer = IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix })

@@ -7,7 +7,8 @@ import { keyOf } from "../src/internal/rateLimiterStoreRedis.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { eventually } from "./support/eventually.js"
-import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { describeRedis } from "./support/services.js"
 import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
 const prefix = uniquePrefix("rl")

@@ -16,7 +16,8 @@ import { Consumer, Failure, type QueueSource } from "../../src/index.js"
 import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
 import * as RedisStreamQueue from "../../src/queue/RedisStreamQueue.js"
 import { eventually } from "../support/eventually.js"
-import { deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "../support/redis.js"
+import { deleteKeys, REDIS_URL, uniquePrefix } from "../support/redis.js"
+import { describeRedis } from "../support/services.js"
 import { type Body, runSoak } from "./soak.js"
 
 const prefix = uniquePrefix("queue")
