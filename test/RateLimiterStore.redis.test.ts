@@ -3,7 +3,7 @@ import { Duration, Effect, FastCheck as fc, Layer, Logger, TestClock } from "eff
 import { Redis } from "ioredis"
 import { createServer, type Socket } from "node:net"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
-import { keyOf } from "../src/internal/rateLimiterStoreRedis.js"
+import { keyOf } from "../src/internal/rateLimiterStore/redis.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { eventually } from "./support/eventually.js"

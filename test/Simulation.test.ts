@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, FastCheck as fc, Random, type Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
-import { Backoff } from "../src/index.js"
 import {
   type Algorithm,
   algorithms,
@@ -17,6 +16,7 @@ import { parseAlgorithms, parseClients } from "../examples/simulate/options.js"
 import { Prng, toRandom, type Uniform } from "../examples/simulate/prng.js"
 import { callsChart, sampleCounts, summary, timeChart } from "../examples/simulate/report.js"
 import { runOnce, sweep, type SweepOptions } from "../examples/simulate/sweep.js"
+import { Backoff } from "../src/index.js"
 
 /** Uniform draws from a list, failing loudly when the model draws more than the test planned. */
 const draws = (values: ReadonlyArray<number>): Uniform & { readonly used: () => number } => {

@@ -18,7 +18,7 @@
  */
 import type { Duration, Effect } from "effect"
 import { Data } from "effect"
-import * as internal from "../internal/queue/memory.js"
+import * as internal from "../internal/queue/queueSource.js"
 import type { DeadLetterQueue } from "./DeadLetter.js"
 
 /**

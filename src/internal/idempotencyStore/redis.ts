@@ -15,10 +15,10 @@
  */
 import { Clock, Duration, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
-import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../IdempotencyStore.js"
-import { IdempotencyStore, IdempotencyStoreError } from "../IdempotencyStore.js"
-import * as redis from "./redis.js"
-import { type CommonOptions, escapePart, idempotencyDefaults, resolve, type Resolved } from "./redisOptions.js"
+import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
+import { IdempotencyStore, IdempotencyStoreError } from "../../IdempotencyStore.js"
+import * as redis from "../redis/client.js"
+import { type CommonOptions, escapePart, idempotencyDefaults, resolve, type Resolved } from "../redis/options.js"
 
 export type Options = redis.ClientOptions & CommonOptions
 
@@ -111,7 +111,7 @@ export const make = (client: redis.Client, options: Resolved): Store => {
     redis.runScript(
       client,
       s,
-      key,
+      [key],
       args,
       buffers,
       options.timeoutMillis,

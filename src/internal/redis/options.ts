@@ -2,7 +2,7 @@
  * Validation and defaults of the Redis layers' options, apart from `redis.ts` (the client and scripts).
  * Its `ioredis` imports are type-only.
  */
-import * as validate from "./validate.js"
+import * as validate from "../validate.js"
 
 /** How a Redis store reaches Redis: a client of yours (never closed by the store), or a URL it connects to. */
 export type Connection =

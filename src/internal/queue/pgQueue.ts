@@ -6,7 +6,7 @@ import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import type { PgOptions } from "../../queue/PgQueue.js"
 import { type Message, QueueError, type QueueSource, type ReleaseOptions } from "../../queue/QueueSource.js"
 import { deadLettered, labels, observeDepth } from "./metrics.js"
-import { tableStatements } from "./pgSchema.js"
+import { tableStatements } from "./pgQueueSchema.js"
 import {
   corruptReason,
   identifier,

@@ -10,9 +10,9 @@ import {
   IdempotencyStoreError,
   type Store,
   type StoredResponse
-} from "../IdempotencyStore.js"
-import type { Options as SqlOptions, SqlStore } from "../IdempotencyStore/Sql.js"
-import { resolve, type SqlDialect, sqlSchema } from "./idempotencyStoreSqlOptions.js"
+} from "../../IdempotencyStore.js"
+import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
+import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 
 /** `state` values: a claim whose handler is still running, and a stored response. */
 const IN_PROGRESS = 0
