@@ -2,16 +2,9 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import {
-  type ClaimRef,
-  type ClaimRequest,
-  type ClaimResult,
-  IdempotencyStore,
-  IdempotencyStoreError,
-  type Store,
-  type StoredResponse
-} from "../../IdempotencyStore.js"
+import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
+import { IdempotencyStore, IdempotencyStoreError } from "../idempotencyStore.js"
 import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 
 /** `state` values: a claim whose handler is still running, and a stored response. */

@@ -1,10 +1,11 @@
 import { Clock, Duration, Effect, Option } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
-import { type Message, QueueError, type QueueSource, type ReleaseOptions } from "../../queue/QueueSource.js"
+import type { Message, QueueSource, ReleaseOptions } from "../../queue/QueueSource.js"
 import type { RedisOptions } from "../../queue/RedisStreamQueue.js"
 import * as redisClient from "../redis/client.js"
 import * as validate from "../validate.js"
 import { deadLettered, labels, observeDepth } from "./metrics.js"
+import { QueueError } from "./queueSource.js"
 import {
   corruptReason,
   listLimit,
