@@ -11,7 +11,7 @@
 import { Effect } from "effect"
 import { Redis } from "ioredis"
 import { RateLimiter } from "../src/index.js"
-import { tokenBucketScript } from "../src/internal/rateLimiterStoreRedis.js"
+import { tokenBucketScript } from "../src/internal/rateLimiterStore/redis.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import type { Case } from "./harness.js"
 

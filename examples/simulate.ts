@@ -13,11 +13,11 @@ import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
-import { type Algorithm, algorithms } from "../src/sim/backoff.js"
-import { toCsv } from "../src/sim/csv.js"
-import { parseAlgorithms, parseClients, parseRuns } from "../src/sim/options.js"
-import { callsChart, summary, timeChart } from "../src/sim/report.js"
-import { type Row, sweep } from "../src/sim/sweep.js"
+import { type Algorithm, algorithms } from "./simulate/backoff.js"
+import { toCsv } from "./simulate/csv.js"
+import { parseAlgorithms, parseClients, parseRuns } from "./simulate/options.js"
+import { callsChart, summary, timeChart } from "./simulate/report.js"
+import { type Row, sweep } from "./simulate/sweep.js"
 
 interface Task {
   readonly clients: number

@@ -15,8 +15,9 @@
  *
  * @since 0.1.0
  */
-import { Context, Data, type Duration, type Effect, Layer } from "effect"
+import { type Duration, type Effect, Layer } from "effect"
 import * as internal from "./internal/idempotencyStore.js"
+import * as memory from "./internal/idempotencyStore/memory.js"
 
 /**
  * The parts of a response that are replayed: status, body bytes and the headers of the middleware's
@@ -81,14 +82,13 @@ export interface ClaimRef {
  * @since 0.1.0
  * @category errors
  */
-export class IdempotencyStoreError extends Data.TaggedError("IdempotencyStoreError")<{
-  readonly operation: "claim" | "complete" | "renew" | "release"
-  readonly cause: unknown
-}> {
-  override get message(): string {
-    return `idempotency store ${this.operation} failed: ${String(this.cause)}`
-  }
-}
+export const IdempotencyStoreError: typeof internal.IdempotencyStoreError = internal.IdempotencyStoreError
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type IdempotencyStoreError = internal.IdempotencyStoreError
 
 /**
  * A bounded store (the memory store's `maxRecords`) is full of live records: a new key cannot be claimed
@@ -129,7 +129,13 @@ export interface Store {
  * @since 0.1.0
  * @category tags
  */
-export class IdempotencyStore extends Context.Tag("effect-resilience/IdempotencyStore")<IdempotencyStore, Store>() {}
+export const IdempotencyStore: typeof internal.IdempotencyStore = internal.IdempotencyStore
+
+/**
+ * @since 0.1.0
+ * @category tags
+ */
+export type IdempotencyStore = internal.IdempotencyStore
 
 /**
  * Options of the memory store.
@@ -158,7 +164,7 @@ export interface MemoryOptions {
  */
 export const makeMemoryWith: (
   options?: MemoryOptions
-) => Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = internal.makeMemory
+) => Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = memory.makeMemory
 
 /**
  * The memory store with the default options.
@@ -166,7 +172,7 @@ export const makeMemoryWith: (
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = internal.makeMemory()
+export const makeMemory: Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = memory.makeMemory()
 
 /**
  * The memory store with the default options, built once per layer build: provide it where the server is
@@ -184,4 +190,4 @@ export const layerMemory: Layer.Layer<IdempotencyStore> = Layer.effect(Idempoten
  * @category layers
  */
 export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<IdempotencyStore> =>
-  Layer.effect(IdempotencyStore, internal.makeMemory(options))
+  Layer.effect(IdempotencyStore, memory.makeMemory(options))

@@ -4,10 +4,11 @@ import { Duration, Effect, Layer, TestClock } from "effect"
 import { Redis } from "ioredis"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { keyOf } from "../src/internal/idempotencyStoreRedis.js"
+import { keyOf } from "../src/internal/idempotencyStore/redis.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { post, serve, TestServer } from "./support/httpServer.js"
-import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { describeRedis } from "./support/services.js"
 
 const prefix = uniquePrefix("idem")
 const layer = IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix })

@@ -3,11 +3,12 @@ import { Duration, Effect, FastCheck as fc, Layer, Logger, TestClock } from "eff
 import { Redis } from "ioredis"
 import { createServer, type Socket } from "node:net"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
-import { keyOf } from "../src/internal/rateLimiterStoreRedis.js"
+import { keyOf } from "../src/internal/rateLimiterStore/redis.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { eventually } from "./support/eventually.js"
-import { closedPort, deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { describeRedis } from "./support/services.js"
 import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
 const prefix = uniquePrefix("rl")

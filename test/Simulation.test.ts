@@ -1,6 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, FastCheck as fc, Random, type Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
-import { Backoff } from "../src/index.js"
 import {
   type Algorithm,
   algorithms,
@@ -9,14 +8,15 @@ import {
   postParameters,
   schedule,
   scheduleDriver
-} from "../src/sim/backoff.js"
-import { escapeXml, formatNumber, lineChart } from "../src/sim/chart.js"
-import { header, toCsv } from "../src/sim/csv.js"
-import * as Model from "../src/sim/model.js"
-import { parseAlgorithms, parseClients } from "../src/sim/options.js"
-import { Prng, toRandom, type Uniform } from "../src/sim/prng.js"
-import { callsChart, sampleCounts, summary, timeChart } from "../src/sim/report.js"
-import { runOnce, sweep, type SweepOptions } from "../src/sim/sweep.js"
+} from "../examples/simulate/backoff.js"
+import { escapeXml, formatNumber, lineChart } from "../examples/simulate/chart.js"
+import { header, toCsv } from "../examples/simulate/csv.js"
+import * as Model from "../examples/simulate/model.js"
+import { parseAlgorithms, parseClients } from "../examples/simulate/options.js"
+import { Prng, toRandom, type Uniform } from "../examples/simulate/prng.js"
+import { callsChart, sampleCounts, summary, timeChart } from "../examples/simulate/report.js"
+import { runOnce, sweep, type SweepOptions } from "../examples/simulate/sweep.js"
+import { Backoff } from "../src/index.js"
 
 /** Uniform draws from a list, failing loudly when the model draws more than the test planned. */
 const draws = (values: ReadonlyArray<number>): Uniform & { readonly used: () => number } => {

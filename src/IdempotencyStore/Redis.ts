@@ -6,8 +6,8 @@
  */
 import type { Layer } from "effect"
 import type { IdempotencyStore } from "../IdempotencyStore.js"
-import * as internal from "../internal/idempotencyStoreRedis.js"
-import type * as redisOptions from "../internal/redisOptions.js"
+import * as internal from "../internal/idempotencyStore/redis.js"
+import type * as redisOptions from "../internal/redis/options.js"
 
 /**
  * Options of the Redis store: either a client you own (`client`, an ioredis `Redis` or `Cluster`, never

@@ -10,8 +10,8 @@ import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Duration, Effect, Layer, Scope } from "effect"
 import type { IdempotencyStore, Store } from "../IdempotencyStore.js"
-import * as internal from "../internal/idempotencyStoreSql.js"
-import * as sqlOptions from "../internal/idempotencyStoreSqlOptions.js"
+import * as internal from "../internal/idempotencyStore/sql.js"
+import * as sqlOptions from "../internal/idempotencyStore/sqlOptions.js"
 
 /**
  * Options of the SQL store (`layer`, `make`).

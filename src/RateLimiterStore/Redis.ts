@@ -5,8 +5,8 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import * as internal from "../internal/rateLimiterStoreRedis.js"
-import type * as redisOptions from "../internal/redisOptions.js"
+import * as internal from "../internal/rateLimiterStore/redis.js"
+import type * as redisOptions from "../internal/redis/options.js"
 import type { RateLimiterStore } from "../RateLimiterStore.js"
 
 /**

@@ -12,10 +12,8 @@
  */
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Duration, Effect, Schedule } from "effect"
+import type { Duration, Effect } from "effect"
 import * as internal from "../internal/queue/outbox.js"
-import { identifier, randomId } from "../internal/queue/shared.js"
-import * as validate from "../internal/validate.js"
 import type { QueueError, QueueSource } from "./QueueSource.js"
 
 /**
@@ -113,33 +111,4 @@ export interface Outbox<A = unknown> {
  * @since 0.1.0
  * @category constructors
  */
-export const make = <A = unknown>(options: { readonly table: string }): Outbox<A> => {
-  const table = identifier("Outbox table", options.table)
-  const relay = (source: QueueSource<A>, opts?: RelayOptions) => {
-    const batchSize = opts?.batchSize === undefined ? 100 : validate.positiveInt("Outbox batchSize", opts.batchSize)
-    return internal.relay(table, source, batchSize)
-  }
-  return {
-    table,
-    createTable: internal.createTable(table),
-    append: (event) =>
-      Effect.flatMap(
-        event.id === undefined ? randomId : Effect.succeed(event.id),
-        (id) => Effect.as(internal.append(table, id, event), id)
-      ),
-    relay,
-    runRelay: (source, opts) => {
-      const interval = Duration.millis(validate.millis("Outbox interval", opts.interval, { finite: true }))
-      const batchSize = opts.batchSize ?? 100
-      const pass = relay(source, { batchSize }).pipe(
-        Effect.flatMap((n) => n < batchSize ? Effect.sleep(interval) : Effect.void),
-        Effect.catchAllCause((cause) =>
-          Effect.zipRight(Effect.logWarning(`outbox ${table}: relay failed`, cause), Effect.sleep(interval))
-        )
-      )
-      return Effect.repeat(pass, Schedule.forever).pipe(Effect.zipRight(Effect.never))
-    },
-    pending: internal.pending(table),
-    purgeSent: (olderThan) => internal.purgeSent(table, validate.millis("Outbox purgeSent olderThan", olderThan))
-  }
-}
+export const make: <A = unknown>(options: { readonly table: string }) => Outbox<A> = internal.make

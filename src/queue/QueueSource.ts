@@ -17,8 +17,7 @@
  * @since 0.1.0
  */
 import type { Duration, Effect } from "effect"
-import { Data } from "effect"
-import * as internal from "../internal/queue/memory.js"
+import * as internal from "../internal/queue/queueSource.js"
 import type { DeadLetterQueue } from "./DeadLetter.js"
 
 /**
@@ -76,16 +75,13 @@ export interface ReleaseOptions {
  * @since 0.1.0
  * @category errors
  */
-export class QueueError extends Data.TaggedError("QueueError")<{
-  readonly queue: string
-  readonly operation: string
-  readonly cause: unknown
-}> {
-  override get message(): string {
-    const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
-    return `queue "${this.queue}": ${this.operation} failed: ${cause}`
-  }
-}
+export const QueueError: typeof internal.QueueError = internal.QueueError
+
+/**
+ * @since 0.1.0
+ * @category errors
+ */
+export type QueueError = internal.QueueError
 
 /**
  * @since 0.1.0

@@ -11,8 +11,10 @@
  * `TestClock` cannot drive it: tests of it need short real timeouts. A release delay is capped at the
  * visibility timeout (it is applied by rewinding the entry's idle time).
  *
- * The caller owns the `ioredis` client (its connection and its lifetime). This entry point
- * (`effect-resilience/RedisStreamQueue`) needs `ioredis`'s types (an optional peer dependency); the package
+ * The caller owns the `ioredis` client (its connection and its lifetime). Every call goes through the
+ * library's one Redis adapter, as the Redis stores' do: scripts run as `EVALSHA` (reloaded after a
+ * `NOSCRIPT`) and every call has a deadline (`timeout`). This entry point
+ * (`effect-resilience/RedisStreamQueue`) imports `ioredis` (an optional peer dependency); the package
  * root does not. On a Redis Cluster, put the stream name in a hash tag (`{orders}`) so the derived keys share
  * a slot.
  *
@@ -20,7 +22,7 @@
  */
 import type { Duration, Effect } from "effect"
 import type { Redis } from "ioredis"
-import * as internal from "../internal/queue/redis.js"
+import * as internal from "../internal/queue/redisStreamQueue.js"
 import type { QueueError, QueueSource } from "./QueueSource.js"
 
 /**
@@ -48,6 +50,11 @@ export interface RedisOptions {
   readonly reclaimInterval?: Duration.DurationInput
   /** Names the queue in metrics and errors. Default: the stream key. */
   readonly name?: string
+  /**
+   * A Redis call not answered by then fails with `QueueError` (the command may still run on the server).
+   * Default: 5 seconds. Longer than zero.
+   */
+  readonly timeout?: Duration.DurationInput
 }
 
 /**

@@ -13,7 +13,8 @@ import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
 import * as Outbox from "../../src/queue/Outbox.js"
 import * as PgQueue from "../../src/queue/PgQueue.js"
 import { eventually, untilSleeping } from "../support/eventually.js"
-import { describePg, dropPgTables, freshName, PgLive } from "./services.js"
+import { dropPgTables, freshName, PgLive } from "../support/pg.js"
+import { describePg } from "../support/services.js"
 
 interface OrderPlaced {
   readonly orderId: string

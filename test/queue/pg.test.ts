@@ -10,7 +10,8 @@ import { Consumer, Failure, type QueueSource } from "../../src/index.js"
 import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
 import * as PgQueue from "../../src/queue/PgQueue.js"
 import { eventually } from "../support/eventually.js"
-import { describePg, dropPgTables, freshName, PgLive } from "./services.js"
+import { dropPgTables, freshName, PgLive } from "../support/pg.js"
+import { describePg } from "../support/services.js"
 import { type Body, runSoak } from "./soak.js"
 
 const created: Array<string> = []

@@ -10,13 +10,16 @@ import { afterAll, expect, it } from "@effect/vitest"
 import { Duration, Effect, Exit, Option, Scope } from "effect"
 import { Redis } from "ioredis"
 import { mkdtempSync, rmSync } from "node:fs"
+import { type AddressInfo, createServer, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Consumer, Failure, type QueueSource } from "../../src/index.js"
+import { RELEASE } from "../../src/internal/queue/redisStreamQueue.js"
 import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
 import * as RedisStreamQueue from "../../src/queue/RedisStreamQueue.js"
 import { eventually } from "../support/eventually.js"
-import { deleteKeys, describeRedis, REDIS_URL, uniquePrefix } from "../support/redis.js"
+import { deleteKeys, REDIS_URL, uniquePrefix } from "../support/redis.js"
+import { describeRedis } from "../support/services.js"
 import { type Body, runSoak } from "./soak.js"
 
 const prefix = uniquePrefix("queue")
@@ -229,6 +232,57 @@ describeRedis("RedisStreamQueue", () => {
       expect(() => RedisStreamQueue.make({ redis, stream, visibilityTimeout: "0.5 millis" })).toThrow(
         /at least 1 millisecond/
       )
+    }).pipe(Effect.scoped))
+
+  it.live("every call has a deadline: a server that never answers fails the call with QueueError", () =>
+    Effect.gen(function*() {
+      // accepts connections and never replies, so only the call's own timeout can end the wait
+      const sockets: Array<Socket> = []
+      const server = createServer((socket) => void sockets.push(socket))
+      const port = yield* Effect.async<number>((resume) => {
+        server.listen(0, "127.0.0.1", () => resume(Effect.succeed((server.address() as AddressInfo).port)))
+      })
+      yield* Effect.addFinalizer(() =>
+        Effect.async<void>((resume) => {
+          for (const socket of sockets) socket.destroy()
+          server.close(() => resume(Effect.void))
+        })
+      )
+      const redis = yield* Effect.acquireRelease(
+        Effect.sync(() => new Redis(`redis://127.0.0.1:${port}`, { maxRetriesPerRequest: 1 })),
+        (r) => Effect.sync(() => r.disconnect())
+      )
+      redis.on("error", () => {})
+      const error = yield* Effect.flip(
+        RedisStreamQueue.make({ redis, stream: freshStream(), visibilityTimeout: "1 second", timeout: "200 millis" })
+      )
+      expect(error._tag).toBe("QueueError")
+      expect(error.operation).toBe("create group")
+      expect(String(error.cause)).toMatch(/did not answer within 200 ms/)
+      expect(() => RedisStreamQueue.make({ redis, stream: "s", visibilityTimeout: "1 second", timeout: 0 })).toThrow(
+        /timeout must be longer than zero/
+      )
+    }).pipe(Effect.scoped))
+
+  it.live("scripts run as EVALSHA and are reloaded after SCRIPT FLUSH (NOSCRIPT)", () =>
+    Effect.gen(function*() {
+      const redis = yield* client
+      const source = yield* RedisStreamQueue.make<Body>({
+        redis,
+        stream: freshStream(),
+        visibilityTimeout: "10 seconds",
+        reclaimInterval: "1 millis"
+      })
+      yield* source.send([msg("a")])
+      const [a] = yield* source.receive(5)
+      yield* Effect.promise(() => redis.script("FLUSH"))
+      expect(yield* source.release(a!, { undoReceive: true })).toBe(true)
+      const [again] = yield* source.receive(5)
+      expect(again).toMatchObject({ id: "a", receiveCount: 1 })
+      // the fallback EVAL cached the script: the next call's EVALSHA finds it
+      const [cached] = yield* Effect.promise(() => redis.script("EXISTS", RELEASE.sha) as Promise<Array<number>>)
+      expect(cached).toBe(1)
+      expect(yield* source.ack(again!)).toBe(true)
     }).pipe(Effect.scoped))
 
   it.live("fractional milliseconds: the visibility timeout is rounded up for XAUTOCLAIM", () =>

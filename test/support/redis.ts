@@ -6,7 +6,7 @@ import { Redis } from "ioredis"
 import { createServer } from "node:net"
 import { REDIS_URL } from "./services.js"
 
-export { describeRedis, REDIS_URL } from "./services.js"
+export { REDIS_URL } from "./services.js"
 
 /** A key prefix no other test run (or parallel test file) uses. */
 export const uniquePrefix = (what: string) => `test:${what}:${process.pid}:${Date.now().toString(36)}:`

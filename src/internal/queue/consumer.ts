@@ -1,10 +1,11 @@
 import type { Scope } from "effect"
 import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Queue } from "effect"
-import * as Deadline from "../../Deadline.js"
-import { isFatal } from "../../Failure.js"
+import * as visibilityRules from "../../core/visibility.js"
 import type { Consumer, Options, Stats } from "../../queue/Consumer.js"
 import type { Message, QueueError } from "../../queue/QueueSource.js"
-import * as Retry from "../../Retry.js"
+import * as deadline from "../deadline.js"
+import { isFatal } from "../failure.js"
+import * as retry from "../retry.js"
 import * as validate from "../validate.js"
 import { deadLettered, labels, processed, released } from "./metrics.js"
 import { renderCause } from "./shared.js"
@@ -41,8 +42,8 @@ export const run = <A, E, R, R2>(
   if (redeliveryDelay !== undefined && typeof redeliveryDelay !== "function") {
     validate.millis("Consumer.run redeliveryDelay", redeliveryDelay)
   }
-  const withRetry = options.retry === undefined ? undefined : Retry.retry(options.retry)
-  const withDeadline = timeout === undefined ? undefined : Deadline.within(timeout)
+  const withRetry = options.retry === undefined ? undefined : retry.compile(options.retry)
+  const withDeadline = timeout === undefined ? undefined : deadline.within(timeout)
   const { handler, onDeadLetter, source } = options
   const partitions = options.orderedByKey === true ? concurrency : 1
   const capacity = bufferSize + concurrency
@@ -104,8 +105,15 @@ export const run = <A, E, R, R2>(
       if (Cause.isInterruptedOnly(cause)) return Effect.sync(() => void stats.abandoned++)
       const error = renderCause(cause)
       const failure = Cause.failureOption(cause)
-      if (Option.isSome(failure) && isFatal(failure.value)) return toDeadLetter(message, true, error)
-      if (message.receiveCount >= maxReceiveCount) return toDeadLetter(message, false, overLimit(message, error))
+      const fatal = Option.isSome(failure) && isFatal(failure.value)
+      switch (visibilityRules.afterFailure(fatal, message.receiveCount, maxReceiveCount)) {
+        case "DeadLetterFatal":
+          return toDeadLetter(message, true, error)
+        case "DeadLetterExhausted":
+          return toDeadLetter(message, false, overLimit(message, error))
+        case "Release":
+          break
+      }
       const delay = redeliveryDelay === undefined
         ? 0
         : typeof redeliveryDelay === "function"
@@ -138,11 +146,14 @@ export const run = <A, E, R, R2>(
     const process = (message: Message<A>): Effect.Effect<void, never, R | R2> =>
       Effect.flatMap(
         Clock.currentTimeMillis,
-        (now) => now - message.receivedAt >= visibility ? abandonStale(message) : processFresh(message)
+        (now) =>
+          visibilityRules.isExpired(message.receivedAt, visibility, now)
+            ? abandonStale(message)
+            : processFresh(message)
       )
 
     const processFresh = (message: Message<A>): Effect.Effect<void, never, R | R2> => {
-      if (message.receiveCount > maxReceiveCount) {
+      if (visibilityRules.overLimit(message.receiveCount, maxReceiveCount)) {
         return toDeadLetter(message, false, overLimit(message, message.lastError ?? NO_ERROR))
       }
       stats.handling++

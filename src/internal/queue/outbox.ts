@@ -1,9 +1,11 @@
 /** Imported only by a backend entry point, so the package root never loads `@effect/sql`. */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import { Clock, Effect } from "effect"
-import type { Event } from "../../queue/Outbox.js"
+import { Clock, Duration, Effect, Schedule } from "effect"
+import type { Event, Outbox, RelayOptions } from "../../queue/Outbox.js"
 import type { Outgoing, QueueError, QueueSource } from "../../queue/QueueSource.js"
+import * as validate from "../validate.js"
+import { identifier, randomId } from "./shared.js"
 
 interface Row {
   readonly seq: string | number
@@ -87,3 +89,34 @@ export const purgeSent = (table: string, olderThan: number): Effect.Effect<numbe
       WHERE sent_at IS NOT NULL AND sent_at < ${now - olderThan} RETURNING id`
     return rows.length
   })
+
+export const make = <A = unknown>(options: { readonly table: string }): Outbox<A> => {
+  const table = identifier("Outbox table", options.table)
+  const relayPass = (source: QueueSource<A>, opts?: RelayOptions) => {
+    const batchSize = opts?.batchSize === undefined ? 100 : validate.positiveInt("Outbox batchSize", opts.batchSize)
+    return relay(table, source, batchSize)
+  }
+  return {
+    table,
+    createTable: createTable(table),
+    append: (event) =>
+      Effect.flatMap(
+        event.id === undefined ? randomId : Effect.succeed(event.id),
+        (id) => Effect.as(append(table, id, event), id)
+      ),
+    relay: relayPass,
+    runRelay: (source, opts) => {
+      const interval = Duration.millis(validate.millis("Outbox interval", opts.interval, { finite: true }))
+      const batchSize = opts.batchSize ?? 100
+      const pass = relayPass(source, { batchSize }).pipe(
+        Effect.flatMap((n) => n < batchSize ? Effect.sleep(interval) : Effect.void),
+        Effect.catchAllCause((cause) =>
+          Effect.zipRight(Effect.logWarning(`outbox ${table}: relay failed`, cause), Effect.sleep(interval))
+        )
+      )
+      return Effect.repeat(pass, Schedule.forever).pipe(Effect.zipRight(Effect.never))
+    },
+    pending: pending(table),
+    purgeSent: (olderThan) => purgeSent(table, validate.millis("Outbox purgeSent olderThan", olderThan))
+  }
+}

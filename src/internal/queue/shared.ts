@@ -1,4 +1,5 @@
 import { Cause, type Duration, Effect, Option, Random } from "effect"
+import * as visibility from "../../core/visibility.js"
 import type { ListOptions } from "../../queue/DeadLetter.js"
 import * as validate from "../validate.js"
 
@@ -135,5 +136,5 @@ export const serializeAll = (
 export const visibilityMillis = (what: string, input: Duration.DurationInput): number => {
   const ms = validate.millis(`${what} visibilityTimeout`, input, { finite: true })
   if (ms < 1) validate.invalid(`${what} visibilityTimeout must be at least 1 millisecond, got ${ms}`)
-  return Math.ceil(ms)
+  return visibility.visibilityMillis(ms)
 }

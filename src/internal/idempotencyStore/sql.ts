@@ -2,17 +2,11 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
-import {
-  type ClaimRef,
-  type ClaimRequest,
-  type ClaimResult,
-  IdempotencyStore,
-  IdempotencyStoreError,
-  type Store,
-  type StoredResponse
-} from "../IdempotencyStore.js"
-import type { Options as SqlOptions, SqlStore } from "../IdempotencyStore/Sql.js"
-import { resolve, type SqlDialect, sqlSchema } from "./idempotencyStoreSqlOptions.js"
+import * as core from "../../core/idempotency.js"
+import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
+import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
+import { IdempotencyStore, IdempotencyStoreError } from "../idempotencyStore.js"
+import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 
 /** `state` values: a claim whose handler is still running, and a stored response. */
 const IN_PROGRESS = 0
@@ -98,6 +92,7 @@ export const make = (
         Effect.mapError((cause) => new IdempotencyStoreError({ operation, cause }))
       )
 
+    // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
     const upsert = (request: ClaimRequest, now: number, token: string) =>
       sql<{ readonly token: string }>`
         INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
@@ -118,19 +113,34 @@ export const make = (
         FROM ${table}
         WHERE scope = ${request.scope} AND key = ${request.key}`
 
-    /** `undefined`: the row changed between the two statements (deleted, expired, lease ran out): claim again. */
+    /**
+     * The decision of `core/idempotency.ts` on the row the upsert did not take. `undefined`: the row changed
+     * between the two statements (deleted, expired, lease ran out) so it is claimable now: claim again.
+     */
     const classify = (request: ClaimRequest, row: ExistingRow | undefined, now: number): ClaimResult | undefined => {
-      if (row === undefined || num(row.expires_at) <= now) return undefined
-      if (row.fingerprint !== request.fingerprint) return { _tag: "Mismatch" }
-      if (num(row.state) === COMPLETED) {
-        const response: StoredResponse = {
-          status: num(row.status),
-          headers: JSON.parse(row.headers ?? "{}"),
-          body: row.body === null ? new Uint8Array() : new Uint8Array(row.body)
-        }
-        return { _tag: "Completed", response }
+      const record = row === undefined ? undefined : {
+        fingerprint: row.fingerprint,
+        completed: num(row.state) === COMPLETED,
+        leaseUntil: num(row.lease_until),
+        expiresAt: num(row.expires_at)
       }
-      return num(row.lease_until) > now ? { _tag: "InProgress" } : undefined
+      switch (core.decideClaim(record, request.fingerprint, now)) {
+        case "Mismatch":
+          return { _tag: "Mismatch" }
+        case "Replay": {
+          const response: StoredResponse = {
+            status: num(row!.status),
+            headers: JSON.parse(row!.headers ?? "{}"),
+            body: row!.body === null ? new Uint8Array() : new Uint8Array(row!.body)
+          }
+          return { _tag: "Completed", response }
+        }
+        case "InProgress":
+          return { _tag: "InProgress" }
+        case "New":
+        case "Reclaim":
+          return undefined
+      }
     }
 
     const claimAttempt = (request: ClaimRequest, now: number, attempt: number): Effect.Effect<ClaimResult, unknown> => {

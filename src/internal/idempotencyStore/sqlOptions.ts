@@ -1,7 +1,7 @@
 // No @effect/sql import here: the public module loads this eagerly to check options and print the schema.
 import { Duration } from "effect"
-import type { Options as SqlOptions } from "../IdempotencyStore/Sql.js"
-import * as validate from "./validate.js"
+import type { Options as SqlOptions } from "../../IdempotencyStore/Sql.js"
+import * as validate from "../validate.js"
 
 /** SQL options with defaults applied; checked eagerly so a bad table name fails where the layer is built. */
 export interface ResolvedSqlOptions {

@@ -1,18 +1,20 @@
 /**
- * Validation and defaults of the Redis layers' options, apart from `redis.ts` (the client and scripts).
+ * Validation and defaults of the Redis layers' options, apart from `client.ts` (the client and scripts).
  * Its `ioredis` imports are type-only.
  */
-import * as validate from "./validate.js"
+import type { Duration } from "effect"
+import type { Cluster, Redis, RedisOptions } from "ioredis"
+import * as validate from "../validate.js"
 
 /** How a Redis store reaches Redis: a client of yours (never closed by the store), or a URL it connects to. */
 export type Connection =
-  | { readonly client: import("ioredis").Redis | import("ioredis").Cluster }
-  | { readonly url: string; readonly redisOptions?: import("ioredis").RedisOptions }
+  | { readonly client: Redis | Cluster }
+  | { readonly url: string; readonly redisOptions?: RedisOptions }
 
 export interface CommonOptions {
   readonly prefix?: string
-  readonly timeout?: import("effect").Duration.DurationInput
-  readonly expiryMargin?: import("effect").Duration.DurationInput
+  readonly timeout?: Duration.DurationInput
+  readonly expiryMargin?: Duration.DurationInput
 }
 
 export interface Defaults {
@@ -60,7 +62,7 @@ const encodeChar = (c: string): string => c === "%" ? "%25" : c === ":" ? "%3A" 
 
 export interface RateLimiterOptions extends CommonOptions {
   readonly onError?: "allow" | "deny"
-  readonly retryAfterOnError?: import("effect").Duration.DurationInput
+  readonly retryAfterOnError?: Duration.DurationInput
 }
 
 export interface ResolvedRateLimiter extends Resolved {

@@ -1,9 +1,11 @@
 import { Clock, Duration, Effect, Option } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
-import { type Message, QueueError, type QueueSource, type ReleaseOptions } from "../../queue/QueueSource.js"
+import type { Message, QueueSource, ReleaseOptions } from "../../queue/QueueSource.js"
 import type { RedisOptions } from "../../queue/RedisStreamQueue.js"
+import * as redisClient from "../redis/client.js"
 import * as validate from "../validate.js"
 import { deadLettered, labels, observeDepth } from "./metrics.js"
+import { QueueError } from "./queueSource.js"
 import {
   corruptReason,
   listLimit,
@@ -19,16 +21,16 @@ type Entry = [id: string, fields: Array<string>]
 
 // Fencing: a release or dead-letter applies only while the entry is pending for this consumer with the
 // delivery count of the receipt; XAUTOCLAIM by anyone (ourselves included) bumps the count.
-const RELEASE = `
+export const RELEASE = redisClient.script(`
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
 if #p == 0 or p[1][2] ~= ARGV[3] or tonumber(p[1][4]) ~= tonumber(ARGV[4]) then return 0 end
 local count = tonumber(ARGV[4])
 if ARGV[7] == '1' and count > 0 then count = count - 1 end
 redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], 'IDLE', ARGV[5], 'RETRYCOUNT', count, 'JUSTID')
 if ARGV[6] ~= '' then redis.call('HSET', KEYS[2], ARGV[2], ARGV[6]) end
-return 1`
+return 1`)
 
-const DEAD_LETTER = `
+const DEAD_LETTER = redisClient.script(`
 local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
 if #p == 0 or p[1][2] ~= ARGV[3] or tonumber(p[1][4]) ~= tonumber(ARGV[4]) then return 0 end
 redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
@@ -40,7 +42,7 @@ local fields = {}
 for i = 6, #ARGV do fields[#fields + 1] = ARGV[i] end
 local added = redis.call('XADD', KEYS[2], '*', unpack(fields))
 redis.call('HSET', KEYS[3], ARGV[5], added)
-return 1`
+return 1`)
 
 // The message id a DLQ entry carries (its own entry id when it has no id field).
 const ENTRY_ID = `
@@ -66,7 +68,7 @@ local function moveBack(f, at)
 end`
 
 // ARGV: message ids
-const REDRIVE = `${MOVE_BACK}
+const REDRIVE = redisClient.script(`${MOVE_BACK}
 local n = 0
 for i = 1, #ARGV do
   local at = redis.call('HGET', KEYS[3], ARGV[i])
@@ -80,12 +82,12 @@ for i = 1, #ARGV do
     redis.call('HDEL', KEYS[3], ARGV[i])
   end
 end
-return n`
+return n`)
 
 // ARGV: DLQ entry ids (a page of a snapshot). Every entry that still exists leaves the DLQ, so every page
 // makes progress: one the index points at is moved back; one it does not point at (a stale copy of a
 // newer entry of the same message, or an entry written by hand) is deleted without being redriven.
-const REDRIVE_ENTRIES = `${MOVE_BACK}
+const REDRIVE_ENTRIES = redisClient.script(`${MOVE_BACK}
 ${ENTRY_ID}
 local n = 0
 for i = 1, #ARGV do
@@ -102,10 +104,10 @@ for i = 1, #ARGV do
     redis.call('XDEL', KEYS[2], at)
   end
 end
-return n`
+return n`)
 
 // ARGV: message ids
-const PURGE = `
+const PURGE = redisClient.script(`
 local n = 0
 for i = 1, #ARGV do
   local at = redis.call('HGET', KEYS[2], ARGV[i])
@@ -114,10 +116,10 @@ for i = 1, #ARGV do
     redis.call('HDEL', KEYS[2], ARGV[i])
   end
 end
-return n`
+return n`)
 
 // ARGV: DLQ entry ids (a page of a snapshot); each is deleted, with its index entry if that points at it
-const PURGE_ENTRIES = `${ENTRY_ID}
+const PURGE_ENTRIES = redisClient.script(`${ENTRY_ID}
 local n = 0
 for i = 1, #ARGV do
   local at = ARGV[i]
@@ -129,9 +131,12 @@ for i = 1, #ARGV do
     n = n + redis.call('XDEL', KEYS[1], at)
   end
 end
-return n`
+return n`)
 
 const BATCH = 200
+
+/** Longer than the stores' 2 s: a call may carry a batch (a page of redrives, 1000 sends). */
+const DEFAULT_TIMEOUT_MILLIS = 5_000
 
 const fieldsOf = (list: ReadonlyArray<string>): Record<string, string> => {
   const out: Record<string, string> = {}
@@ -151,7 +156,7 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
   const reclaimInterval = options.reclaimInterval === undefined
     ? Math.min(Math.max(1, Math.floor(visibility / 2)), 5_000)
     : validate.millis("RedisStreamQueue reclaimInterval", options.reclaimInterval, { finite: true })
-  const { redis, stream } = options
+  const { redis: client, stream } = options
   const group = options.group ?? "consumers"
   const name = options.name ?? stream
   const dlqKey = `${stream}:dlq`
@@ -160,12 +165,19 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
   const tags = labels(name)
   const setDepth = observeDepth(tags.base)
   const fail = (operation: string) => (cause: unknown) => new QueueError({ queue: name, operation, cause })
+  const timeout = options.timeout === undefined
+    ? DEFAULT_TIMEOUT_MILLIS
+    : validate.millis("RedisStreamQueue timeout", options.timeout, { finite: true })
+  if (timeout <= 0) validate.invalid("RedisStreamQueue timeout must be longer than zero")
+  // every call has the deadline (no command blocks: XREADGROUP is sent without BLOCK, the consumer polls)
   const call = <T>(operation: string, f: () => Promise<unknown>) =>
-    Effect.tryPromise({ try: () => f() as Promise<T>, catch: fail(operation) })
+    redisClient.call(f, timeout, (reply) => reply as T, fail(operation))
+  const run = (operation: string, s: redisClient.Script, keys: ReadonlyArray<string>, args: ReadonlyArray<string>) =>
+    redisClient.runScript(client, s, keys, args, false, timeout, Number, fail(operation))
 
   return Effect.gen(function*() {
     const consumer = options.consumer ?? `consumer-${yield* randomId}`
-    yield* call("create group", () => redis.call("XGROUP", "CREATE", stream, group, "0", "MKSTREAM")).pipe(
+    yield* call("create group", () => client.call("XGROUP", "CREATE", stream, group, "0", "MKSTREAM")).pipe(
       Effect.catchIf((e) => String(e.cause).includes("BUSYGROUP"), () => Effect.void)
     )
 
@@ -221,13 +233,13 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
         released = false
         const [next, claimed] = yield* call<[string, Array<Entry | null>]>(
           "reclaim",
-          () => redis.call("XAUTOCLAIM", stream, group, consumer, visibility, cursor, "COUNT", max)
+          () => client.call("XAUTOCLAIM", stream, group, consumer, visibility, cursor, "COUNT", max)
         )
         cursor = next
         const entries = claimed.filter((e): e is Entry => e !== null && Array.isArray(e[1]))
         if (entries.length === 0) return []
         // the delivery counts come from the pending entries list
-        const pipeline = redis.pipeline()
+        const pipeline = client.pipeline()
         for (const [id] of entries) {
           pipeline.call("XPENDING", stream, group, id, id, 1)
           pipeline.hget(errorsKey, id)
@@ -251,7 +263,7 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
         if (room <= 0) return reclaimed
         const read = yield* call<Array<[string, Array<Entry>]> | null>(
           "receive",
-          () => redis.call("XREADGROUP", "GROUP", group, consumer, "COUNT", room, "STREAMS", stream, ">")
+          () => client.call("XREADGROUP", "GROUP", group, consumer, "COUNT", room, "STREAMS", stream, ">")
         )
         const fresh = yield* toMessages(
           (read?.[0]?.[1] ?? []).map((entry) => ({ entry, count: 1, lastError: null })),
@@ -264,7 +276,7 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
       const [entryId] = splitReceipt(message.receipt)
       return call<Array<[Error | null, unknown]>>(
         "ack",
-        () => redis.multi().xack(stream, group, entryId).xdel(stream, entryId).hdel(errorsKey, entryId).exec()
+        () => client.multi().xack(stream, group, entryId).xdel(stream, entryId).hdel(errorsKey, entryId).exec()
       ).pipe(Effect.map((replies) => Number(replies?.[0]?.[1] ?? 0) > 0))
     }
 
@@ -273,27 +285,22 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
       // whole milliseconds, never shorter than asked
       const delay = opts?.delay === undefined ? 0 : Math.ceil(Duration.toMillis(opts.delay))
       const idle = Math.max(0, visibility - delay)
-      return call<number>("release", () =>
-        redis.eval(
-          RELEASE,
-          2,
-          stream,
-          errorsKey,
-          group,
-          entryId,
-          consumer,
-          count,
-          idle,
-          opts?.error ?? "",
-          opts?.undoReceive === true ? "1" : "0"
-        )).pipe(Effect.map((n) => {
-          if (n !== 1) return false
-          released = true
-          return true
-        }))
+      return run("release", RELEASE, [stream, errorsKey], [
+        group,
+        entryId,
+        consumer,
+        String(count),
+        String(idle),
+        opts?.error ?? "",
+        opts?.undoReceive === true ? "1" : "0"
+      ]).pipe(Effect.map((n) => {
+        if (n !== 1) return false
+        released = true
+        return true
+      }))
     }
 
-    const depth = call<number>("depth", () => redis.xlen(dlqKey)).pipe(Effect.flatMap(setDepth))
+    const depth = call<number>("depth", () => client.xlen(dlqKey)).pipe(Effect.flatMap(setDepth))
 
     /** Moves a pending entry (fenced by consumer and delivery count) to the DLQ, replacing an older entry. */
     const moveToDlq = (message: Message<A>, body: string, reason: string, now: number) => {
@@ -315,21 +322,14 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
         "deadLetteredAt",
         String(now)
       ]
-      return call<number>("deadLetter", () =>
-        redis.eval(
-          DEAD_LETTER,
-          4,
-          stream,
-          dlqKey,
-          indexKey,
-          errorsKey,
-          group,
-          entryId,
-          consumer,
-          count,
-          message.id,
-          ...fields
-        )).pipe(Effect.flatMap((n) => n === 1 ? Effect.as(depth, true) : Effect.succeed(false)))
+      return run("deadLetter", DEAD_LETTER, [stream, dlqKey, indexKey, errorsKey], [
+        group,
+        entryId,
+        consumer,
+        String(count),
+        message.id,
+        ...fields
+      ]).pipe(Effect.flatMap((n) => n === 1 ? Effect.as(depth, true) : Effect.succeed(false)))
     }
 
     const deadLetter = (message: Message<A>, reason: string) =>
@@ -362,16 +362,14 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
      */
     const forIds = (
       operation: string,
-      scripts: { readonly byId: string; readonly byEntry: string },
+      scripts: { readonly byId: redisClient.Script; readonly byEntry: redisClient.Script },
       keys: ReadonlyArray<string>,
       ids?: ReadonlyArray<string>
     ) => {
-      const once = (script: string, batch: ReadonlyArray<string>) =>
-        batch.length === 0
-          ? Effect.succeed(0)
-          : call<number>(operation, () => redis.eval(script, keys.length, ...keys, ...batch))
+      const once = (script: redisClient.Script, batch: ReadonlyArray<string>) =>
+        batch.length === 0 ? Effect.succeed(0) : run(operation, script, keys, batch)
       const all: Effect.Effect<number, QueueError> = Effect.gen(function*() {
-        const last = yield* call<Array<Entry>>(operation, () => redis.xrevrange(dlqKey, "+", "-", "COUNT", 1))
+        const last = yield* call<Array<Entry>>(operation, () => client.xrevrange(dlqKey, "+", "-", "COUNT", 1))
         const end = last[0]?.[0]
         if (end === undefined) return 0
         let total = 0
@@ -380,7 +378,7 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
           const from = start
           const entries: Array<Entry> = yield* call<Array<Entry>>(
             operation,
-            () => redis.xrange(dlqKey, from, end, "COUNT", BATCH)
+            () => client.xrange(dlqKey, from, end, "COUNT", BATCH)
           )
           if (entries.length === 0) return total
           total += yield* once(scripts.byEntry, entries.map((e) => e[0]))
@@ -397,13 +395,15 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
 
     const deadLetters: DeadLetterQueue<A> = {
       list: (opts) =>
-        Effect.suspend(() => call<Array<Entry>>("list", () => redis.xrange(dlqKey, "-", "+", "COUNT", listLimit(opts))))
+        Effect.suspend(() =>
+          call<Array<Entry>>("list", () => client.xrange(dlqKey, "-", "+", "COUNT", listLimit(opts)))
+        )
           .pipe(Effect.map((entries) => entries.map(toDeadLetter))),
       inspect: (id) =>
         Effect.gen(function*() {
-          const at = yield* call<string | null>("inspect", () => redis.hget(indexKey, id))
+          const at = yield* call<string | null>("inspect", () => client.hget(indexKey, id))
           if (at === null) return Option.none()
-          const found = yield* call<Array<Entry>>("inspect", () => redis.xrange(dlqKey, at, at))
+          const found = yield* call<Array<Entry>>("inspect", () => client.xrange(dlqKey, at, at))
           return Option.map(Option.fromNullable(found[0]), toDeadLetter)
         }),
       redrive: (ids) => forIds("redrive", { byId: REDRIVE, byEntry: REDRIVE_ENTRIES }, [stream, dlqKey, indexKey], ids),
@@ -417,7 +417,7 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
         if (!serialized.ok) return Effect.fail(fail("send")(serialized.error))
         const bodies = serialized.texts
         return Effect.forEach(chunk(messages.map((m, i) => [m, bodies[i]!] as const), 1000), (batch) => {
-          const pipeline = redis.pipeline()
+          const pipeline = client.pipeline()
           for (const [m, body] of batch) {
             const fields = m.key === undefined
               ? ["id", m.id, "body", body]

@@ -4,9 +4,10 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, Option } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import type { PgOptions } from "../../queue/PgQueue.js"
-import { type Message, QueueError, type QueueSource, type ReleaseOptions } from "../../queue/QueueSource.js"
+import type { Message, QueueSource, ReleaseOptions } from "../../queue/QueueSource.js"
 import { deadLettered, labels, observeDepth } from "./metrics.js"
-import { tableStatements } from "./pgSchema.js"
+import { tableStatements } from "./pgQueueSchema.js"
+import { QueueError } from "./queueSource.js"
 import {
   corruptReason,
   identifier,

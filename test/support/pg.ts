@@ -1,13 +1,11 @@
 /**
- * What the queue tests share: the PostgreSQL layer (`DATABASE_URL`), fresh table and stream names, and the
- * service gating of ../support/services.ts.
+ * PostgreSQL helpers for the integration tests (`DATABASE_URL`): the client layer, fresh table and stream
+ * names, and table cleanup. The service gating (`describePg`) lives in ./services.ts with Redis's.
  */
 import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Redacted } from "effect"
-import { DATABASE_URL } from "../support/services.js"
-
-export { describePg } from "../support/services.js"
+import { DATABASE_URL } from "./services.js"
 
 export const databaseUrl = DATABASE_URL
 export const PgLive = PgClient.layer({

@@ -1,6 +1,6 @@
 /**
  * The Redis idempotency store: one hash per record, every operation one Lua script, so each is atomic
- * on the server. Semantics match the memory store exactly (`idempotencyStore.ts`).
+ * on the server. Its claim script restates the decisions of `core/idempotency.ts` (the memory store's) in Lua.
  *
  * Key: `<prefix>{<scope>:<key>}` (parts escaped, see `escapePart`): the whole identity is the Cluster
  * hash tag, so anything added to a record later (more keys) lands in the same slot.
@@ -15,10 +15,10 @@
  */
 import { Clock, Duration, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
-import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../IdempotencyStore.js"
-import { IdempotencyStore, IdempotencyStoreError } from "../IdempotencyStore.js"
-import * as redis from "./redis.js"
-import { type CommonOptions, escapePart, idempotencyDefaults, resolve, type Resolved } from "./redisOptions.js"
+import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
+import { IdempotencyStore, IdempotencyStoreError } from "../idempotencyStore.js"
+import * as redis from "../redis/client.js"
+import { type CommonOptions, escapePart, idempotencyDefaults, resolve, type Resolved } from "../redis/options.js"
 
 export type Options = redis.ClientOptions & CommonOptions
 
@@ -111,7 +111,7 @@ export const make = (client: redis.Client, options: Resolved): Store => {
     redis.runScript(
       client,
       s,
-      key,
+      [key],
       args,
       buffers,
       options.timeoutMillis,

@@ -2,8 +2,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, type Option } from "effect"
-import type { Message } from "../../queue/QueueSource.js"
-import { identifier } from "./shared.js"
+import type { Message } from "../../../queue/QueueSource.js"
+import { identifier } from "../shared.js"
 
 export const idempotent = <A, B, E, R>(
   handler: (message: Message<A>) => Effect.Effect<B, E, R>,

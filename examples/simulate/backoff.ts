@@ -5,8 +5,8 @@
  * that both produce identical delays and identical simulations).
  */
 import { type Duration, Effect, type Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
-import * as Backoff from "../Backoff.js"
-import * as internal from "../internal/backoff.js"
+// the public entry point `effect-resilience/Backoff`, by path, as the other examples import the library
+import * as Backoff from "../../src/Backoff.js"
 import { toRandom, type Uniform } from "./prng.js"
 
 /** The algorithms compared in the post, by their CSV names. */
@@ -91,12 +91,13 @@ export const scheduleDriver: Driver = (algorithm, clients, prng, post = postPara
 
 /**
  * The same delays without the Effect runtime: each client's `(n, previous)` state, as the library's
- * schedules keep it, advanced by the library's own bounds and ceiling `c(n)` with the formulas of
- * `Backoff.ts`. `test/Simulation.test.ts` checks it against `scheduleDriver` draw for draw.
+ * schedules keep it, advanced with the formulas the `Backoff` module documents (the simulator sees only
+ * the public API, so it restates them). `test/Simulation.test.ts` checks it against `scheduleDriver`
+ * draw for draw, so a drift from the library fails there.
  */
 export const fastDriver: Driver = (algorithm, clients, prng, post = postParameters) => {
   if (algorithm === "none") return { next: () => 0 }
-  const b = internal.bounds(algorithm, libraryOptions(algorithm, post))
+  const b = libraryOptions(algorithm, post)
   const attempts = new Int32Array(clients)
   const previous = new Float64Array(clients).fill(b.base)
   const formula = formulas[algorithm]
@@ -111,13 +112,16 @@ export const fastDriver: Driver = (algorithm, clients, prng, post = postParamete
   }
 }
 
-type Formula = (b: internal.Bounds, n: number, previous: number, prng: Uniform) => number
+/** `c(n) = min(cap, base * 2^n)`; 2^n overflows to Infinity for large n, which the cap absorbs. */
+const ceiling = ({ base, cap }: PostParameters, n: number): number => base === 0 ? 0 : Math.min(cap, base * 2 ** n)
+
+type Formula = (b: PostParameters, n: number, previous: number, prng: Uniform) => number
 
 const formulas: Record<Exclude<Algorithm, "none">, Formula> = {
-  exponential: (b, n) => internal.ceiling(b, n),
-  full: (b, n, _previous, prng) => prng.next() * internal.ceiling(b, n),
+  exponential: (b, n) => ceiling(b, n),
+  full: (b, n, _previous, prng) => prng.next() * ceiling(b, n),
   equal: (b, n, _previous, prng) => {
-    const half = internal.ceiling(b, n) / 2
+    const half = ceiling(b, n) / 2
     return half + prng.next() * half
   },
   decorrelated: (b, _n, previous, prng) => Math.min(b.cap, b.base + prng.next() * (3 * previous - b.base))

@@ -1,9 +1,22 @@
-import { Chunk, Clock, Duration, Effect, Option, Queue } from "effect"
+import { Chunk, Clock, Data, Duration, Effect, Option, Queue } from "effect"
+import * as visibilityRules from "../../core/visibility.js"
 import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import type { MemoryOptions, Message, QueueSource, ReleaseOptions } from "../../queue/QueueSource.js"
 import { MinHeap } from "../heap.js"
 import { labels, observeDepth } from "./metrics.js"
 import { listLimit, parseReceipt, visibilityMillis } from "./shared.js"
+
+/** Defined here, re-exported by `QueueSource.ts`: every source reaches it without importing a public module. */
+export class QueueError extends Data.TaggedError("QueueError")<{
+  readonly queue: string
+  readonly operation: string
+  readonly cause: unknown
+}> {
+  override get message(): string {
+    const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
+    return `queue "${this.queue}": ${this.operation} failed: ${cause}`
+  }
+}
 
 const READY = 0
 const IN_FLIGHT = 1
@@ -94,9 +107,9 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
           for (const seq of Chunk.toReadonlyArray(seqs)) {
             const entry = entries.get(seq)
             if (entry === undefined || entry.state !== READY) continue
-            entry.receiveCount++
+            entry.receiveCount = visibilityRules.delivered(entry.receiveCount)
             entry.lastReceivedAt = now
-            hide(entry, now + visibility, IN_FLIGHT)
+            hide(entry, visibilityRules.invisibleUntil(now, visibility), IN_FLIGHT)
             out.push({
               id: entry.id,
               key: entry.key,
@@ -117,14 +130,17 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
         const entry = current(message)
         if (entry === undefined) return false
         if (opts?.error !== undefined) entry.lastError = opts.error
-        if (opts?.undoReceive === true) entry.receiveCount = Math.max(0, entry.receiveCount - 1)
-        const delay = opts?.delay === undefined ? 0 : Duration.toMillis(opts.delay)
-        if (delay <= 0) {
+        entry.receiveCount = visibilityRules.afterRelease(entry.receiveCount, opts?.undoReceive === true)
+        const visibleAt = visibilityRules.visibleAfterRelease(
+          now,
+          opts?.delay === undefined ? 0 : Duration.toMillis(opts.delay)
+        )
+        if (visibleAt === undefined) {
           entry.generation++
           entry.state = READY
           ready.unsafeOffer(entry.seq)
         } else {
-          hide(entry, now + delay, DELAYED)
+          hide(entry, visibleAt, DELAYED)
         }
         return true
       })

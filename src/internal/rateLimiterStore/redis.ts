@@ -14,10 +14,10 @@
  * still finds it.
  */
 import { Effect, identity, Layer } from "effect"
-import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
-import { RateLimiterStore } from "./rateLimiterStore.js"
-import * as redis from "./redis.js"
-import { escapePart, type RateLimiterOptions, type ResolvedRateLimiter, resolveRateLimiter } from "./redisOptions.js"
+import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
+import { RateLimiterStore } from "../rateLimiterStore.js"
+import * as redis from "../redis/client.js"
+import { escapePart, type RateLimiterOptions, type ResolvedRateLimiter, resolveRateLimiter } from "../redis/options.js"
 
 export type Options = redis.ClientOptions & RateLimiterOptions
 
@@ -189,7 +189,7 @@ export const make = (
     nowMillis: number
   ): Effect.Effect<StoreDecision> =>
     Effect.catchAll(
-      redis.runScript(client, s, key, args, false, options.timeoutMillis, (reply) => decode(limit, reply), identity),
+      redis.runScript(client, s, [key], args, false, options.timeoutMillis, (reply) => decode(limit, reply), identity),
       (cause) => fallback(limit, nowMillis, cause)
     )
 

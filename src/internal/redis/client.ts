@@ -1,6 +1,7 @@
 /**
- * What the Redis stores share: getting a client (the caller's, or one the layer owns), running a Lua
- * script as `EVALSHA` with a fallback to `EVAL`, and a real-time deadline on every call.
+ * The one Redis adapter of the library, used by every Redis backend (the idempotency and rate-limit
+ * stores, the stream queue): getting a client (the caller's, or one the layer owns), running Lua
+ * scripts as `EVALSHA` with a reload on `NOSCRIPT`, and a real-time deadline on every call.
  *
  * Imported only by the Redis backend entry points, so the package root does not load `ioredis`.
  */
@@ -8,7 +9,7 @@ import { Effect } from "effect"
 import type { Scope } from "effect"
 import { type Cluster, Redis } from "ioredis"
 import { createHash } from "node:crypto"
-import type { Connection } from "./redisOptions.js"
+import type { Connection } from "./options.js"
 
 export type Client = Redis | Cluster
 
@@ -17,7 +18,7 @@ export type ClientOptions = Connection
 /**
  * The caller's client as it is (never closed here), or a new client for `url` that is closed with the
  * scope. A client made here fails fast while Redis is down instead of queueing commands for a long
- * reconnect (one retry per command); every call has its own deadline anyway (`runScript`).
+ * reconnect (one retry per command); every call has its own deadline anyway (`request`).
  */
 export const acquire = (options: ClientOptions): Effect.Effect<Client, never, Scope.Scope> => {
   if ("client" in options) return Effect.succeed(options.client)
@@ -35,7 +36,7 @@ export const acquire = (options: ClientOptions): Effect.Effect<Client, never, Sc
       Effect.promise(() =>
         Promise.race([
           client.quit().catch(() => undefined),
-          // a real deadline for a network goodbye (see `runScript`)
+          // a real deadline for a network goodbye (see `request`)
           // eslint-disable-next-line no-restricted-globals
           new Promise((resolve) => setTimeout(resolve, 1000).unref())
         ]).finally(() => client.disconnect())
@@ -53,35 +54,31 @@ export const script = (lua: string): Script => ({ lua, sha: createHash("sha1").u
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith("NOSCRIPT")
 
-// ioredis types `evalsha` per class; Redis and Cluster share the implementation
-type Args = ReadonlyArray<string | Buffer>
-interface Eval {
-  evalsha(sha: string, numKeys: number, ...args: Args): Promise<unknown>
-  eval(lua: string, numKeys: number, ...args: Args): Promise<unknown>
-  evalshaBuffer(sha: string, numKeys: number, ...args: Args): Promise<unknown>
-  evalBuffer(lua: string, numKeys: number, ...args: Args): Promise<unknown>
+/** Why a call failed when Redis did not answer in time. */
+export class RedisTimeout extends Error {
+  constructor(readonly millis: number) {
+    super(`Redis did not answer within ${millis} ms`)
+    this.name = "RedisTimeout"
+  }
 }
 
 /**
- * Runs a one-key script as an effect: `EVALSHA`, and on `NOSCRIPT` (a restarted server, a new Cluster
- * node, `SCRIPT FLUSH`) `EVAL`, which also caches the script for the next `EVALSHA`. With `buffers`,
- * bulk replies are `Buffer`s. The reply goes through `decode`; a rejection, a throw in `decode`, or no
- * reply within `timeoutMillis` fails with `onError(cause)`.
+ * Sends one request as an effect: `send()`, and when it rejects with an error `retry` accepts (it returns a
+ * promise for it), that second promise instead. The reply goes through `decode`; a rejection, a throw in
+ * `send` or `decode`, or no reply within `timeoutMillis` fails with `onError(cause)`. A blocking command
+ * (`XREADGROUP … BLOCK`, `BLPOP`) would need `timeoutMillis` to add its block time, or every quiet wait
+ * would count as an outage; the library sends none (the stream queue reads without `BLOCK`).
  *
  * Hot path of every decision: one promise callback pair, one timer, no intermediate promises.
  */
-export const runScript = <A, E>(
-  client: Client,
-  s: Script,
-  key: string,
-  args: Args,
-  buffers: boolean,
+export const request = <A, E>(
+  send: () => Promise<unknown>,
+  retry: ((error: unknown) => Promise<unknown> | undefined) | undefined,
   timeoutMillis: number,
   decode: (reply: unknown) => A,
   onError: (cause: unknown) => E
 ): Effect.Effect<A, E> =>
   Effect.async<A, E>((resume) => {
-    const c = client as unknown as Eval
     let settled = false
     const fail = (cause: unknown) => {
       if (settled) return
@@ -104,9 +101,10 @@ export const runScript = <A, E>(
     }
     const fallback = (error: unknown) => {
       if (settled) return
-      if (!isNoScript(error)) return fail(error)
       try {
-        ;(buffers ? c.evalBuffer(s.lua, 1, key, ...args) : c.eval(s.lua, 1, key, ...args)).then(succeed, fail)
+        const again = retry?.(error)
+        if (again === undefined) return fail(error)
+        again.then(succeed, fail)
       } catch (cause) {
         fail(cause)
       }
@@ -122,7 +120,7 @@ export const runScript = <A, E>(
     }, timeoutMillis)
     timer.unref()
     try {
-      ;(buffers ? c.evalshaBuffer(s.sha, 1, key, ...args) : c.evalsha(s.sha, 1, key, ...args)).then(succeed, fallback)
+      send().then(succeed, retry === undefined ? fail : fallback)
     } catch (cause) {
       fail(cause)
     }
@@ -133,13 +131,51 @@ export const runScript = <A, E>(
     })
   })
 
-/** Why a call failed when Redis did not answer in time. */
-export class RedisTimeout extends Error {
-  constructor(readonly millis: number) {
-    super(`Redis did not answer within ${millis} ms`)
-    this.name = "RedisTimeout"
-  }
+// ioredis types `evalsha` per class; Redis and Cluster share the implementation
+type Args = ReadonlyArray<string | Buffer>
+interface Eval {
+  evalsha(sha: string, numKeys: number, ...args: Args): Promise<unknown>
+  eval(lua: string, numKeys: number, ...args: Args): Promise<unknown>
+  evalshaBuffer(sha: string, numKeys: number, ...args: Args): Promise<unknown>
+  evalBuffer(lua: string, numKeys: number, ...args: Args): Promise<unknown>
 }
+
+/**
+ * Runs a script as an effect: `EVALSHA`, and on `NOSCRIPT` (a restarted server, a new Cluster node,
+ * `SCRIPT FLUSH`) `EVAL`, which also caches the script for the next `EVALSHA`. With `buffers`, bulk
+ * replies are `Buffer`s. On a Cluster, `keys` must share a hash slot (a common hash tag).
+ */
+export const runScript = <A, E>(
+  client: Client,
+  s: Script,
+  keys: ReadonlyArray<string>,
+  args: Args,
+  buffers: boolean,
+  timeoutMillis: number,
+  decode: (reply: unknown) => A,
+  onError: (cause: unknown) => E
+): Effect.Effect<A, E> => {
+  const c = client as unknown as Eval
+  const n = keys.length
+  return request(
+    () => buffers ? c.evalshaBuffer(s.sha, n, ...keys, ...args) : c.evalsha(s.sha, n, ...keys, ...args),
+    (error) =>
+      isNoScript(error)
+        ? (buffers ? c.evalBuffer(s.lua, n, ...keys, ...args) : c.eval(s.lua, n, ...keys, ...args))
+        : undefined,
+    timeoutMillis,
+    decode,
+    onError
+  )
+}
+
+/** Any other call (a command, a pipeline's or transaction's `exec`) with the same deadline and errors. */
+export const call = <A, E>(
+  send: () => Promise<unknown>,
+  timeoutMillis: number,
+  decode: (reply: unknown) => A,
+  onError: (cause: unknown) => E
+): Effect.Effect<A, E> => request(send, undefined, timeoutMillis, decode, onError)
 
 /** A duration in milliseconds as a script argument; infinite durations become a century. */
 export const millisArg = (ms: number): string => String(Number.isFinite(ms) ? ms : 3_155_760_000_000)

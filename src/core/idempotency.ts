@@ -1,0 +1,69 @@
+/**
+ * The idempotency store's decisions, as plain functions of a record and the caller's clock.
+ *
+ * A record is in progress (claimed, its handler running) until it holds a response. It is alive while
+ * `now < expiresAt`; an in-progress record is honoured while `now < leaseUntil`, after which its owner is
+ * presumed dead and the next claim takes it over. Times are epoch milliseconds of the caller's clock.
+ *
+ * The memory store runs these functions; the SQL statement and the Redis script restate them in their own
+ * language (one round trip each), so the three stores answer alike: keep them in step.
+ */
+
+/** What a claim needs to know about the record stored for its `(scope, key)`. */
+export interface RecordView {
+  readonly fingerprint: string
+  readonly completed: boolean
+  readonly leaseUntil: number
+  readonly expiresAt: number
+}
+
+/**
+ * The answer to a claim:
+ * - `New`: no live record (none, or expired): claim it (a bounded store checks its capacity first).
+ * - `Reclaim`: in progress, but its lease has run out: take it over with a new fencing token.
+ * - `InProgress`: in progress with a live lease: the caller must wait or give up.
+ * - `Replay`: completed: answer with the stored response.
+ * - `Mismatch`: a live record of another request (another fingerprint) under the same key.
+ */
+export type ClaimDecision = "New" | "Reclaim" | "InProgress" | "Replay" | "Mismatch"
+
+export const isAlive = (record: RecordView, now: number): boolean => record.expiresAt > now
+
+export const decideClaim = (record: RecordView | undefined, fingerprint: string, now: number): ClaimDecision => {
+  if (record === undefined || !isAlive(record, now)) return "New"
+  if (record.fingerprint !== fingerprint) return "Mismatch"
+  if (record.completed) return "Replay"
+  return record.leaseUntil > now ? "InProgress" : "Reclaim"
+}
+
+/** The times of a record just claimed (by `New` or `Reclaim`). */
+export interface Claimed {
+  readonly leaseUntil: number
+  readonly expiresAt: number
+}
+
+export const claimed = (now: number, leaseMillis: number, ttlMillis: number): Claimed => ({
+  leaseUntil: now + leaseMillis,
+  expiresAt: now + ttlMillis
+})
+
+/**
+ * Whether the holder of `token` may complete, renew or release the record: it still owns the claim (no
+ * one took it over), the record is in progress, and it has not expired. A lapsed lease alone does not
+ * end ownership: until someone reclaims the record its owner may still finish.
+ */
+export const owns = (
+  record: RecordView & { readonly token: string },
+  token: string,
+  now: number
+): boolean => record.token === token && !record.completed && isAlive(record, now)
+
+/** A completed record keeps its response for the TTL from completion; its lease no longer matters. */
+export const completedAt = (now: number, ttlMillis: number): Claimed => ({ leaseUntil: 0, expiresAt: now + ttlMillis })
+
+/** A renewal moves the lease; the expiry stays. */
+export const renewedLease = (now: number, leaseMillis: number): number => now + leaseMillis
+
+/** The instant after which a record is dead whatever it holds: a store may forget it then. */
+export const endOf = (record: Pick<RecordView, "leaseUntil" | "expiresAt">): number =>
+  Math.max(record.expiresAt, record.leaseUntil)

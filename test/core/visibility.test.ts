@@ -1,0 +1,97 @@
+import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
+import * as core from "../../src/core/visibility.js"
+
+describe("core/visibility", () => {
+  it("a delivery is invisible for the timeout and expired from its last instant on", () => {
+    expect(core.invisibleUntil(1_000, 30)).toBe(1_030)
+    expect(core.isExpired(1_000, 30, 1_029)).toBe(false)
+    expect(core.isExpired(1_000, 30, 1_030)).toBe(true)
+  })
+
+  it("visibility timeouts are rounded up to whole milliseconds", () => {
+    expect(core.visibilityMillis(100.5)).toBe(101)
+    expect(core.visibilityMillis(100)).toBe(100)
+  })
+
+  it("a release is visible at once without a positive delay, else after it", () => {
+    expect(core.visibleAfterRelease(1_000, 0)).toBeUndefined()
+    expect(core.visibleAfterRelease(1_000, -5)).toBeUndefined()
+    expect(core.visibleAfterRelease(1_000, 200)).toBe(1_200)
+  })
+
+  it("receive counts: one per delivery; undoReceive gives one back, never below zero", () => {
+    expect(core.delivered(0)).toBe(1)
+    expect(core.afterRelease(3, false)).toBe(3)
+    expect(core.afterRelease(3, true)).toBe(2)
+    expect(core.afterRelease(0, true)).toBe(0)
+  })
+
+  it("after a failure: fatal and last deliveries are dead-lettered, the others released", () => {
+    expect(core.afterFailure(true, 1, 5)).toBe("DeadLetterFatal")
+    expect(core.afterFailure(false, 4, 5)).toBe("Release")
+    expect(core.afterFailure(false, 5, 5)).toBe("DeadLetterExhausted")
+    expect(core.overLimit(5, 5)).toBe(false)
+    expect(core.overLimit(6, 5)).toBe(true)
+  })
+
+  it.prop(
+    "a message that always fails runs exactly maxReceiveCount times, then is dead-lettered",
+    [fc.integer({ min: 1, max: 50 })],
+    ([maxReceiveCount]) => {
+      let count = 0
+      let runs = 0
+      for (;;) {
+        count = core.delivered(count)
+        if (core.overLimit(count, maxReceiveCount)) break
+        runs++
+        const next = core.afterFailure(false, count, maxReceiveCount)
+        if (next !== "Release") {
+          expect(next).toBe("DeadLetterExhausted")
+          break
+        }
+        count = core.afterRelease(count, false)
+      }
+      expect(runs).toBe(maxReceiveCount)
+    }
+  )
+
+  it.prop(
+    "deliveries given back unprocessed never count: the limit is reached by runs only",
+    [fc.integer({ min: 1, max: 20 }), fc.array(fc.boolean(), { maxLength: 100 })],
+    ([maxReceiveCount, givenBack]) => {
+      let count = 0
+      let runs = 0
+      for (const back of givenBack) {
+        count = core.delivered(count)
+        expect(core.overLimit(count, maxReceiveCount)).toBe(false)
+        if (back) {
+          count = core.afterRelease(count, true)
+          continue
+        }
+        runs++
+        if (core.afterFailure(false, count, maxReceiveCount) !== "Release") break
+      }
+      expect(count).toBe(runs)
+      expect(runs).toBeLessThanOrEqual(maxReceiveCount)
+    }
+  )
+
+  it.prop(
+    "expiry is exactly the end of invisibility",
+    [fc.integer({ min: 0, max: 1e12 }), fc.integer({ min: 1, max: 1e7 }), fc.integer({ min: -1e7, max: 2e7 })],
+    ([receivedAt, visibility, offset]) => {
+      const now = receivedAt + offset
+      expect(core.isExpired(receivedAt, visibility, now)).toBe(now >= core.invisibleUntil(receivedAt, visibility))
+    }
+  )
+
+  it.prop("rounding never shortens a timeout, and adds less than a millisecond", [
+    fc.double({ min: 1, max: 1e9, noNaN: true })
+  ], ([ms]) => {
+    const rounded = core.visibilityMillis(ms)
+    expect(Number.isInteger(rounded)).toBe(true)
+    expect(rounded).toBeGreaterThanOrEqual(ms)
+    expect(rounded - ms).toBeLessThan(1)
+  })
+})
