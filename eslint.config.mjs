@@ -32,7 +32,6 @@ export default tseslint.config(
   {
     // library code takes time only from Clock and randomness only from Random
     files: ["src/**/*.ts"],
-    ignores: ["src/sim/**"],
     rules: {
       "no-restricted-properties": ["error", { object: "Date", property: "now", message: "use Clock" }, {
         object: "Math",

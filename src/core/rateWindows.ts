@@ -4,7 +4,7 @@
  * sliding window, in the window before).
  *
  * The memory store runs these functions; the Redis store runs the same arithmetic in Lua scripts
- * (`internal/rateLimiterStoreRedis.ts`), and its tests compare the two.
+ * (`internal/rateLimiterStore/redis.ts`), and its tests compare the two.
  */
 import { ceilMs, type Decision, decision, EPS, whole } from "./rateLimit.js"
 

@@ -5,7 +5,7 @@
  * `max(fullAt, now) + cost * interval`, allowed when that is at most `tau` ahead of now.
  *
  * The memory store runs this function; the Redis store runs the same arithmetic in a Lua script
- * (`internal/rateLimiterStoreRedis.ts`), and its tests compare the two.
+ * (`internal/rateLimiterStore/redis.ts`), and its tests compare the two.
  */
 import { ceilMs, type Decision, decision, EPS, whole } from "./rateLimit.js"
 
