@@ -2,9 +2,9 @@ import type { HttpServerRequest } from "@effect/platform"
 import { Data, Effect, Option, Redacted } from "effect"
 import { createHash, createHmac } from "node:crypto"
 import { isIP } from "node:net"
-import type { AddressOptions, ClientScope } from "../http/ClientScope.js"
+import type { AddressOptions, ClientScope } from "../../http/ClientScope.js"
+import * as validate from "../validate.js"
 import { problem } from "./problem.js"
-import * as validate from "./validate.js"
 
 /** Defined here, re-exported by the public module: internal files never import values from public ones. */
 export class NoClientIdentity extends Data.TaggedError("NoClientIdentity")<{ readonly reason: string }> {
