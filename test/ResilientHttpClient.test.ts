@@ -214,8 +214,12 @@ describe("ResilientHttpClient", () => {
       { retry: { maxAttempts: 0 } },
       { retry: { budget: { maxTokens: 0, tokenRatio: 0.1 } } },
       { breaker: { trip: CircuitBreaker.consecutive(1), openFor: -1 } },
-      { connectTimeout: "soon" }
-    ] as ReadonlyArray<ResilientHttpClient.Options>
+      { connectTimeout: "soon" },
+      { rateLimiter: {} },
+      { idempotencyKeys: { methods: "POST" } },
+      { idempotencyKeys: { header: "" } },
+      { deadlineHeader: "" }
+    ] as unknown as ReadonlyArray<ResilientHttpClient.Options>
     for (const options of invalid) {
       expect(() => ResilientHttpClient.make(options)).toThrow(Cause.IllegalArgumentException)
       expect(() => ResilientHttpClient.layer(options)).toThrow(Cause.IllegalArgumentException)
