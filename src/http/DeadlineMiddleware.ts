@@ -24,7 +24,7 @@ import * as internal from "../internal/http/deadlineMiddleware.js"
  * @since 0.1.0
  * @category constants
  */
-export const defaultHeader: string = internal.defaultHeader
+export const defaultHeader: typeof internal.defaultHeader = internal.defaultHeader
 
 /**
  * @since 0.1.0

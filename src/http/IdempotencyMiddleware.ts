@@ -139,7 +139,7 @@ export const make: <R = never>(options?: Options<R>) => Effect.Effect<Middleware
  * @since 0.1.0
  * @category constants
  */
-export const replayedHeader: string = internal.replayedHeader
+export const replayedHeader: typeof internal.replayedHeader = internal.replayedHeader
 
 /**
  * The response header that says a response is (or will be) replayed without its body, with the value

@@ -49,7 +49,7 @@ export interface Options<R = never> {
  * @since 0.1.0
  * @category constants
  */
-export const quotaExceededType: string = internal.quotaExceededType
+export const quotaExceededType: typeof internal.quotaExceededType = internal.quotaExceededType
 
 /**
  * A middleware built by {@link make}.
