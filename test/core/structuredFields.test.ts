@@ -1,8 +1,11 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import * as sf from "../../src/core/structuredFields.js"
+import * as parse from "../../src/core/structuredFields.js"
+import * as serialize from "../../src/core/structuredFieldsSerialize.js"
 
-const item = (value: sf.BareItem, params: ReadonlyArray<readonly [string, sf.BareItem]> = []): sf.Item => ({
+const sf = { ...parse, ...serialize }
+
+const item = (value: parse.BareItem, params: ReadonlyArray<readonly [string, parse.BareItem]> = []): parse.Item => ({
   _tag: "Item",
   value,
   params: new Map(params)
@@ -18,7 +21,7 @@ const chars = (set: string) => fc.constantFrom(...set.split(""))
 const text = (set: string, minLength = 0) => fc.array(chars(set), { minLength, maxLength: 12 }).map((a) => a.join(""))
 
 const key = fc.tuple(chars(lcalpha + "*"), text(lcalpha + "0123456789_-.*")).map(([a, b]) => a + b)
-const bareItem: fc.Arbitrary<sf.BareItem> = fc.oneof(
+const bareItem: fc.Arbitrary<parse.BareItem> = fc.oneof(
   fc.integer({ min: -sf.maxInteger, max: sf.maxInteger }).map((value) => ({
     type: "integer" as const,
     value: value || 0
@@ -41,8 +44,8 @@ const bareItem: fc.Arbitrary<sf.BareItem> = fc.oneof(
   fc.string({ unit: "grapheme", maxLength: 8 }).map((value) => ({ type: "displayString" as const, value }))
 )
 const params = fc.uniqueArray(fc.tuple(key, bareItem), { selector: ([k]) => k, maxLength: 3 }).map((ps) => new Map(ps))
-const anItem: fc.Arbitrary<sf.Item> = fc.record({ _tag: fc.constant("Item" as const), value: bareItem, params })
-const member: fc.Arbitrary<sf.ListMember> = fc.oneof(
+const anItem: fc.Arbitrary<parse.Item> = fc.record({ _tag: fc.constant("Item" as const), value: bareItem, params })
+const member: fc.Arbitrary<parse.ListMember> = fc.oneof(
   anItem,
   fc.record({
     _tag: fc.constant("InnerList" as const),
@@ -95,7 +98,7 @@ describe("core/structuredFields", () => {
   })
 
   it("refuses what the wire cannot carry", () => {
-    const bad: ReadonlyArray<sf.BareItem> = [
+    const bad: ReadonlyArray<parse.BareItem> = [
       { type: "integer", value: 1e15 },
       { type: "integer", value: 1.5 },
       { type: "decimal", value: 1e12 },
