@@ -214,8 +214,12 @@ describe("ResilientHttpClient", () => {
       { retry: { maxAttempts: 0 } },
       { retry: { budget: { maxTokens: 0, tokenRatio: 0.1 } } },
       { breaker: { trip: CircuitBreaker.consecutive(1), openFor: -1 } },
-      { connectTimeout: "soon" }
-    ] as ReadonlyArray<ResilientHttpClient.Options>
+      { connectTimeout: "soon" },
+      { rateLimiter: {} },
+      { idempotencyKeys: { methods: "POST" } },
+      { idempotencyKeys: { header: "" } },
+      { deadlineHeader: "" }
+    ] as unknown as ReadonlyArray<ResilientHttpClient.Options>
     for (const options of invalid) {
       expect(() => ResilientHttpClient.make(options)).toThrow(Cause.IllegalArgumentException)
       expect(() => ResilientHttpClient.layer(options)).toThrow(Cause.IllegalArgumentException)
@@ -237,8 +241,8 @@ describe("ResilientHttpClient", () => {
       const post = yield* Effect.fork(Effect.exit(http.execute(HttpClientRequest.post(url))))
       yield* Queue.take(seen)
       yield* TestClock.adjust("1 second")
-      const error = failureOf(yield* Fiber.join(post)) as HttpErrors.UnknownOutcome
-      expect(error).toBeInstanceOf(HttpErrors.UnknownOutcome)
+      const error = failureOf(yield* Fiber.join(post)) as HttpErrors.NoResponse
+      expect(error).toBeInstanceOf(HttpErrors.NoResponse)
       expect(error.reason).toBe("read-timeout")
       yield* TestClock.adjust("1 minute")
       expect(yield* Queue.size(seen)).toBe(0)
@@ -293,10 +297,10 @@ describe("ResilientHttpClient", () => {
     })
     expect(ResilientHttpClient.classifyTransportError(nested)).toMatchObject({ _tag: "ConnectFailed", reason: "dns" })
     expect(ResilientHttpClient.classifyTransportError(transport("ECONNRESET"))).toMatchObject({
-      _tag: "UnknownOutcome",
+      _tag: "NoResponse",
       reason: "reset"
     })
-    expect(ResilientHttpClient.classifyTransportError(transport("UND_ERR_SOCKET"))._tag).toBe("UnknownOutcome")
+    expect(ResilientHttpClient.classifyTransportError(transport("UND_ERR_SOCKET"))._tag).toBe("NoResponse")
     const encode = new HttpClientError.RequestError({ request, reason: "Encode", cause: "x" })
     expect(ResilientHttpClient.classifyTransportError(encode)).toBe(encode)
   })

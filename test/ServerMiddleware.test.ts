@@ -1,6 +1,6 @@
 import { HttpClientRequest, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, Layer, Option, Random, TestClock } from "effect"
+import { Cause, Duration, Effect, Fiber, Layer, Option, Random, TestClock } from "effect"
 import {
   Chaos,
   Deadline,
@@ -198,4 +198,26 @@ describe("Chaos.middleware", () => {
     expect(() => Chaos.middleware({ lostResponse: { probability: 2 } })).toThrow(/probability/)
     expect(() => Chaos.client({ errorResponse: { probability: 0.1, status: 42 } })).toThrow(/status/)
   })
+})
+
+describe("middleware constructors", () => {
+  it.scoped("validate their options when called, throwing IllegalArgumentException", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1 })
+      const invalid: ReadonlyArray<() => unknown> = [
+        () => DeadlineMiddleware.make({ maxTimeout: -1 }),
+        () => DeadlineMiddleware.make({ defaultTimeout: "soon" as Duration.DurationInput }),
+        () => DeadlineMiddleware.make({ header: "" }),
+        () => DeadlineMiddleware.make({ onMalformed: "drop" as "reject" }),
+        () => RateLimitMiddleware.make({ limiter: undefined as unknown as RateLimiter.RateLimiter }),
+        () => RateLimitMiddleware.make({ limiter, name: "é" }),
+        () => RateLimitMiddleware.make({ limiter, cost: 2 as unknown as () => number }),
+        () => IdempotencyMiddleware.make({ maxBodyBytes: 0 }),
+        () => Chaos.client({ latency: { probability: 0.5, delay: -1 } })
+      ]
+      for (const build of invalid) expect(build).toThrow(Cause.IllegalArgumentException)
+      // and valid options build without running anything
+      expect(() => DeadlineMiddleware.make({ header: "X-Budget", onMalformed: "reject" })).not.toThrow()
+      expect(() => RateLimitMiddleware.make({ limiter, cost: () => 2 })).not.toThrow()
+    }).pipe(Effect.provide(RateLimiterStore.layerMemory)))
 })

@@ -183,12 +183,12 @@ describe("the demo's report", () => {
       new Retry.RetriesExhausted({
         attempts: 8,
         reason: "attempts",
-        last: new HttpErrors.UnknownOutcome({ reason: "reset", request, cause: null })
+        last: new HttpErrors.NoResponse({ reason: "reset", request, cause: null })
       }),
       new Retry.RetriesExhausted({
         attempts: 3,
         reason: "deadline",
-        last: new HttpErrors.UnknownOutcome({ reason: "read-timeout", request, cause: null })
+        last: new HttpErrors.NoResponse({ reason: "read-timeout", request, cause: null })
       }),
       new Retry.RetriesExhausted({
         attempts: 2,

@@ -30,7 +30,7 @@ export const describe = (error: unknown): string => {
   if (error instanceof Retry.RetriesExhausted) {
     return `${describe(error.last)}; ${stopWords[error.reason](error.attempts)}`
   }
-  if (error instanceof HttpErrors.UnknownOutcome) {
+  if (error instanceof HttpErrors.NoResponse) {
     return error.reason === "read-timeout"
       ? `no answer within the ${readTimeoutMillis / 1000} s attempt timeout`
       : "the connection broke before an answer arrived"

@@ -11,7 +11,7 @@
  */
 import type { HttpServerRequest } from "@effect/platform"
 import type { Effect } from "effect"
-import * as internal from "../internal/clientScope.js"
+import * as internal from "../internal/http/clientScope.js"
 
 /**
  * A function from the request to its client's scope: a non-empty string that identifies the client, or

@@ -13,12 +13,10 @@
  *
  * @since 0.1.0
  */
-import type { HttpApp } from "@effect/platform"
-import { HttpServerRequest } from "@effect/platform"
-import { type Duration, Effect } from "effect"
-import * as Deadline from "../Deadline.js"
-import { problem } from "../internal/problem.js"
-import * as validate from "../internal/validate.js"
+import type { HttpApp, HttpServerRequest } from "@effect/platform"
+import type { Duration } from "effect"
+import * as DeadlineHeader from "../core/deadlineHeader.js"
+import * as internal from "../internal/http/deadlineMiddleware.js"
 
 /**
  * The header carrying the remaining budget in milliseconds, as sent by `ResilientHttpClient`.
@@ -26,7 +24,7 @@ import * as validate from "../internal/validate.js"
  * @since 0.1.0
  * @category constants
  */
-export const defaultHeader = "request-timeout-ms"
+export const defaultHeader: typeof internal.defaultHeader = internal.defaultHeader
 
 /**
  * @since 0.1.0
@@ -49,13 +47,12 @@ export interface Options {
  * @since 0.1.0
  * @category parsing
  */
-export const parseHeader = (value: string): number | undefined => {
-  const trimmed = value.trim()
-  if (!/^[0-9]{1,15}$/.test(trimmed)) return undefined
-  return Number(trimmed)
-}
+export const parseHeader: (value: string) => number | undefined = DeadlineHeader.parse
 
 /**
+ * Builds the middleware. Throws `IllegalArgumentException` when called with invalid options (a negative or
+ * malformed timeout, an empty header name, an `onMalformed` other than `"ignore"` or `"reject"`).
+ *
  * @example
  * ```ts
  * import { HttpRouter, HttpServerResponse } from "@effect/platform"
@@ -68,40 +65,6 @@ export const parseHeader = (value: string): number | undefined => {
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options = {}) => {
-  const header = (options.header ?? defaultHeader).toLowerCase()
-  const max = validate.millis("DeadlineMiddleware maxTimeout", options.maxTimeout ?? "60 seconds")
-  const fallback = options.defaultTimeout === undefined
-    ? undefined
-    : Math.min(max, validate.millis("DeadlineMiddleware defaultTimeout", options.defaultTimeout))
-  const reject = options.onMalformed === "reject"
-
-  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
-      const raw = request.headers[header]
-      const parsed = raw === undefined ? undefined : parseHeader(raw)
-      if (raw !== undefined && parsed === undefined && reject) {
-        return Effect.succeed(problem({
-          status: 400,
-          type: "deadline-header-invalid",
-          title: `Invalid ${options.header ?? "Request-Timeout-Ms"} header`,
-          detail: "expected the remaining time in milliseconds as a non-negative integer"
-        }))
-      }
-      const budget = parsed === undefined ? fallback : Math.min(parsed, max)
-      if (budget === undefined) return app
-      return app.pipe(
-        Deadline.within(budget),
-        Effect.catchIf(
-          (e): e is Deadline.DeadlineExceeded => e instanceof Deadline.DeadlineExceeded,
-          () =>
-            Effect.succeed(problem({
-              status: 504,
-              type: "deadline-exceeded",
-              title: "Deadline exceeded",
-              detail: "the request's deadline passed before it could be answered"
-            }))
-        )
-      )
-    })
-}
+export const make: (
+  options?: Options
+) => <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> = internal.make

@@ -20,27 +20,25 @@
  *
  * @since 0.1.0
  */
+import * as core from "../core/httpClassify.js"
 
 /**
  * The request never left the client (connection refused, connect timeout, DNS failure, pool timeout).
+ * The resilient client reports it as `HttpErrors.ConnectFailed`.
  *
  * @since 0.1.0
  * @category models
  */
-export interface NotSent {
-  readonly _tag: "NotSent"
-}
+export interface NotSent extends core.NotSent {}
 
 /**
  * The request was (maybe partly) sent but no response came back (read timeout, connection reset):
- * the server may have run it.
+ * the server may have run it. The resilient client reports it as `HttpErrors.NoResponse`.
  *
  * @since 0.1.0
  * @category models
  */
-export interface UnknownOutcome {
-  readonly _tag: "UnknownOutcome"
-}
+export interface UnknownOutcome extends core.UnknownOutcome {}
 
 /**
  * A response arrived with this status code.
@@ -48,10 +46,7 @@ export interface UnknownOutcome {
  * @since 0.1.0
  * @category models
  */
-export interface Status {
-  readonly _tag: "Status"
-  readonly code: number
-}
+export interface Status extends core.Status {}
 
 /**
  * What is known about a request that did not succeed.
@@ -67,7 +62,7 @@ export type Outcome = NotSent | UnknownOutcome | Status
  * @since 0.1.0
  * @category models
  */
-export type Decision = "retry" | "fatal"
+export type Decision = core.Decision
 
 /**
  * The request never left the client.
@@ -75,7 +70,7 @@ export type Decision = "retry" | "fatal"
  * @since 0.1.0
  * @category constructors
  */
-export const notSent: NotSent = Object.freeze({ _tag: "NotSent" })
+export const notSent: NotSent = core.notSent
 
 /**
  * The request may have run; no response arrived.
@@ -83,7 +78,7 @@ export const notSent: NotSent = Object.freeze({ _tag: "NotSent" })
  * @since 0.1.0
  * @category constructors
  */
-export const unknownOutcome: UnknownOutcome = Object.freeze({ _tag: "UnknownOutcome" })
+export const unknownOutcome: UnknownOutcome = core.unknownOutcome
 
 /**
  * A response arrived with status `code`. Any number is accepted; codes outside 100–599 classify as fatal.
@@ -91,30 +86,25 @@ export const unknownOutcome: UnknownOutcome = Object.freeze({ _tag: "UnknownOutc
  * @since 0.1.0
  * @category constructors
  */
-export const status = (code: number): Status => Object.freeze({ _tag: "Status", code })
-
-// private copies: mutating the exported sets through a cast cannot change a decision
-const IDEMPOTENT = new Set(["GET", "HEAD", "OPTIONS", "TRACE", "PUT", "DELETE"])
-const RETRYABLE = new Set([408, 429, 500, 502, 503, 504])
+export const status: (code: number) => Status = core.status
 
 /**
- * The idempotent methods of RFC 9110 §9.2.2, upper case.
+ * The idempotent methods of RFC 9110 §9.2.2, upper case. A copy: changing it changes no decision.
  *
  * @since 0.1.0
  * @category constants
  */
-export const idempotentMethods: ReadonlySet<string> = new Set(IDEMPOTENT)
+export const idempotentMethods: ReadonlySet<string> = core.idempotentMethods
 
 /**
  * Statuses worth retrying when the request is safe to repeat: 408 Request Timeout, 429 Too Many Requests,
- * 500 Internal Server Error, 502 Bad Gateway, 503 Service Unavailable, 504 Gateway Timeout.
+ * 500 Internal Server Error, 502 Bad Gateway, 503 Service Unavailable, 504 Gateway Timeout. A copy:
+ * changing it changes no decision.
  *
  * @since 0.1.0
  * @category constants
  */
-export const retryableStatuses: ReadonlySet<number> = new Set(RETRYABLE)
-
-const lowerAscii = /[a-z]/g
+export const retryableStatuses: ReadonlySet<number> = core.retryableStatuses
 
 /**
  * Whether running the method twice has the same intended effect as once. Case-insensitive (ASCII only, so
@@ -131,8 +121,7 @@ const lowerAscii = /[a-z]/g
  * @since 0.1.0
  * @category predicates
  */
-export const isIdempotentMethod = (method: string): boolean =>
-  typeof method === "string" && IDEMPOTENT.has(method.replace(lowerAscii, (c) => c.toUpperCase()))
+export const isIdempotentMethod: (method: string) => boolean = core.isIdempotentMethod
 
 /**
  * Whether `code` is a valid status (an integer in 100–599) that is worth retrying when the request is safe
@@ -141,7 +130,7 @@ export const isIdempotentMethod = (method: string): boolean =>
  * @since 0.1.0
  * @category predicates
  */
-export const isRetryableStatus = (code: number): boolean => RETRYABLE.has(code)
+export const isRetryableStatus: (code: number) => boolean = core.isRetryableStatus
 
 /**
  * Input of {@link classify}.
@@ -175,17 +164,4 @@ export interface Request {
  * @since 0.1.0
  * @category classification
  */
-export const classify = (request: Request): Decision => {
-  const outcome = request?.outcome as Outcome | undefined
-  const safeToRepeat = request?.hasIdempotencyKey === true || isIdempotentMethod(request?.method)
-  switch (outcome?._tag) {
-    case "NotSent":
-      return "retry"
-    case "UnknownOutcome":
-      return safeToRepeat ? "retry" : "fatal"
-    case "Status":
-      return safeToRepeat && RETRYABLE.has(outcome.code) ? "retry" : "fatal"
-    default:
-      return "fatal"
-  }
-}
+export const classify: (request: Request) => Decision = core.classify

@@ -41,7 +41,7 @@
 import type { HttpApp } from "@effect/platform"
 import type { Duration, Effect, Redacted } from "effect"
 import type { IdempotencyStore } from "../IdempotencyStore.js"
-import * as internal from "../internal/idempotencyMiddleware.js"
+import * as internal from "../internal/http/idempotencyMiddleware.js"
 import type { ClientScope } from "./ClientScope.js"
 
 /**
@@ -139,7 +139,7 @@ export const make: <R = never>(options?: Options<R>) => Effect.Effect<Middleware
  * @since 0.1.0
  * @category constants
  */
-export const replayedHeader = "idempotent-replayed"
+export const replayedHeader: typeof internal.replayedHeader = internal.replayedHeader
 
 /**
  * The response header that says a response is (or will be) replayed without its body, with the value

@@ -22,8 +22,9 @@
  *
  * @since 0.1.0
  */
-import { Option } from "effect"
-import * as sf from "../internal/structuredFields.js"
+import type { Option } from "effect"
+import * as core from "../core/rateLimitHeaders.js"
+import * as internal from "../internal/http/rateLimitHeaders.js"
 
 /**
  * One quota policy: `name` allows `quota` units per `window` seconds.
@@ -31,12 +32,7 @@ import * as sf from "../internal/structuredFields.js"
  * @since 0.1.0
  * @category models
  */
-export interface QuotaPolicy {
-  readonly name: string
-  readonly quota: number
-  /** The time window in seconds; optional in the draft. */
-  readonly window?: number | undefined
-}
+export interface QuotaPolicy extends core.QuotaPolicy {}
 
 /**
  * The current state of one policy: `remaining` units left, reset in `reset` seconds.
@@ -44,12 +40,7 @@ export interface QuotaPolicy {
  * @since 0.1.0
  * @category models
  */
-export interface ServiceLimit {
-  readonly name: string
-  readonly remaining: number
-  /** Seconds until the quota resets; optional when reading. */
-  readonly reset?: number | undefined
-}
+export interface ServiceLimit extends core.ServiceLimit {}
 
 /**
  * Header names, canonical case (HTTP header names are case-insensitive).
@@ -71,14 +62,7 @@ export const rateLimitHeader = "RateLimit"
  * @since 0.1.0
  * @category predicates
  */
-export const isValidName = (name: string): boolean => typeof name === "string" && sf.serializeString(name) !== undefined
-
-const nameOf = (name: string): string => sf.serializeString(String(name).replace(/[^\x20-\x7e]/gu, "?"))!
-
-const int = (n: number, round: (n: number) => number): number =>
-  sf.clampInteger(typeof n === "number" ? n : Number.NaN, round)
-
-const list = <A>(items: A | ReadonlyArray<A>): ReadonlyArray<A> => Array.isArray(items) ? items : [items as A]
+export const isValidName: (name: string) => boolean = core.isValidName
 
 /**
  * Writes a `RateLimit-Policy` value for one or several policies. An empty array gives `""`: send no header.
@@ -96,11 +80,7 @@ const list = <A>(items: A | ReadonlyArray<A>): ReadonlyArray<A> => Array.isArray
  * @since 0.1.0
  * @category formatting
  */
-export const formatPolicy = (policies: QuotaPolicy | ReadonlyArray<QuotaPolicy>): string =>
-  list(policies).map((p) =>
-    `${nameOf(p.name)};q=${int(p.quota, Math.floor)}` +
-    (p.window === undefined ? "" : `;w=${int(p.window, Math.ceil)}`)
-  ).join(",")
+export const formatPolicy: (policies: QuotaPolicy | ReadonlyArray<QuotaPolicy>) => string = core.formatPolicy
 
 /**
  * Writes a `RateLimit` value for one or several policies. An empty array gives `""`: send no header.
@@ -115,40 +95,7 @@ export const formatPolicy = (policies: QuotaPolicy | ReadonlyArray<QuotaPolicy>)
  * @since 0.1.0
  * @category formatting
  */
-export const formatRateLimit = (limits: ServiceLimit | ReadonlyArray<ServiceLimit>): string =>
-  list(limits).map((l) =>
-    `${nameOf(l.name)};r=${int(l.remaining, Math.floor)}` +
-    (l.reset === undefined ? "" : `;t=${int(l.reset, Math.ceil)}`)
-  ).join(",")
-
-type Param = { readonly _tag: "absent" } | { readonly _tag: "value"; readonly value: number } | {
-  readonly _tag: "invalid"
-}
-
-const integerParam = (params: sf.Parameters, key: string): Param => {
-  const v = params.get(key)
-  if (v === undefined) return { _tag: "absent" }
-  return v.type === "integer" && v.value >= 0 ? { _tag: "value", value: v.value } : { _tag: "invalid" }
-}
-
-const parseMembers = <A>(
-  value: string,
-  required: string,
-  optional: string,
-  build: (name: string, required: number, optional: number | undefined) => A
-): Option.Option<ReadonlyArray<A>> => {
-  const members = sf.parseList(value)
-  if (members === undefined || members.length === 0) return Option.none()
-  const out: Array<A> = []
-  for (const m of members) {
-    if (m._tag !== "Item" || (m.value.type !== "string" && m.value.type !== "token")) return Option.none()
-    const req = integerParam(m.params, required)
-    const opt = integerParam(m.params, optional)
-    if (req._tag !== "value" || opt._tag === "invalid") return Option.none()
-    out.push(build(m.value.value, req.value, opt._tag === "value" ? opt.value : undefined))
-  }
-  return Option.some(out)
-}
+export const formatRateLimit: (limits: ServiceLimit | ReadonlyArray<ServiceLimit>) => string = core.formatRateLimit
 
 /**
  * Reads a `RateLimit-Policy` value. See the module documentation for what is rejected.
@@ -164,13 +111,7 @@ const parseMembers = <A>(
  * @since 0.1.0
  * @category parsing
  */
-export const parsePolicy = (value: string): Option.Option<ReadonlyArray<QuotaPolicy>> =>
-  parseMembers(
-    value,
-    "q",
-    "w",
-    (name, quota, window): QuotaPolicy => window === undefined ? { name, quota } : { name, quota, window }
-  )
+export const parsePolicy: (value: string) => Option.Option<ReadonlyArray<QuotaPolicy>> = internal.parsePolicy
 
 /**
  * Reads a `RateLimit` value. See the module documentation for what is rejected.
@@ -186,10 +127,4 @@ export const parsePolicy = (value: string): Option.Option<ReadonlyArray<QuotaPol
  * @since 0.1.0
  * @category parsing
  */
-export const parseRateLimit = (value: string): Option.Option<ReadonlyArray<ServiceLimit>> =>
-  parseMembers(
-    value,
-    "r",
-    "t",
-    (name, remaining, reset): ServiceLimit => reset === undefined ? { name, remaining } : { name, remaining, reset }
-  )
+export const parseRateLimit: (value: string) => Option.Option<ReadonlyArray<ServiceLimit>> = internal.parseRateLimit

@@ -16,15 +16,11 @@
  *
  * @since 0.1.0
  */
-import type { HttpApp } from "@effect/platform"
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Duration, Effect, type Redacted } from "effect"
-import { refuse, resolver } from "../internal/clientScope.js"
-import { problem } from "../internal/problem.js"
-import * as validate from "../internal/validate.js"
-import type { Decision, RateLimiter } from "../RateLimiter.js"
+import type { HttpApp, HttpServerRequest } from "@effect/platform"
+import type { Redacted } from "effect"
+import * as internal from "../internal/http/rateLimitMiddleware.js"
+import type { RateLimiter } from "../RateLimiter.js"
 import type { ClientScope } from "./ClientScope.js"
-import * as RateLimitHeaders from "./RateLimitHeaders.js"
 
 /**
  * @since 0.1.0
@@ -53,11 +49,20 @@ export interface Options<R = never> {
  * @since 0.1.0
  * @category constants
  */
-export const quotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
-
-const seconds = (d: Duration.Duration) => Math.ceil(Duration.toMillis(d) / 1000)
+export const quotaExceededType: typeof internal.quotaExceededType = internal.quotaExceededType
 
 /**
+ * A middleware built by {@link make}.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => HttpApp.Default<E, R1 | R>
+
+/**
+ * Builds the middleware. Throws `IllegalArgumentException` when called with invalid options (no limiter, a
+ * name that is not a valid sf-string, a `cost` that is not a function).
+ *
  * @example
  * ```ts
  * import { HttpRouter, HttpServerResponse } from "@effect/platform"
@@ -74,52 +79,4 @@ const seconds = (d: Duration.Duration) => Math.ceil(Duration.toMillis(d) / 1000)
  * @since 0.1.0
  * @category constructors
  */
-export const make = <R = never>(options: Options<R>) => {
-  const name = options.name ?? "default"
-  if (!RateLimitHeaders.isValidName(name)) {
-    validate.invalid(`RateLimitMiddleware name is not a valid sf-string: ${name}`)
-  }
-  const limiter = options.limiter
-  const scopeOf = resolver(options.scope, options.scopeSecret)
-  const policy = RateLimitHeaders.formatPolicy({
-    name,
-    quota: limiter.limit,
-    window: Math.max(1, seconds(limiter.window))
-  })
-  const headersOf = (decision: Decision) => ({
-    "ratelimit-policy": policy,
-    ratelimit: RateLimitHeaders.formatRateLimit({
-      name,
-      remaining: decision.remaining,
-      reset: seconds(decision.resetAfter)
-    })
-  })
-
-  const decide = <E, R1>(scope: string, request: HttpServerRequest.HttpServerRequest, app: HttpApp.Default<E, R1>) =>
-    Effect.flatMap(
-      limiter.tryAcquire(scope, options.cost === undefined ? 1 : options.cost(request)),
-      (decision) => {
-        const headers = headersOf(decision)
-        if (!decision.allowed) {
-          const retryAfter = Math.max(1, seconds(decision.retryAfter))
-          return Effect.succeed(problem({
-            status: 429,
-            type: quotaExceededType,
-            title: "Too Many Requests",
-            detail: `quota of ${limiter.limit} per ${seconds(limiter.window)} s exceeded; retry in ${retryAfter} s`,
-            headers: { ...headers, "retry-after": String(retryAfter) }
-          }))
-        }
-        return Effect.map(app, HttpServerResponse.setHeaders(headers))
-      }
-    )
-
-  return <E, R1>(app: HttpApp.Default<E, R1>): HttpApp.Default<E, R1 | R> =>
-    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-      Effect.flatMap(
-        Effect.either(scopeOf(request)),
-        (scope) => {
-          return scope._tag === "Left" ? refuse("rate limit", scope.left) : decide(scope.right, request, app)
-        }
-      ))
-}
+export const make: <R = never>(options: Options<R>) => Middleware<R> = internal.make

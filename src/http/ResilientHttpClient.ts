@@ -16,15 +16,14 @@
  * @since 0.1.0
  */
 import type { HttpClient, HttpClientError } from "@effect/platform"
-import type { Duration, Effect, Layer, Schedule, Scope } from "effect"
-import { Context } from "effect"
+import type { Context, Duration, Effect, Layer, Schedule, Scope } from "effect"
 import type { CircuitOpen, KeyedOptions } from "../CircuitBreaker.js"
 import type { DeadlineExceeded } from "../Deadline.js"
-import * as internal from "../internal/resilientHttpClient.js"
+import * as internal from "../internal/http/resilientHttpClient.js"
 import type { RateLimited, RateLimiter } from "../RateLimiter.js"
 import type { RetriesExhausted } from "../Retry.js"
 import type * as RetryBudget from "../RetryBudget.js"
-import type { ConnectFailed, StatusError, UnknownOutcome } from "./HttpErrors.js"
+import type { ConnectFailed, NoResponse, StatusError } from "./HttpErrors.js"
 
 /**
  * @since 0.1.0
@@ -69,7 +68,8 @@ export interface Options {
 }
 
 /**
- * Everything the resilient client can fail with.
+ * Everything the resilient client can fail with. `StatusError` on its own only with `retry: false`; with
+ * retries it is the `last` of `RetriesExhausted`.
  *
  * @since 0.1.0
  * @category models
@@ -77,8 +77,9 @@ export interface Options {
 export type ResilientError =
   | HttpClientError.HttpClientError
   | ConnectFailed
-  | UnknownOutcome
-  | RetriesExhausted<ConnectFailed | UnknownOutcome | StatusError>
+  | NoResponse
+  | StatusError
+  | RetriesExhausted<ConnectFailed | NoResponse | StatusError>
   | CircuitOpen
   | RateLimited
   | DeadlineExceeded
@@ -95,9 +96,7 @@ export interface ResilientHttpClient extends HttpClient.HttpClient.With<Resilien
  * @since 0.1.0
  * @category tags
  */
-export const ResilientHttpClient: Context.Tag<ResilientHttpClient, ResilientHttpClient> = Context.GenericTag<
-  ResilientHttpClient
->("effect-resilience/ResilientHttpClient")
+export const ResilientHttpClient: Context.Tag<ResilientHttpClient, ResilientHttpClient> = internal.ResilientHttpClient
 
 /**
  * Wraps the `HttpClient` in the context. Throws `IllegalArgumentException` for invalid options when called
@@ -136,16 +135,16 @@ export const make: (
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options?: Options): Layer.Layer<ResilientHttpClient, never, HttpClient.HttpClient> =>
-  internal.layer(options)
+export const layer: (options?: Options) => Layer.Layer<ResilientHttpClient, never, HttpClient.HttpClient> =
+  internal.layer
 
 /**
  * Runs an effect with the resilient client's transport error classification, for use with your own client:
- * a transport `RequestError` becomes {@link ConnectFailed} or {@link UnknownOutcome}.
+ * a transport `RequestError` becomes {@link ConnectFailed} or {@link NoResponse}; any other error is returned as it is.
  *
  * @since 0.1.0
  * @category classification
  */
 export const classifyTransportError: (
   error: HttpClientError.HttpClientError
-) => HttpClientError.HttpClientError | ConnectFailed | UnknownOutcome = internal.classifyTransportError
+) => HttpClientError.HttpClientError | ConnectFailed | NoResponse = internal.classifyTransportError

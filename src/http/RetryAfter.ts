@@ -16,8 +16,8 @@
  *
  * @since 0.1.0
  */
-import { Duration, Option } from "effect"
-import { trimOws } from "../internal/structuredFields.js"
+import type { Duration, Option } from "effect"
+import * as internal from "../internal/http/retryAfter.js"
 
 /**
  * The longest delay-seconds value read exactly: `floor(Number.MAX_SAFE_INTEGER / 1000)`. Longer delays
@@ -26,28 +26,7 @@ import { trimOws } from "../internal/structuredFields.js"
  * @since 0.1.0
  * @category constants
  */
-export const maxDelaySeconds = Math.floor(Number.MAX_SAFE_INTEGER / 1000)
-
-const DELAY_SECONDS = /^[0-9]+$/
-const IMF_FIXDATE =
-  /^(Mon|Tue|Wed|Thu|Fri|Sat|Sun), ([0-9]{2}) (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) ([0-9]{4}) ([0-9]{2}):([0-9]{2}):([0-9]{2}) GMT$/
-const DAY_NAMES = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
-const MONTHS = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
-
-const isLeapYear = (y: number): boolean => (y % 4 === 0 && y % 100 !== 0) || y % 400 === 0
-
-const daysInMonth = (y: number, m: number): number =>
-  m === 2 ? (isLeapYear(y) ? 29 : 28) : [4, 6, 9, 11].includes(m) ? 30 : 31
-
-/** Days from 1970-01-01 to y-m-d in the proleptic Gregorian calendar (Howard Hinnant's days_from_civil). */
-const daysFromCivil = (y: number, m: number, d: number): number => {
-  const yy = m <= 2 ? y - 1 : y
-  const era = Math.floor(yy / 400)
-  const yoe = yy - era * 400
-  const doy = Math.floor((153 * (m + (m > 2 ? -3 : 9)) + 2) / 5) + d - 1
-  const doe = yoe * 365 + Math.floor(yoe / 4) - Math.floor(yoe / 100) + doy
-  return era * 146097 + doe - 719468
-}
+export const maxDelaySeconds: number = internal.maxDelaySeconds
 
 /**
  * Parses an IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`) to epoch milliseconds, ignoring surrounding
@@ -65,23 +44,7 @@ const daysFromCivil = (y: number, m: number, d: number): number => {
  * @since 0.1.0
  * @category parsing
  */
-export const parseHttpDate = (value: string): Option.Option<number> => {
-  if (typeof value !== "string") return Option.none()
-  const match = IMF_FIXDATE.exec(trimOws(value))
-  if (match === null) return Option.none()
-  const [, dayName, dd, mon, yyyy, hh, mm, ss] = match as unknown as [string, ...Array<string>]
-  const year = Number(yyyy)
-  const month = MONTHS.indexOf(mon!) + 1
-  const day = Number(dd)
-  const hour = Number(hh)
-  const minute = Number(mm)
-  const second = Number(ss)
-  if (day < 1 || day > daysInMonth(year, month) || hour > 23 || minute > 59 || second > 60) return Option.none()
-  const days = daysFromCivil(year, month, day)
-  // 1970-01-01 was a Thursday
-  if (DAY_NAMES[(((days + 4) % 7) + 7) % 7] !== dayName) return Option.none()
-  return Option.some(((days * 24 + hour) * 60 + minute) * 60_000 + second * 1000)
-}
+export const parseHttpDate: (value: string) => Option.Option<number> = internal.parseHttpDate
 
 /**
  * Parses a `Retry-After` value into how long to wait from `nowMillis` (epoch milliseconds, e.g. from
@@ -105,20 +68,7 @@ export const parseHttpDate = (value: string): Option.Option<number> => {
  * @since 0.1.0
  * @category parsing
  */
-export const parse = (headerValue: string, nowMillis: number): Option.Option<Duration.Duration> => {
-  if (typeof headerValue !== "string" || typeof nowMillis !== "number" || !Number.isFinite(nowMillis)) {
-    return Option.none()
-  }
-  const value = trimOws(headerValue)
-  if (DELAY_SECONDS.test(value)) {
-    const digits = value.replace(/^0+(?=[0-9])/, "")
-    // compare as strings first: Number() of a long digit string is only approximate
-    const tooLong = digits.length > String(maxDelaySeconds).length
-    const seconds = tooLong ? Infinity : Number(digits)
-    return Option.some(seconds > maxDelaySeconds ? Duration.infinity : Duration.seconds(seconds))
-  }
-  return Option.map(parseHttpDate(value), (at) => at <= nowMillis ? Duration.zero : Duration.millis(at - nowMillis))
-}
+export const parse: (headerValue: string, nowMillis: number) => Option.Option<Duration.Duration> = internal.parse
 
 /**
  * Writes a `Retry-After` delay-seconds value: whole seconds rounded up (so a client never comes back too
@@ -136,25 +86,4 @@ export const parse = (headerValue: string, nowMillis: number): Option.Option<Dur
  * @since 0.1.0
  * @category formatting
  */
-export const format = (duration: Duration.DurationInput): string => {
-  const d = Duration.decode(duration)
-  const saturated = String(maxDelaySeconds + 1)
-  switch (d.value._tag) {
-    case "Infinity":
-      return saturated
-    case "Nanos": {
-      const second = BigInt(1_000_000_000)
-      const nanos = d.value.nanos
-      const seconds = nanos <= BigInt(0) ? BigInt(0) : (nanos + second - BigInt(1)) / second
-      return seconds > BigInt(maxDelaySeconds) ? saturated : String(seconds)
-    }
-    case "Millis": {
-      // through milliseconds, not nanoseconds: millis * 1e6 loses precision past 2^53
-      const ms = d.value.millis
-      if (!(ms > 0)) return "0"
-      let seconds = Math.ceil(ms / 1000)
-      if (seconds * 1000 < ms) seconds += 1
-      return seconds > maxDelaySeconds ? saturated : String(seconds)
-    }
-  }
-}
+export const format: (duration: Duration.DurationInput) => string = internal.format

@@ -4,8 +4,8 @@
  *
  * @since 0.1.0
  */
-import { Option } from "effect"
-import * as sf from "../internal/structuredFields.js"
+import type { Option } from "effect"
+import * as internal from "../internal/http/structuredFields.js"
 
 /**
  * Parses a field value that is exactly one sf-string (`"abc"`, with `\"` and `\\` escapes), ignoring
@@ -21,12 +21,7 @@ import * as sf from "../internal/structuredFields.js"
  * @since 0.1.0
  * @category parsing
  */
-export const parseSfString = (value: string): Option.Option<string> => {
-  const item = sf.parseItem(value)
-  return item !== undefined && item.value.type === "string" && item.params.size === 0
-    ? Option.some(item.value.value)
-    : Option.none()
-}
+export const parseSfString: (value: string) => Option.Option<string> = internal.parseSfString
 
 /**
  * Serialises a string as an sf-string, escaping `"` and `\`. Only printable ASCII (0x20–0x7E) can be
@@ -42,8 +37,7 @@ export const parseSfString = (value: string): Option.Option<string> => {
  * @since 0.1.0
  * @category formatting
  */
-export const formatSfString = (value: string): Option.Option<string> =>
-  Option.fromNullable(typeof value === "string" ? sf.serializeString(value) : undefined)
+export const formatSfString: (value: string) => Option.Option<string> = internal.formatSfString
 
 /**
  * Options of {@link parseIdempotencyKey}.
@@ -55,8 +49,6 @@ export interface IdempotencyKeyOptions {
   /** Longest accepted key, in characters after unescaping. Default 255. */
   readonly maxLength?: number | undefined
 }
-
-const isBareKeyChar = (c: string): boolean => sf.isTchar(c) || c === ":" || c === "/"
 
 /**
  * Reads an `Idempotency-Key` header value. Two forms are accepted, after trimming spaces and tabs:
@@ -81,21 +73,7 @@ const isBareKeyChar = (c: string): boolean => sf.isTchar(c) || c === ":" || c ==
  * @since 0.1.0
  * @category parsing
  */
-export const parseIdempotencyKey = (
+export const parseIdempotencyKey: (
   value: string,
   options?: IdempotencyKeyOptions
-): Option.Option<string> => {
-  if (typeof value !== "string") return Option.none()
-  const maxLength = options?.maxLength ?? 255
-  const trimmed = sf.trimOws(value)
-  let key: string
-  if (trimmed.startsWith("\"")) {
-    const parsed = parseSfString(trimmed)
-    if (Option.isNone(parsed)) return parsed
-    key = parsed.value
-  } else {
-    for (const c of trimmed) if (!isBareKeyChar(c)) return Option.none()
-    key = trimmed
-  }
-  return key.length > 0 && key.length <= maxLength ? Option.some(key) : Option.none()
-}
+) => Option.Option<string> = internal.parseIdempotencyKey

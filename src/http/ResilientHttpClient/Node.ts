@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type { Layer } from "effect"
-import * as internal from "../../internal/resilientHttpClientNode.js"
+import * as internal from "../../internal/http/resilientHttpClientNode.js"
 import type { Options, ResilientHttpClient } from "../ResilientHttpClient.js"
 
 /**

@@ -2,10 +2,9 @@ import { HttpClient } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Undici from "@effect/platform-node/Undici"
 import { Effect, Layer } from "effect"
-// the public module first: entering its import cycle with internal/resilientHttpClient.ts from the internal side
-// would leave the public module's `make` undefined
-import { layer, type Options } from "../http/ResilientHttpClient.js"
-import * as validate from "./validate.js"
+import type { Options } from "../../http/ResilientHttpClient.js"
+import * as validate from "../validate.js"
+import { layer } from "./resilientHttpClient.js"
 
 export const layerNode = (options: Options = {}) => {
   const connectTimeout = validate.millis("ResilientHttpClient connectTimeout", options.connectTimeout ?? "3 seconds")

@@ -1,7 +1,11 @@
 /**
- * A strict parser for HTTP Structured Field Lists and Items (RFC 9651, which obsoletes RFC 8941), following
- * the parsing algorithms of its section 4.2 step by step. Every function returns `undefined` on malformed
- * input instead of throwing, so header parsing stays total.
+ * HTTP Structured Field Lists and Items (RFC 9651, which obsoletes RFC 8941): a strict parser following the
+ * parsing algorithms of its section 4.2 step by step, and the serialising algorithms of section 4.1. Every
+ * function returns `undefined` on malformed input instead of throwing, so header handling stays total.
+ *
+ * Serialising Items and Lists in general is in `structuredFieldsSerialize.ts`. Plain TypeScript with no
+ * dependency: the Effect modules (`StructuredFields`, `RateLimitHeaders`,
+ * `RetryAfter`, the idempotency middleware) wrap these results in `Option`.
  */
 
 export type BareItem =
@@ -31,10 +35,10 @@ export interface InnerList {
 
 export type ListMember = Item | InnerList
 
-const isDigit = (c: string | undefined): boolean => c !== undefined && c >= "0" && c <= "9"
-const isAlpha = (c: string | undefined): boolean =>
+export const isDigit = (c: string | undefined): boolean => c !== undefined && c >= "0" && c <= "9"
+export const isAlpha = (c: string | undefined): boolean =>
   c !== undefined && ((c >= "a" && c <= "z") || (c >= "A" && c <= "Z"))
-const isLcAlpha = (c: string | undefined): boolean => c !== undefined && c >= "a" && c <= "z"
+export const isLcAlpha = (c: string | undefined): boolean => c !== undefined && c >= "a" && c <= "z"
 
 /** RFC 9110 `tchar`. */
 export const isTchar = (c: string | undefined): boolean =>
@@ -143,7 +147,7 @@ const parseToken = (c: Cursor): BareItem | undefined => {
   return { type: "token", value: out }
 }
 
-const isBase64 = (ch: string): boolean => isAlpha(ch) || isDigit(ch) || ch === "+" || ch === "/" || ch === "="
+export const isBase64 = (ch: string): boolean => isAlpha(ch) || isDigit(ch) || ch === "+" || ch === "/" || ch === "="
 
 const parseByteSequence = (c: Cursor): BareItem | undefined => {
   if (c.next() !== ":") return undefined
@@ -310,3 +314,31 @@ export const serializeString = (value: string): string | undefined => {
 /** Clamps any number to a non-negative Structured Field Integer (NaN gives 0), rounding with `round`. */
 export const clampInteger = (n: number, round: (n: number) => number): number =>
   Number.isNaN(n) ? 0 : Math.min(MAX_INTEGER, Math.max(0, round(n)))
+
+/** A field value that is exactly one sf-string without parameters, unescaped; `undefined` otherwise. */
+export const parseSfString = (value: string): string | undefined => {
+  const item = parseItem(value)
+  return item !== undefined && item.value.type === "string" && item.params.size === 0 ? item.value.value : undefined
+}
+
+const isBareKeyChar = (c: string): boolean => isTchar(c) || c === ":" || c === "/"
+
+/**
+ * An `Idempotency-Key` value: an sf-string (the IETF draft) or a bare token (what most clients send: token
+ * characters plus `:` and `/`, possibly starting with a digit), non-empty and at most `maxLength` characters
+ * after unescaping; `undefined` for anything else.
+ */
+export const parseIdempotencyKey = (value: string, maxLength: number): string | undefined => {
+  if (typeof value !== "string") return undefined
+  const trimmed = trimOws(value)
+  let key: string
+  if (trimmed.startsWith("\"")) {
+    const parsed = parseSfString(trimmed)
+    if (parsed === undefined) return undefined
+    key = parsed
+  } else {
+    for (const c of trimmed) if (!isBareKeyChar(c)) return undefined
+    key = trimmed
+  }
+  return key.length > 0 && key.length <= maxLength ? key : undefined
+}

@@ -9,7 +9,8 @@ import {
 } from "@effect/platform"
 import { Chunk, Effect, Option, Stream } from "effect"
 import type { Readable } from "node:stream"
-import type { StoredResponse } from "../IdempotencyStore.js"
+import { replayedHeader } from "../../core/idempotencyResponse.js"
+import type { StoredResponse } from "../../IdempotencyStore.js"
 
 /**
  * The HTTP side of the idempotency middleware: reading a request body once (and handing it to the handler
@@ -173,7 +174,7 @@ export const replay = (stored: StoredResponse) => {
   const { "content-type": contentType, ...rest } = stored.headers
   return HttpServerResponse.uint8Array(stored.body, {
     status: stored.status,
-    headers: Headers.fromInput({ ...rest, "idempotent-replayed": "true" }),
+    headers: Headers.fromInput({ ...rest, [replayedHeader]: "true" }),
     ...(contentType === undefined ? {} : { contentType })
   })
 }

@@ -1,9 +1,11 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Duration, Effect, type Either, Exit, Fiber, Option } from "effect"
+import { Cause, Duration, Effect, type Either, Exit, Fiber } from "effect"
 import { createHash } from "node:crypto"
-import type { Options } from "../http/IdempotencyMiddleware.js"
-import { parseIdempotencyKey } from "../http/StructuredFields.js"
+import * as decide from "../../core/idempotencyResponse.js"
+import { parseIdempotencyKey } from "../../core/structuredFields.js"
+import type { Options } from "../../http/IdempotencyMiddleware.js"
+// the store's tag is still defined in its public module; it moves to ../idempotencyStore.js with the stores' work
 import {
   type ClaimRef,
   type ClaimResult,
@@ -11,42 +13,20 @@ import {
   type IdempotencyStoreError,
   type Store,
   type StoredResponse
-} from "../IdempotencyStore.js"
+} from "../../IdempotencyStore.js"
+import { currentDeadline } from "../deadline.js"
+import { startFrom } from "../detached.js"
+import { IdempotencyStoreFull } from "../idempotencyStore.js"
+import * as validate from "../validate.js"
 import { refuse, resolver } from "./clientScope.js"
-import { currentDeadline } from "./deadline.js"
-import { startFrom } from "./detached.js"
 import { captureBody, pickHeaders, readBody, replay, withBody, withBytes } from "./idempotencyHttp.js"
-import { IdempotencyStoreFull } from "./idempotencyStore.js"
 import { problem } from "./problem.js"
-import * as validate from "./validate.js"
 
-/**
- * The response headers a replay repeats, beside the status and the body: what describes the stored
- * representation and what asks the client to do something. Never `Set-Cookie` (a session must not be
- * handed to whoever replays the key).
- */
-export const defaultReplayHeaders: ReadonlyArray<string> = [
-  "cache-control",
-  "content-disposition",
-  "content-encoding",
-  "content-language",
-  "content-location",
-  "content-type",
-  "etag",
-  "expires",
-  "last-modified",
-  "link",
-  "location",
-  "ratelimit",
-  "ratelimit-policy",
-  "retry-after",
-  "vary"
-]
+export const defaultReplayHeaders = decide.defaultReplayHeaders
 
-const neverReplayed = new Set(["set-cookie", "set-cookie2"])
+export const bodyOmittedHeader = decide.bodyOmittedHeader
 
-/** Says, on the first answer and on replays, that the stored response kept its status and headers only. */
-export const bodyOmittedHeader = "idempotent-replay-body"
+export const replayedHeader = decide.replayedHeader
 
 export const make = <RS>(options: Options<RS> = {}) => {
   const methods = new Set((options.methods ?? ["POST", "PATCH"]).map((m) => m.toUpperCase()))
@@ -71,17 +51,12 @@ export const make = <RS>(options: Options<RS> = {}) => {
   const replayHeaders = new Set(defaultReplayHeaders)
   for (const name of options.replayHeaders ?? []) {
     const lower = name.toLowerCase()
-    if (neverReplayed.has(lower)) validate.invalid(`IdempotencyMiddleware never replays ${name}`)
+    if (decide.neverReplayed.has(lower)) validate.invalid(`IdempotencyMiddleware never replays ${name}`)
     replayHeaders.add(lower)
   }
   const scopeOf = resolver(options.scope, options.scopeSecret)
 
-  /**
-   * Whether a handler's answer is kept as the key's answer. A 429 or 503 asks the client to come back: it is
-   * never kept. Other 5xx follow `storeServerErrors`, then `storeStatus` decides.
-   */
-  const keeps = (status: number): boolean =>
-    status !== 429 && status !== 503 && (status < 500 || storeServerErrors) && storeStatus(status)
+  const keeps = (status: number): boolean => decide.keeps(status, storeServerErrors, storeStatus)
 
   const withStore = (store: Store) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | RS> =>
     Effect.gen(function*() {
@@ -90,30 +65,16 @@ export const make = <RS>(options: Options<RS> = {}) => {
       const raw = request.headers[header]
       if (raw === undefined || raw.trim() === "") {
         if (!required) return yield* app
-        return problem({
-          status: 400,
-          type: "idempotency-key-missing",
-          title: "Idempotency-Key header required",
-          detail: `${request.method} requests to this endpoint need an ${headerName} header`
-        })
+        return problem(decide.keyMissing(request.method, headerName))
       }
-      const parsed = parseIdempotencyKey(raw, { maxLength: maxKeyLength })
-      if (Option.isNone(parsed)) {
-        return problem({
-          status: 400,
-          type: "idempotency-key-invalid",
-          title: "Invalid Idempotency-Key",
-          detail: `the key must be 1 to ${maxKeyLength} printable ASCII characters (a token or a quoted string)`
-        })
+      const key = parseIdempotencyKey(raw, maxKeyLength)
+      if (key === undefined) return problem(decide.keyInvalid(maxKeyLength))
+      if (decide.declaredTooLarge(request.headers["content-length"], maxBodyBytes)) {
+        return problem(decide.tooLarge(maxBodyBytes))
       }
-      const key = parsed.value
-      const declared = Number(request.headers["content-length"] ?? "0")
-      if (declared > maxBodyBytes) return tooLarge(maxBodyBytes)
       const body = yield* readBody(request, maxBodyBytes)
-      if (body === "too-large") return tooLarge(maxBodyBytes)
-      if (body === "unreadable") {
-        return problem({ status: 400, type: "body-unreadable", title: "The request body could not be read" })
-      }
+      if (body === "too-large") return problem(decide.tooLarge(maxBodyBytes))
+      if (body === "unreadable") return problem(decide.bodyUnreadable)
 
       const scope = yield* Effect.either(scopeOf(request))
       if (scope._tag === "Left") return yield* refuse("idempotency", scope.left)
@@ -138,7 +99,7 @@ export const make = <RS>(options: Options<RS> = {}) => {
                 () => Effect.sync(() => (waiter.gone = true))
               ))
           }
-          return refused(claimed, redactor(key, scope.right))
+          return refused(claimed, decide.redactor(key, scope.right))
         })
       )
     })
@@ -155,7 +116,7 @@ export const make = <RS>(options: Options<RS> = {}) => {
     app: HttpApp.Default<E, R>,
     waiter: { readonly gone: boolean }
   ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
-    const redact = redactor(ref.key, ref.scope)
+    const redact = decide.redactor(ref.key, ref.scope)
     const release = Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
     const heartbeat = store.renew(ref, lease).pipe(
       Effect.delay(Duration.millis(leaseMillis / 3)),
@@ -196,10 +157,10 @@ export const make = <RS>(options: Options<RS> = {}) => {
         const headers = pickHeaders(response, replayHeaders)
         if (!captured.storable) {
           // answered in full, but only its status and headers can be replayed: say so, now and on replays
-          headers[bodyOmittedHeader] = "omitted"
+          headers[decide.bodyOmittedHeader] = "omitted"
           return Effect.as(
             complete({ status: response.status, headers, body: new Uint8Array(0) }),
-            HttpServerResponse.setHeader(sent, bodyOmittedHeader, "omitted")
+            HttpServerResponse.setHeader(sent, decide.bodyOmittedHeader, "omitted")
           )
         }
         return Effect.as(complete({ status: response.status, headers, body: captured.bytes! }), sent)
@@ -207,7 +168,9 @@ export const make = <RS>(options: Options<RS> = {}) => {
       const cause = exit.cause
       // a defect is answered 500 by the server: stored like a 500 answer (it may have committed first)
       if (Cause.isDie(cause)) {
-        const store500 = keepsSafely(500) ? complete({ status: 500, headers: {}, body: new Uint8Array(0) }) : release
+        const store500 = decide.keepsDefect(storeServerErrors, storeStatus)
+          ? complete({ status: 500, headers: {}, body: new Uint8Array(0) })
+          : release
         return Effect.zipRight(Effect.zipRight(store500, unseen(cause)), Effect.failCause(cause))
       }
       // a typed failure reports that the handler did nothing: the key is free for a retry
@@ -221,15 +184,6 @@ export const make = <RS>(options: Options<RS> = {}) => {
       Effect.forkScoped(Effect.interruptible(heartbeat)), // the server may run handlers uninterruptibly
       settle
     ))
-  }
-
-  /** `keeps`, for a defect's 500: a `storeStatus` that throws keeps it (the handler may have committed). */
-  const keepsSafely = (status: number): boolean => {
-    try {
-      return keeps(status)
-    } catch {
-      return true
-    }
   }
 
   return Effect.map(IdempotencyStore, withStore)
@@ -249,27 +203,19 @@ const refused = (
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   if (claimed._tag === "Left") {
     if (claimed.left instanceof IdempotencyStoreFull) {
-      return Effect.as(Effect.logWarning(`idempotency: ${claimed.left.message}; a new key was refused`), storeFull)
+      return Effect.as(
+        Effect.logWarning(`idempotency: ${claimed.left.message}; a new key was refused`),
+        problem(decide.storeFull)
+      )
     }
-    return Effect.as(logStoreFailure("claim", claimed.left, redact), storeUnavailable)
+    return Effect.as(logStoreFailure("claim", claimed.left, redact), problem(decide.storeUnavailable))
   }
   const claim = claimed.right
   switch (claim._tag) {
     case "Mismatch":
-      return Effect.succeed(problem({
-        status: 422,
-        type: "idempotency-key-reused",
-        title: "Idempotency-Key reused with a different request",
-        detail: "this key was first used with another method, target or body"
-      }))
+      return Effect.succeed(problem(decide.mismatch))
     case "InProgress":
-      return Effect.succeed(problem({
-        status: 409,
-        type: "idempotency-key-in-progress",
-        title: "A request with this Idempotency-Key is still in progress",
-        detail: "retry after the first request has finished",
-        headers: { "retry-after": "1" }
-      }))
+      return Effect.succeed(problem(decide.inProgress))
     case "Completed":
       return Effect.succeed(replay(claim.response))
     case "Claimed":
@@ -277,54 +223,9 @@ const refused = (
   }
 }
 
-/** Replaces the key and the scope digest in a store failure's text: logs must not carry key material. */
-const redactor = (key: string, scope: string) => (text: string): string =>
-  text.split(key).join("<key>").split(scope).join("<scope>")
-
 /** One log line per store failure, with its cause and without the key or the scope. */
 const logStoreFailure = (
   operation: IdempotencyStoreError["operation"],
   error: unknown,
   redact: (text: string) => string
-) => Effect.logWarning(`idempotency: the store failed (${operation}): ${redact(describe(error))}`)
-
-/** An error and the chain of its causes, as text. */
-const describe = (error: unknown): string => {
-  const parts: Array<string> = []
-  let current: unknown = error
-  for (let depth = 0; current !== undefined && current !== null && depth < 5; depth++) {
-    if (current instanceof Error) {
-      parts.push(`${current.name}: ${current.message}`)
-      current = (current as { cause?: unknown }).cause
-    } else {
-      parts.push(String(current))
-      break
-    }
-  }
-  return parts.join(" <- ")
-}
-
-const tooLarge = (max: number) =>
-  problem({
-    status: 413,
-    type: "body-too-large",
-    title: "Request body too large",
-    detail: `idempotent requests may carry at most ${max} bytes`,
-    headers: { connection: "close" }
-  })
-
-const storeUnavailable = problem({
-  status: 503,
-  type: "idempotency-store-unavailable",
-  title: "Idempotency store unavailable",
-  detail: "the request was not processed; retry it with the same Idempotency-Key",
-  headers: { "retry-after": "1" }
-})
-
-const storeFull = problem({
-  status: 503,
-  type: "idempotency-store-full",
-  title: "Idempotency store full",
-  detail: "the request was not processed: no new key can be remembered now; retry it with the same Idempotency-Key",
-  headers: { "retry-after": "60" }
-})
+) => Effect.logWarning(`idempotency: the store failed (${operation}): ${redact(decide.describe(error))}`)

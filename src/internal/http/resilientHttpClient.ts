@@ -1,47 +1,47 @@
 import { HttpClient, type HttpClientError, HttpClientRequest, HttpClientResponse } from "@effect/platform"
-import { Clock, Effect, Layer, Option, Stream } from "effect"
+import { Clock, Context, Effect, Layer, Option, Stream } from "effect"
 import { randomUUID } from "node:crypto"
-import * as Backoff from "../Backoff.js"
-import * as CircuitBreaker from "../CircuitBreaker.js"
-import * as Deadline from "../Deadline.js"
-import * as Failure from "../Failure.js"
-import { defaultHeader } from "../http/DeadlineMiddleware.js"
-import * as HttpClassify from "../http/HttpClassify.js"
-import { ConnectFailed, connectFailureReason, StatusError, UnknownOutcome } from "../http/HttpErrors.js"
-import type { Options, ResilientError } from "../http/ResilientHttpClient.js"
-import { ResilientHttpClient } from "../http/ResilientHttpClient.js"
-import * as RetryAfter from "../http/RetryAfter.js"
-import * as Retry from "../Retry.js"
-import * as RetryBudget from "../RetryBudget.js"
-import { withDeadline } from "./deadline.js"
-import * as validate from "./validate.js"
+import * as DeadlineHeader from "../../core/deadlineHeader.js"
+import * as HttpClassify from "../../core/httpClassify.js"
+import type { Options, ResilientError, ResilientHttpClient as Client } from "../../http/ResilientHttpClient.js"
+import { fullJitter } from "../backoff.js"
+import { keyed } from "../circuitBreaker/keyed.js"
+import { type AttemptTimeout, DeadlineExceeded, timeout as attemptTimeout, withDeadline } from "../deadline.js"
+import { isFatal, isRetryable, type Retryable, retryable as toRetryable } from "../failure.js"
+import { compile as retryWith } from "../retry.js"
+import { RetryBudget, unsafeMake as makeBudget } from "../retryBudget.js"
+import * as validate from "../validate.js"
+import { defaultHeader } from "./deadlineMiddleware.js"
+import { ConnectFailed, NoResponse, StatusError } from "./httpErrors.js"
+import { parse as parseRetryAfter } from "./retryAfter.js"
+
+export const ResilientHttpClient: Context.Tag<Client, Client> = Context.GenericTag<Client>(
+  "effect-resilience/ResilientHttpClient"
+)
 
 type AttemptError =
   | HttpClientError.HttpClientError
   | ConnectFailed
-  | UnknownOutcome
-  | Deadline.DeadlineExceeded
-  | Failure.Retryable<ConnectFailed | UnknownOutcome | StatusError>
-
-/** Statuses whose Retry-After is honoured (RFC 9110 names 503 and 3xx; RFC 6585 429; 413 as urllib3 does). */
-const retryAfterStatuses = new Set([413, 429, 503])
+  | NoResponse
+  | DeadlineExceeded
+  | Retryable<ConnectFailed | NoResponse | StatusError>
 
 /**
  * What trips the per-origin breaker by default: every failure except `Fatal` (as the breaker's own default)
- * and except 429 — a server that throttles is working as designed, and the retry already honours it.
+ * and except a status that is no outage (429: the server is throttling, and the retry already honours it).
  */
 const countsAsOutage = (error: unknown): boolean =>
-  !Failure.isFatal(error) &&
-  !(Failure.isRetryable(error) && error.cause instanceof StatusError && error.cause.status === 429)
+  !isFatal(error) &&
+  !(isRetryable(error) && error.cause instanceof StatusError && !HttpClassify.statusIsOutage(error.cause.status))
 
 export const classifyTransportError = (
   error: HttpClientError.HttpClientError
-): HttpClientError.HttpClientError | ConnectFailed | UnknownOutcome => {
+): HttpClientError.HttpClientError | ConnectFailed | NoResponse => {
   if (error._tag !== "RequestError" || error.reason !== "Transport") return error
-  const reason = connectFailureReason(error.cause)
+  const reason = HttpClassify.connectFailureReason(error.cause)
   return reason !== undefined
     ? new ConnectFailed({ reason, request: error.request, cause: error.cause })
-    : new UnknownOutcome({ reason: "reset", request: error.request, cause: error.cause })
+    : new NoResponse({ reason: "reset", request: error.request, cause: error.cause })
 }
 
 /**
@@ -77,98 +77,101 @@ const detach = (response: HttpClientResponse.HttpClientResponse) =>
     })
   )
 
+const headerName = (name: string, value: unknown): string => {
+  if (typeof value !== "string" || value === "") validate.invalid(`ResilientHttpClient ${name} must be a header name`)
+  return (value as string).toLowerCase()
+}
+
 /** Options checked when `make` is called, as every constructor of the library does. */
 const resolve = (options: Options) => {
+  if (typeof options !== "object" || options === null) validate.invalid("ResilientHttpClient options must be an object")
   const attemptMillis = validate.millis("ResilientHttpClient attemptTimeout", options.attemptTimeout ?? "10 seconds")
-  const retry = options.retry === false ? undefined : Retry.retry({
-    schedule: options.retry?.schedule ?? Backoff.fullJitter({ base: "100 millis", cap: "5 seconds" }),
+  const retry = options.retry === false ? undefined : retryWith({
+    schedule: options.retry?.schedule ?? fullJitter({ base: "100 millis", cap: "5 seconds" }),
     maxAttempts: options.retry?.maxAttempts ?? 3,
     ...(options.retry?.maxRetryAfter === undefined ? {} : { maxRetryAfter: options.retry.maxRetryAfter })
   })
   const budget = options.retry === false || options.retry?.budget === undefined
     ? undefined
-    : RetryBudget.unsafeMake(options.retry.budget)
+    : makeBudget(options.retry.budget)
   const breakers = options.breaker === undefined
     ? undefined
-    : CircuitBreaker.keyed<string>({ isFailure: countsAsOutage, ...options.breaker })
+    : keyed<string>({ isFailure: countsAsOutage, ...options.breaker })
   if (options.connectTimeout !== undefined) {
     validate.millis("ResilientHttpClient connectTimeout", options.connectTimeout)
   }
-  return { attemptMillis, retry, budget, breakers }
+  const limiter = options.rateLimiter
+  if (limiter !== undefined && (limiter === null || typeof limiter.acquire !== "function")) {
+    validate.invalid("ResilientHttpClient rateLimiter must be a RateLimiter")
+  }
+  const keys = options.idempotencyKeys
+  const methods = keys === false ? [] : keys?.methods ?? ["POST", "PATCH"]
+  if (!Array.isArray(methods) || !methods.every((m) => typeof m === "string")) {
+    validate.invalid("ResilientHttpClient idempotencyKeys.methods must be an array of method names")
+  }
+  const keyMethods = new Set(methods.map((m) => m.toUpperCase()))
+  const keyHeader = keys === false ? undefined : headerName("idempotencyKeys.header", keys?.header ?? "Idempotency-Key")
+  const deadlineHeader = options.deadlineHeader === false
+    ? undefined
+    : headerName("deadlineHeader", options.deadlineHeader ?? defaultHeader)
+  return { attemptMillis, retry, budget, breakers, limiter, keyMethods, keyHeader, deadlineHeader }
 }
 
 export const make = (options: Options = {}) => {
   const resolved = resolve(options)
   return Effect.gen(function*() {
     const underlying = yield* HttpClient.HttpClient
-    const { attemptMillis, budget, retry } = resolved
-    const timeout = Deadline.timeout(attemptMillis)
+    const { attemptMillis, budget, deadlineHeader, keyHeader, keyMethods, limiter, retry } = resolved
+    const timeout = attemptTimeout(attemptMillis)
     const breakers = resolved.breakers === undefined ? undefined : yield* resolved.breakers
-    const limiter = options.rateLimiter
-    const keyMethods = options.idempotencyKeys === false
-      ? new Set<string>()
-      : new Set((options.idempotencyKeys?.methods ?? ["POST", "PATCH"]).map((m) => m.toUpperCase()))
-    const keyHeader = options.idempotencyKeys === false
-      ? undefined
-      : (options.idempotencyKeys?.header ?? "Idempotency-Key").toLowerCase()
-    const deadlineHeader = options.deadlineHeader === false ? undefined : (options.deadlineHeader ?? defaultHeader)
 
     /** Whether a response asks for a retry (a retryable status, for a request that may be repeated). */
-    const retryable = (response: HttpClientResponse.HttpClientResponse, hasKey: boolean): boolean =>
-      HttpClassify.isRetryableStatus(response.status) &&
-      HttpClassify.classify({
-          method: response.request.method,
-          outcome: HttpClassify.status(response.status),
-          hasIdempotencyKey: hasKey
-        }) === "retry"
+    const retried = (response: HttpClientResponse.HttpClientResponse, hasKey: boolean): boolean =>
+      HttpClassify.retriesStatus(response.request.method, response.status, hasKey)
 
     const classifyResponse = (
       response: HttpClientResponse.HttpClientResponse,
       hasKey: boolean,
       now: number
     ): Effect.Effect<HttpClientResponse.HttpClientResponse, AttemptError> => {
-      if (!retryable(response, hasKey)) return Effect.succeed(response)
+      if (!retried(response, hasKey)) return Effect.succeed(response)
       const status = response.status
       const header = response.headers["retry-after"]
-      const retryAfter = header !== undefined && retryAfterStatuses.has(status)
-        ? RetryAfter.parse(header, now)
+      const retryAfter = header !== undefined && HttpClassify.honoursRetryAfter(status)
+        ? parseRetryAfter(header, now)
         : Option.none()
       const error = new StatusError({ status, response })
-      return Effect.fail(
-        Option.isSome(retryAfter) ? Failure.retryable(error, retryAfter.value) : Failure.retryable(error)
-      )
+      return Effect.fail(Option.isSome(retryAfter) ? toRetryable(error, retryAfter.value) : toRetryable(error))
     }
 
     const classifyError = (
-      error: HttpClientError.HttpClientError | Deadline.AttemptTimeout | Deadline.DeadlineExceeded,
+      error: HttpClientError.HttpClientError | AttemptTimeout | DeadlineExceeded,
       request: HttpClientRequest.HttpClientRequest,
       hasKey: boolean
     ): AttemptError => {
       if (error._tag === "DeadlineExceeded") return error
       const classified = error._tag === "AttemptTimeout"
-        ? new UnknownOutcome({ reason: "read-timeout", request, cause: error })
+        ? new NoResponse({ reason: "read-timeout", request, cause: error })
         : classifyTransportError(error)
-      if (classified._tag === "ConnectFailed") return Failure.retryable(classified)
-      if (classified._tag !== "UnknownOutcome") return classified
+      if (classified._tag === "ConnectFailed") return toRetryable(classified)
+      if (classified._tag !== "NoResponse") return classified
       const decision = HttpClassify.classify({
         method: request.method,
         outcome: HttpClassify.unknownOutcome,
         hasIdempotencyKey: hasKey
       })
-      return decision === "retry" ? Failure.retryable(classified) : classified
+      return decision === "retry" ? toRetryable(classified) : classified
     }
 
     const attempt = (request: HttpClientRequest.HttpClientRequest, hasKey: boolean) =>
       withDeadline((deadline, now) => {
-        const budget = deadline === undefined ? attemptMillis : Math.min(attemptMillis, deadline - now)
-        // whole milliseconds, rounded down (never promise the server more time than the client waits);
-        // no header when there is no finite budget
-        const sent = deadlineHeader === undefined || !Number.isFinite(budget)
-          ? request
-          : HttpClientRequest.setHeader(request, deadlineHeader, String(Math.max(0, Math.floor(budget))))
+        const value = deadlineHeader === undefined
+          ? undefined
+          : DeadlineHeader.clientValue(attemptMillis, deadline, now)
+        const sent = value === undefined ? request : HttpClientRequest.setHeader(request, deadlineHeader!, value)
         return underlying.execute(sent).pipe(
           // a response to retry lets its connection go now, within the attempt's time
-          Effect.flatMap((response) => retryable(response, hasKey) ? detach(response) : Effect.succeed(response)),
+          Effect.flatMap((response) => retried(response, hasKey) ? detach(response) : Effect.succeed(response)),
           timeout,
           Effect.matchEffect({
             onFailure: (error) => Effect.fail(classifyError(error, request, hasKey)),
@@ -189,12 +192,12 @@ export const make = (options: Options = {}) => {
       let once: Effect.Effect<HttpClientResponse.HttpClientResponse, any> = attempt(keyed, hasKey)
       if (breakers !== undefined) once = breakers.protect(once, origin)
       if (limiter !== undefined) once = Effect.zipRight(limiter.acquire(origin), once)
-      const retried = retry === undefined
-        ? Effect.catchIf(once, Failure.isRetryable, (e) => Effect.fail(e.cause))
+      const result = retry === undefined
+        ? Effect.catchIf(once, isRetryable, (e) => Effect.fail(e.cause))
         : budget === undefined
         ? retry(once)
-        : Effect.provideService(retry(once), RetryBudget.RetryBudget, budget)
-      return retried as Effect.Effect<HttpClientResponse.HttpClientResponse, ResilientError>
+        : Effect.provideService(retry(once), RetryBudget, budget)
+      return result as Effect.Effect<HttpClientResponse.HttpClientResponse, ResilientError>
     }
 
     return HttpClient.makeWith(

@@ -1,0 +1,61 @@
+import type { HttpApp } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Duration, Effect } from "effect"
+import * as RateLimitHeaders from "../../core/rateLimitHeaders.js"
+import type { Options } from "../../http/RateLimitMiddleware.js"
+import type { Decision } from "../../RateLimiter.js"
+import * as validate from "../validate.js"
+import { refuse, resolver } from "./clientScope.js"
+import { problem } from "./problem.js"
+
+export const quotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+
+export const make = <R = never>(options: Options<R>) => {
+  const name = options?.name ?? "default"
+  if (!RateLimitHeaders.isValidName(name)) {
+    validate.invalid(`RateLimitMiddleware name is not a valid sf-string: ${name}`)
+  }
+  const limiter = options?.limiter
+  if (limiter === undefined || limiter === null || typeof limiter.tryAcquire !== "function") {
+    validate.invalid("RateLimitMiddleware needs a limiter (e.g. RateLimiter.tokenBucket)")
+  }
+  if (options.cost !== undefined && typeof options.cost !== "function") {
+    validate.invalid("RateLimitMiddleware cost must be a function of the request")
+  }
+  const scopeOf = resolver(options.scope, options.scopeSecret)
+  const windowMillis = Duration.toMillis(limiter.window)
+  // the policy never changes: written once
+  const policy = RateLimitHeaders.policyFor(name, limiter.limit, windowMillis)
+  const headersOf = (decision: Decision) => ({
+    "ratelimit-policy": policy,
+    ratelimit: RateLimitHeaders.stateFor(name, decision.remaining, Duration.toMillis(decision.resetAfter))
+  })
+
+  const decide = <E, R1>(scope: string, request: HttpServerRequest.HttpServerRequest, app: HttpApp.Default<E, R1>) =>
+    Effect.flatMap(
+      limiter.tryAcquire(scope, options.cost === undefined ? 1 : options.cost(request)),
+      (decision) => {
+        const headers = headersOf(decision)
+        if (!decision.allowed) {
+          const retryAfter = RateLimitHeaders.retryAfterSeconds(Duration.toMillis(decision.retryAfter))
+          return Effect.succeed(problem({
+            status: 429,
+            type: quotaExceededType,
+            title: "Too Many Requests",
+            detail: `quota of ${limiter.limit} per ${
+              RateLimitHeaders.secondsOf(windowMillis)
+            } s exceeded; retry in ${retryAfter} s`,
+            headers: { ...headers, "retry-after": String(retryAfter) }
+          }))
+        }
+        return Effect.map(app, HttpServerResponse.setHeaders(headers))
+      }
+    )
+
+  return <E, R1>(app: HttpApp.Default<E, R1>): HttpApp.Default<E, R1 | R> =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.flatMap(
+        Effect.either(scopeOf(request)),
+        (scope) => scope._tag === "Left" ? refuse("rate limit", scope.left) : decide(scope.right, request, app)
+      ))
+}

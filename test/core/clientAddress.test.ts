@@ -1,0 +1,48 @@
+import { describe, expect, it } from "@effect/vitest"
+import { FastCheck as fc } from "effect"
+import { isIP } from "node:net"
+import { clientAddress, forwarded, xForwardedFor } from "../../src/core/clientAddress.js"
+
+const ipv4 = fc.ipV4()
+const junk = fc.array(fc.string().filter((s) => !s.includes(",")), { maxLength: 4 })
+
+describe("core/clientAddress", () => {
+  it("is the peer when no proxy is trusted, whatever the header says", () => {
+    expect(clientAddress("192.0.2.7", "127.0.0.1", 0, "x-forwarded-for", isIP)).toEqual({
+      _tag: "Address",
+      address: "192.0.2.7"
+    })
+    expect(clientAddress("::FFFF:192.0.2.7", undefined, 0, "x-forwarded-for", isIP)).toEqual({
+      _tag: "Address",
+      address: "192.0.2.7"
+    })
+    expect(clientAddress(undefined, undefined, 0, "x-forwarded-for", isIP)._tag).toBe("NoIdentity")
+  })
+
+  it("reads RFC 7239 nodes strictly", () => {
+    expect(forwarded("for=192.0.2.60;proto=http, for=\"[2001:db8::17]:4711\"")).toEqual(["192.0.2.60", "2001:db8::17"])
+    expect(forwarded("for=\"open, for=10.0.0.1")).toBeUndefined()
+    expect(forwarded("for=1.2.3.4;for=5.6.7.8")).toBeUndefined()
+    expect(xForwardedFor(" 1.2.3.4:80 , [::1]:443")).toEqual(["1.2.3.4", "::1"])
+  })
+
+  it("without enough hops, or with a forwarded non-address, there is no identity", () => {
+    expect(clientAddress("10.0.0.1", undefined, 1, "x-forwarded-for", isIP)._tag).toBe("NoIdentity")
+    expect(clientAddress("10.0.0.1", "unknown", 1, "x-forwarded-for", isIP)._tag).toBe("NoIdentity")
+    expect(clientAddress("10.0.0.1", "for=\"x", 1, "forwarded", isIP)._tag).toBe("NoIdentity")
+  })
+
+  it.prop("what the client writes before the trusted proxies' entries never changes the answer", [
+    ipv4,
+    fc.array(ipv4, { minLength: 1, maxLength: 4 }),
+    junk
+  ], ([client, proxies, written]) => {
+    // each proxy appends the address it was connected to; the last proxy is the server's peer
+    const appended = [client, ...proxies.slice(0, -1)]
+    const header = [...written, ...appended].join(", ")
+    expect(clientAddress(proxies[proxies.length - 1], header, proxies.length, "x-forwarded-for", isIP)).toEqual({
+      _tag: "Address",
+      address: client
+    })
+  })
+})
