@@ -14,6 +14,7 @@
  * @since 0.1.0
  */
 import type { Context, Duration, Effect, Layer, Metric, Queue, Schedule, Scope, Stream } from "effect"
+import type * as breakerWindow from "./core/breakerWindow.js"
 import * as internal from "./internal/circuitBreaker/breaker.js"
 import * as keyedInternal from "./internal/circuitBreaker/keyed.js"
 import * as policy from "./internal/circuitBreaker/policy.js"
@@ -112,15 +113,7 @@ export interface FailureRateOptions {
  * @since 0.1.0
  * @category models
  */
-export interface FailureRate {
-  readonly _tag: "FailureRate"
-  readonly threshold: number
-  readonly minimumCalls: number
-  readonly window:
-    | { readonly _tag: "Count"; readonly calls: number }
-    | { readonly _tag: "Time"; readonly millis: number; readonly buckets: number }
-  readonly slowCall: { readonly millis: number; readonly rateThreshold: number } | undefined
-}
+export type FailureRate = breakerWindow.FailureRate
 
 /**
  * @since 0.1.0
@@ -137,14 +130,7 @@ export type TripPolicy = Consecutive | FailureRate
  * @since 0.1.0
  * @category models
  */
-export type WindowSnapshot =
-  | { readonly _tag: "Consecutive"; readonly failures: number }
-  | { readonly _tag: "Count"; readonly size: number; readonly outcomes: ReadonlyArray<number> }
-  | {
-    readonly _tag: "Time"
-    readonly bucketMillis: number
-    readonly buckets: ReadonlyArray<readonly [index: number, calls: number, failures: number, slow: number]>
-  }
+export type WindowSnapshot = breakerWindow.Snapshot
 
 /**
  * The state of a breaker as plain JSON (cockatiel's `toJSON`), to keep it across restarts — e.g. in a

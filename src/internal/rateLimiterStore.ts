@@ -147,13 +147,8 @@ export class MemoryCore implements SyncStore {
 
   slidingWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    return tableOf(this.sliding, params.name, RateWindows.fresh).run(
-      RateWindows.slidingWindow,
-      key,
-      cost,
-      params,
-      nowMillis
-    )
+    const table = tableOf(this.sliding, params.name, RateWindows.fresh)
+    return table.run(RateWindows.slidingWindow, key, cost, params, nowMillis)
   }
 
   /** Keys held, over all limiters. */

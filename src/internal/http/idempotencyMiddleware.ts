@@ -5,18 +5,10 @@ import { createHash } from "node:crypto"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
 import type { Options } from "../../http/IdempotencyMiddleware.js"
-// the store's tag is still defined in its public module; it moves to ../idempotencyStore.js with the stores' work
-import {
-  type ClaimRef,
-  type ClaimResult,
-  IdempotencyStore,
-  type IdempotencyStoreError,
-  type Store,
-  type StoredResponse
-} from "../../IdempotencyStore.js"
+import type { ClaimRef, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { currentDeadline } from "../deadline.js"
 import { startFrom } from "../detached.js"
-import { IdempotencyStoreFull } from "../idempotencyStore.js"
+import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore.js"
 import * as validate from "../validate.js"
 import { refuse, resolver } from "./clientScope.js"
 import { captureBody, pickHeaders, readBody, replay, withBody, withBytes } from "./idempotencyHttp.js"

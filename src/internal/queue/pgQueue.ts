@@ -12,7 +12,7 @@ import {
   corruptReason,
   identifier,
   listLimit,
-  serializeAll,
+  serializedPairs,
   splitReceipt,
   tryParse,
   visibilityMillis
@@ -135,24 +135,23 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
     }
 
     const send = (messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>) =>
-      Effect.suspend(() => {
-        const serialized = serializeAll(messages)
-        if (!serialized.ok) return Effect.fail(fail("send")(serialized.error))
-        const bodies = serialized.texts
-        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const rows = messages.map((m, i) => ({
-            id: m.id,
-            key: m.key ?? null,
-            body: bodies[i]!,
-            enqueued_at: now,
-            visible_at: now
-          }))
-          const chunks: Array<typeof rows> = []
-          for (let i = 0; i < rows.length; i += INSERT_CHUNK) chunks.push(rows.slice(i, i + INSERT_CHUNK))
-          return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${t} ${sql.insert(chunk)}`, { discard: true })
-            .pipe(Effect.mapError(fail("send")))
-        })
-      })
+      Effect.flatMap(
+        serializedPairs(messages, fail("send")),
+        (pairs) =>
+          Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const rows = pairs.map(([m, body]) => ({
+              id: m.id,
+              key: m.key ?? null,
+              body,
+              enqueued_at: now,
+              visible_at: now
+            }))
+            const chunks: Array<typeof rows> = []
+            for (let i = 0; i < rows.length; i += INSERT_CHUNK) chunks.push(rows.slice(i, i + INSERT_CHUNK))
+            return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${t} ${sql.insert(chunk)}`, { discard: true })
+              .pipe(Effect.mapError(fail("send")))
+          })
+      )
 
     const receive = (max: number) =>
       Effect.flatMap(Clock.currentTimeMillis, (now) =>
@@ -237,16 +236,8 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
         return moveToDlq(seq, token, reason, now)
       })
 
-    const source: QueueSource<A> = {
-      name,
-      visibilityTimeout: Duration.millis(visibility),
-      send,
-      receive,
-      ack,
-      release,
-      deadLetter,
-      deadLetters
-    }
+    const visibilityTimeout = Duration.millis(visibility)
+    const source: QueueSource<A> = { name, visibilityTimeout, send, receive, ack, release, deadLetter, deadLetters }
     return source
   })
 }

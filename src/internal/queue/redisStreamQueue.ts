@@ -11,7 +11,7 @@ import {
   listLimit,
   randomId,
   serialize,
-  serializeAll,
+  serializedPairs,
   splitReceipt,
   tryParse,
   visibilityMillis
@@ -84,27 +84,35 @@ for i = 1, #ARGV do
 end
 return n`)
 
-// ARGV: DLQ entry ids (a page of a snapshot). Every entry that still exists leaves the DLQ, so every page
-// makes progress: one the index points at is moved back; one it does not point at (a stale copy of a
-// newer entry of the same message, or an entry written by hand) is deleted without being redriven.
-const REDRIVE_ENTRIES = redisClient.script(`${MOVE_BACK}
-${ENTRY_ID}
-local n = 0
-for i = 1, #ARGV do
-  local at = ARGV[i]
-  local found = redis.call('XRANGE', KEYS[2], at, at)
-  if #found > 0 then
-    local f = found[1][2]
-    local id = entryId(f, at)
-    if redis.call('HGET', KEYS[3], id) == at then
-      moveBack(f, at)
-      redis.call('HDEL', KEYS[3], id)
-      n = n + 1
+// Visits every DLQ entry of ARGV (entry ids, a page of a snapshot) that still exists in `stream`, telling the
+// visitor whether the index at `index` points at it (a stale copy of a newer entry of the same message, or an
+// entry written by hand, is not pointed at); sums what the visitor returns.
+const EACH_ENTRY = `${ENTRY_ID}
+local function eachEntry(stream, index, visit)
+  local n = 0
+  for i = 1, #ARGV do
+    local at = ARGV[i]
+    local found = redis.call('XRANGE', stream, at, at)
+    if #found > 0 then
+      local f = found[1][2]
+      local id = entryId(f, at)
+      n = n + visit(f, at, id, redis.call('HGET', index, id) == at)
     end
-    redis.call('XDEL', KEYS[2], at)
   end
-end
-return n`)
+  return n
+end`
+
+// Every entry that still exists leaves the DLQ, so every page makes progress: one the index points at is moved
+// back; any other is deleted without being redriven.
+const REDRIVE_ENTRIES = redisClient.script(`${MOVE_BACK}
+${EACH_ENTRY}
+return eachEntry(KEYS[2], KEYS[3], function(f, at, id, indexed)
+  redis.call('XDEL', KEYS[2], at)
+  if not indexed then return 0 end
+  moveBack(f, at)
+  redis.call('HDEL', KEYS[3], id)
+  return 1
+end)`)
 
 // ARGV: message ids
 const PURGE = redisClient.script(`
@@ -118,20 +126,12 @@ for i = 1, #ARGV do
 end
 return n`)
 
-// ARGV: DLQ entry ids (a page of a snapshot); each is deleted, with its index entry if that points at it
-const PURGE_ENTRIES = redisClient.script(`${ENTRY_ID}
-local n = 0
-for i = 1, #ARGV do
-  local at = ARGV[i]
-  local found = redis.call('XRANGE', KEYS[1], at, at)
-  if #found > 0 then
-    local f = found[1][2]
-    local id = entryId(f, at)
-    if redis.call('HGET', KEYS[2], id) == at then redis.call('HDEL', KEYS[2], id) end
-    n = n + redis.call('XDEL', KEYS[1], at)
-  end
-end
-return n`)
+// Each entry is deleted, with its index entry if that points at it.
+const PURGE_ENTRIES = redisClient.script(`${EACH_ENTRY}
+return eachEntry(KEYS[1], KEYS[2], function(f, at, id, indexed)
+  if indexed then redis.call('HDEL', KEYS[2], id) end
+  return redis.call('XDEL', KEYS[1], at)
+end)`)
 
 const BATCH = 200
 
@@ -412,11 +412,8 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
     }
 
     const send = (messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>) =>
-      Effect.suspend(() => {
-        const serialized = serializeAll(messages)
-        if (!serialized.ok) return Effect.fail(fail("send")(serialized.error))
-        const bodies = serialized.texts
-        return Effect.forEach(chunk(messages.map((m, i) => [m, bodies[i]!] as const), 1000), (batch) => {
+      Effect.flatMap(serializedPairs(messages, fail("send")), (pairs) =>
+        Effect.forEach(chunk(pairs, 1000), (batch) => {
           const pipeline = client.pipeline()
           for (const [m, body] of batch) {
             const fields = m.key === undefined
@@ -430,19 +427,10 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
               return error === undefined ? Effect.void : Effect.fail(fail("send")(error))
             })
           )
-        }, { discard: true })
-      })
+        }, { discard: true }))
 
-    const source: QueueSource<A> = {
-      name,
-      visibilityTimeout: Duration.millis(visibility),
-      send,
-      receive,
-      ack,
-      release,
-      deadLetter,
-      deadLetters
-    }
+    const visibilityTimeout = Duration.millis(visibility)
+    const source: QueueSource<A> = { name, visibilityTimeout, send, receive, ack, release, deadLetter, deadLetters }
     return source
   })
 }

@@ -130,6 +130,21 @@ export const serializeAll = (
 }
 
 /**
+ * Every message paired with its serialized body, or the first serialization error as `onError` makes it: a
+ * batch with one body that cannot be written sends nothing.
+ */
+export const serializedPairs = <M extends { readonly body: unknown }, E>(
+  messages: ReadonlyArray<M>,
+  onError: (error: unknown) => E
+): Effect.Effect<ReadonlyArray<readonly [M, string]>, E> =>
+  Effect.suspend(() => {
+    const serialized = serializeAll(messages)
+    return serialized.ok
+      ? Effect.succeed(messages.map((m, i) => [m, serialized.texts[i]!] as const))
+      : Effect.fail(onError(serialized.error))
+  })
+
+/**
  * A source's visibility timeout in whole milliseconds (PostgreSQL stores `bigint` instants, `XAUTOCLAIM`
  * takes an integer idle time): finite and at least 1 ms, rounded up.
  */

@@ -193,31 +193,25 @@ export const make = (
       (cause) => fallback(limit, nowMillis, cause)
     )
 
-  return {
-    tokenBucket: (key: string, cost: number, params: TokenBucketParams, nowMillis: number) =>
-      run(tokenBucketScript, keyOf(options.prefix, "tb", params.name, key), params.capacity, [
+  // every script takes ARGV now, cost, its limit, its rate or window, and the expiry margin
+  const call =
+    (s: redis.Script, kind: "tb" | "fw" | "sw", name: string, key: string, limit: number, per: number) =>
+    (cost: number, nowMillis: number) =>
+      run(s, keyOf(options.prefix, kind, name, key), limit, [
         String(nowMillis),
         String(cost),
-        String(params.capacity),
-        String(params.refillPerSecond),
-        margin
-      ], nowMillis),
-    fixedWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
-      run(fixedWindowScript, keyOf(options.prefix, "fw", params.name, key), params.limit, [
-        String(nowMillis),
-        String(cost),
-        String(params.limit),
-        String(params.windowMillis),
-        margin
-      ], nowMillis),
-    slidingWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
-      run(slidingWindowScript, keyOf(options.prefix, "sw", params.name, key), params.limit, [
-        String(nowMillis),
-        String(cost),
-        String(params.limit),
-        String(params.windowMillis),
+        String(limit),
+        String(per),
         margin
       ], nowMillis)
+
+  return {
+    tokenBucket: (key: string, cost: number, params: TokenBucketParams, nowMillis: number) =>
+      call(tokenBucketScript, "tb", params.name, key, params.capacity, params.refillPerSecond)(cost, nowMillis),
+    fixedWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
+      call(fixedWindowScript, "fw", params.name, key, params.limit, params.windowMillis)(cost, nowMillis),
+    slidingWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
+      call(slidingWindowScript, "sw", params.name, key, params.limit, params.windowMillis)(cost, nowMillis)
   }
 }
 
