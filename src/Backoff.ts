@@ -40,10 +40,7 @@ export interface Options {
  * @since 0.1.0
  * @category constructors
  */
-export const exponential = (options: Options): Schedule.Schedule<Duration.Duration> => {
-  const b = internal.bounds("exponential", options)
-  return internal.make(b.base, false, (n) => internal.ceiling(b, n))
-}
+export const exponential: (options: Options) => Schedule.Schedule<Duration.Duration> = internal.exponential
 
 /**
  * "Full jitter": uniform in `[0, c(n))`. The least total work under contention in Brooker's simulation.
@@ -62,10 +59,7 @@ export const exponential = (options: Options): Schedule.Schedule<Duration.Durati
  * @since 0.1.0
  * @category constructors
  */
-export const fullJitter = (options: Options): Schedule.Schedule<Duration.Duration> => {
-  const b = internal.bounds("fullJitter", options)
-  return internal.make(b.base, true, (n, _previous, r) => r * internal.ceiling(b, n))
-}
+export const fullJitter: (options: Options) => Schedule.Schedule<Duration.Duration> = internal.fullJitter
 
 /**
  * "Equal jitter": half of `c(n)` plus a uniform draw over the other half. Never retries immediately.
@@ -73,13 +67,7 @@ export const fullJitter = (options: Options): Schedule.Schedule<Duration.Duratio
  * @since 0.1.0
  * @category constructors
  */
-export const equalJitter = (options: Options): Schedule.Schedule<Duration.Duration> => {
-  const b = internal.bounds("equalJitter", options)
-  return internal.make(b.base, true, (n, _previous, r) => {
-    const half = internal.ceiling(b, n) / 2
-    return half + r * half
-  })
-}
+export const equalJitter: (options: Options) => Schedule.Schedule<Duration.Duration> = internal.equalJitter
 
 /**
  * "Decorrelated jitter": each delay is drawn between `base` and three times the previous delay, capped:
@@ -88,7 +76,5 @@ export const equalJitter = (options: Options): Schedule.Schedule<Duration.Durati
  * @since 0.1.0
  * @category constructors
  */
-export const decorrelatedJitter = (options: Options): Schedule.Schedule<Duration.Duration> => {
-  const b = internal.bounds("decorrelatedJitter", options)
-  return internal.make(b.base, true, (_n, previous, r) => Math.min(b.cap, b.base + r * (3 * previous - b.base)))
-}
+export const decorrelatedJitter: (options: Options) => Schedule.Schedule<Duration.Duration> =
+  internal.decorrelatedJitter

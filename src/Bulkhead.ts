@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import type { Context, Duration, Effect, Scope } from "effect"
-import { Data, Layer } from "effect"
+import { Layer } from "effect"
 import * as internal from "./internal/bulkhead.js"
 
 /**
@@ -27,25 +27,15 @@ export type RejectionReason = "queue-full" | "queue-timeout" | "closed"
  * @since 0.1.0
  * @category errors
  */
-export class BulkheadFull extends Data.TaggedError("BulkheadFull")<{
-  readonly reason: RejectionReason
-  /** The bulkhead's name, when it has one. */
-  readonly name: string | undefined
-  readonly maxConcurrent: number
-  readonly maxQueue: number
-}> {
-  override get message(): string {
-    const which = this.name === undefined ? "bulkhead" : `bulkhead "${this.name}"`
-    switch (this.reason) {
-      case "queue-full":
-        return `${which} is full: ${this.maxConcurrent} running and ${this.maxQueue} waiting`
-      case "queue-timeout":
-        return `${which}: waited too long for one of its ${this.maxConcurrent} slots`
-      case "closed":
-        return `${which} is closed`
-    }
-  }
-}
+export const BulkheadFull: typeof internal.BulkheadFull = internal.BulkheadFull
+
+/**
+ * The error's type.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type BulkheadFull = internal.BulkheadFull
 
 /**
  * @since 0.1.0

@@ -13,11 +13,10 @@
  *
  * @since 0.1.0
  */
-import type { Context, Effect, Layer, Queue, Schedule, Scope, Stream } from "effect"
-import { Data, Duration, Metric } from "effect"
-import * as internal from "./internal/circuitBreaker.js"
-import * as keyedInternal from "./internal/circuitBreakerKeyed.js"
-import * as policy from "./internal/circuitBreakerPolicy.js"
+import type { Context, Duration, Effect, Layer, Metric, Queue, Schedule, Scope, Stream } from "effect"
+import * as internal from "./internal/circuitBreaker/breaker.js"
+import * as keyedInternal from "./internal/circuitBreaker/keyed.js"
+import * as policy from "./internal/circuitBreaker/policy.js"
 
 /**
  * The breaker is open (or half-open with every trial permit taken): the call was not run.
@@ -27,11 +26,15 @@ import * as policy from "./internal/circuitBreakerPolicy.js"
  * @since 0.1.0
  * @category errors
  */
-export class CircuitOpen extends Data.TaggedError("CircuitOpen")<{ readonly retryAfter: Duration.Duration }> {
-  override get message(): string {
-    return `the circuit is open; retry after ${Duration.format(this.retryAfter)}`
-  }
-}
+export const CircuitOpen: typeof internal.CircuitOpen = internal.CircuitOpen
+
+/**
+ * The error's type.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type CircuitOpen = internal.CircuitOpen
 
 /**
  * @since 0.1.0
@@ -401,9 +404,7 @@ export const keyed: <K = string>(options: KeyedOptions) => Effect.Effect<Keyed<K
  * @since 0.1.0
  * @category metrics
  */
-export const stateGauge: Metric.Metric.Gauge<number> = Metric.gauge("effect_resilience_breaker_state", {
-  description: "circuit breaker state: 0 closed, 1 half-open, 2 open"
-})
+export const stateGauge: Metric.Metric.Gauge<number> = internal.stateGauge
 
 /**
  * Transitions, labelled `breaker`, `key` (keyed breakers with `keyLabel`), then `from` and `to`.
@@ -411,10 +412,7 @@ export const stateGauge: Metric.Metric.Gauge<number> = Metric.gauge("effect_resi
  * @since 0.1.0
  * @category metrics
  */
-export const transitions: Metric.Metric.Counter<number> = Metric.counter(
-  "effect_resilience_breaker_transitions_total",
-  { description: "circuit breaker state transitions", incremental: true }
-)
+export const transitions: Metric.Metric.Counter<number> = internal.transitions
 
 /**
  * Calls refused with {@link CircuitOpen}, labelled `breaker` and `key` (keyed breakers with `keyLabel`).
@@ -422,7 +420,4 @@ export const transitions: Metric.Metric.Counter<number> = Metric.counter(
  * @since 0.1.0
  * @category metrics
  */
-export const rejections: Metric.Metric.Counter<number> = Metric.counter(
-  "effect_resilience_breaker_rejections_total",
-  { description: "calls refused by an open circuit breaker", incremental: true }
-)
+export const rejections: Metric.Metric.Counter<number> = internal.rejections

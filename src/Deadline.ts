@@ -5,12 +5,8 @@
  *
  * @since 0.1.0
  */
-import type { Clock } from "effect"
-import { Data, Duration, Effect, Option } from "effect"
-import { currentDeadline, withDeadline } from "./internal/deadline.js"
-import { compiled } from "./internal/dual.js"
-import { timeoutWith } from "./internal/timeout.js"
-import * as validate from "./internal/validate.js"
+import type { Duration, Effect, Option } from "effect"
+import * as internal from "./internal/deadline.js"
 
 /**
  * The deadline passed before the work finished. The work was interrupted and its finalizers ran.
@@ -18,11 +14,15 @@ import * as validate from "./internal/validate.js"
  * @since 0.1.0
  * @category errors
  */
-export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
-  override get message(): string {
-    return "the deadline passed before the operation finished"
-  }
-}
+export const DeadlineExceeded: typeof internal.DeadlineExceeded = internal.DeadlineExceeded
+
+/**
+ * The error's type.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type DeadlineExceeded = internal.DeadlineExceeded
 
 /**
  * One attempt ran longer than its own timeout (the deadline, if any, had not passed yet).
@@ -30,11 +30,15 @@ export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
  * @since 0.1.0
  * @category errors
  */
-export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<{ readonly timeout: Duration.Duration }> {
-  override get message(): string {
-    return `the attempt timed out after ${Duration.format(this.timeout)}`
-  }
-}
+export const AttemptTimeout: typeof internal.AttemptTimeout = internal.AttemptTimeout
+
+/**
+ * The error's type.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type AttemptTimeout = internal.AttemptTimeout
 
 /**
  * Runs `self` with the deadline `min(current deadline, now + duration)`. When it passes, `self` is
@@ -61,14 +65,7 @@ export const within: {
     duration: Duration.DurationInput
   ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput): Effect.Effect<A, E | DeadlineExceeded, R>
-} = compiled((duration: Duration.DurationInput) => {
-  const budget = validate.millis("Deadline.within duration", duration)
-  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline((deadline, now, clock) => {
-      const own = now + budget
-      return runUntil(self, deadline === undefined || own < deadline ? own : deadline, now, clock)
-    })
-})
+} = internal.within
 
 /**
  * Runs `self` under an absolute deadline in epoch milliseconds (as `Clock.currentTimeMillis` counts
@@ -80,15 +77,7 @@ export const within: {
 export const withDeadlineAt: {
   (epochMillis: number): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, epochMillis: number): Effect.Effect<A, E | DeadlineExceeded, R>
-} = compiled((epochMillis: number) => {
-  if (typeof epochMillis !== "number" || Number.isNaN(epochMillis)) {
-    validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
-  }
-  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline((deadline, now, clock) =>
-      runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, clock)
-    )
-})
+} = internal.withDeadlineAt
 
 /**
  * The time left before the current deadline: `none` when there is no deadline, never negative.
@@ -96,9 +85,7 @@ export const withDeadlineAt: {
  * @since 0.1.0
  * @category getters
  */
-export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = withDeadline((deadline, now) =>
-  Effect.succeed(deadline === undefined ? Option.none() : Option.some(Duration.millis(Math.max(0, deadline - now))))
-)
+export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = internal.remaining
 
 /**
  * The current deadline as epoch milliseconds, or `none`.
@@ -106,9 +93,7 @@ export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = withDe
  * @since 0.1.0
  * @category getters
  */
-export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadline) =>
-  Effect.succeed(Option.fromNullable(deadline))
-)
+export const current: Effect.Effect<Option.Option<number>> = internal.current
 
 /**
  * A per-attempt timeout of `min(duration, remaining)`. Fails with {@link AttemptTimeout} when its own
@@ -138,26 +123,4 @@ export const timeout: {
     self: Effect.Effect<A, E, R>,
     duration: Duration.DurationInput
   ): Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
-} = compiled((duration: Duration.DurationInput) => {
-  const own = validate.millis("Deadline.timeout duration", duration)
-  const timeout = Duration.millis(own)
-  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now, clock) => {
-      if (deadline !== undefined && now + own >= deadline) return runUntil(self, deadline, now, clock)
-      if (own <= 0) return Effect.fail(new AttemptTimeout({ timeout }))
-      return timeoutWith(self, now + own, clock, () => new AttemptTimeout({ timeout }))
-    })
-})
-
-const exceeded = () => new DeadlineExceeded()
-
-/** Runs `self` under the deadline `deadline`; one that has passed (or is now) fails without running `self`. */
-const runUntil = <A, E, R>(
-  self: Effect.Effect<A, E, R>,
-  deadline: number,
-  now: number,
-  clock: Clock.Clock
-): Effect.Effect<A, E | DeadlineExceeded, R> =>
-  deadline <= now
-    ? Effect.fail(exceeded())
-    : Effect.locally(timeoutWith(self, deadline, clock, exceeded), currentDeadline, deadline)
+} = internal.timeout

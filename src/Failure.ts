@@ -7,8 +7,8 @@
  *
  * @since 0.1.0
  */
-import { Data, Duration, Effect } from "effect"
-import { dual } from "effect/Function"
+import type { Duration, Effect } from "effect"
+import * as internal from "./internal/failure.js"
 
 /**
  * A failure that may succeed if tried again. `retryAfter` is the server's hint (e.g. `Retry-After`);
@@ -17,14 +17,15 @@ import { dual } from "effect/Function"
  * @since 0.1.0
  * @category errors
  */
-export class Retryable<E = unknown> extends Data.TaggedError("Retryable")<{
-  readonly cause: E
-  readonly retryAfter?: Duration.Duration
-}> {
-  override get message(): string {
-    return `retryable failure: ${describe(this.cause)}`
-  }
-}
+export const Retryable: typeof internal.Retryable = internal.Retryable
+
+/**
+ * A failure that may succeed if tried again.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type Retryable<E = unknown> = internal.Retryable<E>
 
 /**
  * A failure that will not go away by trying again.
@@ -32,11 +33,15 @@ export class Retryable<E = unknown> extends Data.TaggedError("Retryable")<{
  * @since 0.1.0
  * @category errors
  */
-export class Fatal<E = unknown> extends Data.TaggedError("Fatal")<{ readonly cause: E }> {
-  override get message(): string {
-    return `fatal failure: ${describe(this.cause)}`
-  }
-}
+export const Fatal: typeof internal.Fatal = internal.Fatal
+
+/**
+ * A failure that will not go away by trying again.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type Fatal<E = unknown> = internal.Fatal<E>
 
 /**
  * Either classification.
@@ -59,10 +64,7 @@ export type Classified<E> = Retryable<E> | Fatal<E>
  * @since 0.1.0
  * @category constructors
  */
-export const retryable = <E>(cause: E, retryAfter?: Duration.DurationInput): Retryable<E> =>
-  retryAfter === undefined
-    ? new Retryable({ cause })
-    : new Retryable({ cause, retryAfter: Duration.decode(retryAfter) })
+export const retryable: <E>(cause: E, retryAfter?: Duration.DurationInput) => Retryable<E> = internal.retryable
 
 /**
  * Builds a {@link Fatal}.
@@ -70,21 +72,19 @@ export const retryable = <E>(cause: E, retryAfter?: Duration.DurationInput): Ret
  * @since 0.1.0
  * @category constructors
  */
-export const fatal = <E>(cause: E): Fatal<E> => new Fatal({ cause })
+export const fatal: <E>(cause: E) => Fatal<E> = internal.fatal
 
 /**
  * @since 0.1.0
  * @category guards
  */
-export const isRetryable = (u: unknown): u is Retryable<unknown> =>
-  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Retryable"
+export const isRetryable: (u: unknown) => u is Retryable<unknown> = internal.isRetryable
 
 /**
  * @since 0.1.0
  * @category guards
  */
-export const isFatal = (u: unknown): u is Fatal<unknown> =>
-  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Fatal"
+export const isFatal: (u: unknown) => u is Fatal<unknown> = internal.isFatal
 
 /**
  * Classifies every typed failure of an effect with a function of yours, so the error channel says
@@ -119,13 +119,7 @@ export const classify: {
     self: Effect.Effect<A, E, R>,
     f: (error: E) => E2
   ): Effect.Effect<A, E2, R>
-} = dual(
-  2,
-  <A, E, R, E2 extends Retryable<any> | Fatal<any>>(
-    self: Effect.Effect<A, E, R>,
-    f: (error: E) => E2
-  ): Effect.Effect<A, E2, R> => Effect.mapError(self, f)
-)
+} = internal.classify
 
 /**
  * Marks failures matching `predicate` as {@link Retryable} and every other failure as {@link Fatal}.
@@ -146,14 +140,4 @@ export const classify: {
 export const retryWhen: {
   <E>(predicate: (error: E) => boolean): <A, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, Classified<E>, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, predicate: (error: E) => boolean): Effect.Effect<A, Classified<E>, R>
-} = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, predicate: (error: E) => boolean): Effect.Effect<A, Classified<E>, R> =>
-    Effect.mapError(self, (e): Classified<E> => predicate(e) ? new Retryable({ cause: e }) : new Fatal({ cause: e }))
-)
-
-const describe = (cause: unknown): string => {
-  if (cause instanceof Error) return cause.message
-  if (typeof cause === "object" && cause !== null && "_tag" in cause) return String((cause as { _tag: unknown })._tag)
-  return String(cause)
-}
+} = internal.retryWhen

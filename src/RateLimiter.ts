@@ -5,8 +5,7 @@
  *
  * @since 0.1.0
  */
-import type { Effect, Metric, Scope } from "effect"
-import { Data, Duration } from "effect"
+import type { Duration, Effect, Metric, Scope } from "effect"
 import * as internal from "./internal/rateLimiter.js"
 import type * as RateLimiterStore from "./RateLimiterStore.js"
 
@@ -86,16 +85,15 @@ export interface RateLimiter {
  * @since 0.1.0
  * @category errors
  */
-export class RateLimited extends Data.TaggedError("RateLimited")<{
-  readonly key: string
-  readonly reason: "deadline" | "max-wait"
-  readonly decision: Decision
-  readonly retryAfter: Duration.Duration
-}> {
-  override get message(): string {
-    return `rate limited (${this.reason}): retry after ${Duration.format(this.retryAfter)}`
-  }
-}
+export const RateLimited: typeof internal.RateLimited = internal.RateLimited
+
+/**
+ * The error's type.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type RateLimited = internal.RateLimited
 
 /**
  * Options shared by every algorithm.

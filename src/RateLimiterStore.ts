@@ -14,7 +14,7 @@
  * @since 0.1.0
  */
 import type { Scope } from "effect"
-import { Context, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import * as internal from "./internal/rateLimiterStore.js"
 import * as validate from "./internal/validate.js"
 
@@ -123,7 +123,15 @@ export interface Store {
  * @since 0.1.0
  * @category tags
  */
-export class RateLimiterStore extends Context.Tag("effect-resilience/RateLimiterStore")<RateLimiterStore, Store>() {}
+export const RateLimiterStore: typeof internal.RateLimiterStore = internal.RateLimiterStore
+
+/**
+ * The service tag's type.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export type RateLimiterStore = internal.RateLimiterStore
 
 /**
  * The memory store, with a view of its size for tests and monitoring.

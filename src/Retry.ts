@@ -5,7 +5,6 @@
  * @since 0.1.0
  */
 import type { Duration, Effect, Metric, Schedule } from "effect"
-import { Data } from "effect"
 import type { Retryable } from "./Failure.js"
 import { compiled } from "./internal/dual.js"
 import * as internal from "./internal/retry.js"
@@ -29,15 +28,15 @@ export type StopReason = "attempts" | "deadline" | "budget" | "retry-after"
  * @since 0.1.0
  * @category errors
  */
-export class RetriesExhausted<E = unknown> extends Data.TaggedError("RetriesExhausted")<{
-  readonly attempts: number
-  readonly reason: StopReason
-  readonly last: E
-}> {
-  override get message(): string {
-    return `gave up after ${this.attempts} attempt(s): ${this.reason}`
-  }
-}
+export const RetriesExhausted: typeof internal.RetriesExhausted = internal.RetriesExhausted
+
+/**
+ * Retrying stopped. `last` is the cause inside the last {@link Retryable}.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export type RetriesExhausted<E = unknown> = internal.RetriesExhausted<E>
 
 /**
  * What `onRetry` sees before each retry's sleep.

@@ -13,8 +13,8 @@
  *
  * @since 0.1.0
  */
-import { Context, Effect, Layer } from "effect"
-import * as validate from "./internal/validate.js"
+import type { Effect, Layer } from "effect"
+import * as internal from "./internal/retryBudget.js"
 
 /**
  * @since 0.1.0
@@ -51,10 +51,15 @@ export interface Budget {
  * @since 0.1.0
  * @category tags
  */
-export class RetryBudget extends Context.Tag("effect-resilience/RetryBudget")<RetryBudget, Budget>() {}
+export const RetryBudget: typeof internal.RetryBudget = internal.RetryBudget
 
-/** Tokens are counted in thousandths, as gRPC does, so the arithmetic is exact (no float drift). */
-const MILLI = 1000
+/**
+ * The service tag's type.
+ *
+ * @since 0.1.0
+ * @category tags
+ */
+export type RetryBudget = internal.RetryBudget
 
 /**
  * Builds a budget. Both options are kept to three decimal places, as gRPC keeps them. Throws
@@ -81,42 +86,13 @@ const MILLI = 1000
  * @since 0.1.0
  * @category constructors
  */
-export const unsafeMake = (options: Options): Budget => {
-  const { maxTokens, tokenRatio } = validateOptions(options)
-  const max = Math.round(maxTokens * MILLI)
-  const ratio = Math.round(tokenRatio * MILLI)
-  let tokens = max
-  const unsafeRecordSuccess = () => {
-    tokens = Math.min(max, tokens + ratio)
-  }
-  const unsafeRecordFailure = () => {
-    tokens = Math.max(0, tokens - MILLI)
-    return 2 * tokens > max
-  }
-  return {
-    maxTokens,
-    tokenRatio,
-    tokens: Effect.sync(() => tokens / MILLI),
-    recordSuccess: Effect.sync(unsafeRecordSuccess),
-    recordFailure: Effect.sync(unsafeRecordFailure),
-    unsafeRecordSuccess,
-    unsafeRecordFailure
-  }
-}
-
-const validateOptions = (options: Options): Options => {
-  const maxTokens = validate.positive("RetryBudget maxTokens", options.maxTokens)
-  const tokenRatio = validate.positive("RetryBudget tokenRatio", options.tokenRatio)
-  if (Math.round(maxTokens * MILLI) < 1) validate.invalid(`RetryBudget maxTokens must be >= 0.001, got ${maxTokens}`)
-  if (Math.round(tokenRatio * MILLI) < 1) validate.invalid(`RetryBudget tokenRatio must be >= 0.001, got ${tokenRatio}`)
-  return { maxTokens, tokenRatio }
-}
+export const unsafeMake: (options: Options) => Budget = internal.unsafeMake
 
 /**
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options: Options): Effect.Effect<Budget> => Effect.sync(() => unsafeMake(options))
+export const make: (options: Options) => Effect.Effect<Budget> = internal.make
 
 /**
  * A budget shared by everything the layer is provided to. Provide it **once**, where the program (or the
@@ -140,7 +116,4 @@ export const make = (options: Options): Effect.Effect<Budget> => Effect.sync(() 
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<RetryBudget> => {
-  validateOptions(options)
-  return Layer.sync(RetryBudget, () => unsafeMake(options))
-}
+export const layer: (options: Options) => Layer.Layer<RetryBudget> = internal.layer

@@ -43,3 +43,34 @@ export const make = (
       return random ? Effect.map(Random.next, step) : Effect.sync(() => step(0))
     }
   )
+
+export const exponential = (
+  options: { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
+): Schedule.Schedule<Duration.Duration> => {
+  const b = bounds("exponential", options)
+  return make(b.base, false, (n) => ceiling(b, n))
+}
+
+export const fullJitter = (
+  options: { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
+): Schedule.Schedule<Duration.Duration> => {
+  const b = bounds("fullJitter", options)
+  return make(b.base, true, (n, _previous, r) => r * ceiling(b, n))
+}
+
+export const equalJitter = (
+  options: { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
+): Schedule.Schedule<Duration.Duration> => {
+  const b = bounds("equalJitter", options)
+  return make(b.base, true, (n, _previous, r) => {
+    const half = ceiling(b, n) / 2
+    return half + r * half
+  })
+}
+
+export const decorrelatedJitter = (
+  options: { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
+): Schedule.Schedule<Duration.Duration> => {
+  const b = bounds("decorrelatedJitter", options)
+  return make(b.base, true, (_n, previous, r) => Math.min(b.cap, b.base + r * (3 * previous - b.base)))
+}

@@ -1,7 +1,27 @@
 import type { Scope } from "effect"
-import { Cause, Effect, Metric, MetricLabel } from "effect"
-import { type Bulkhead, BulkheadFull, type Options, type RejectionReason } from "../Bulkhead.js"
+import { Cause, Data, Effect, Metric, MetricLabel } from "effect"
+import type { Bulkhead, Options, RejectionReason } from "../Bulkhead.js"
 import * as validate from "./validate.js"
+
+export class BulkheadFull extends Data.TaggedError("BulkheadFull")<{
+  readonly reason: RejectionReason
+  /** The bulkhead's name, when it has one. */
+  readonly name: string | undefined
+  readonly maxConcurrent: number
+  readonly maxQueue: number
+}> {
+  override get message(): string {
+    const which = this.name === undefined ? "bulkhead" : `bulkhead "${this.name}"`
+    switch (this.reason) {
+      case "queue-full":
+        return `${which} is full: ${this.maxConcurrent} running and ${this.maxQueue} waiting`
+      case "queue-timeout":
+        return `${which}: waited too long for one of its ${this.maxConcurrent} slots`
+      case "closed":
+        return `${which} is closed`
+    }
+  }
+}
 
 // Gauges move by deltas (`unsafeModify`), so bulkheads sharing a label set add up instead of
 // overwriting each other.

@@ -1,5 +1,8 @@
-import { Clock, Context, Effect, FiberRef } from "effect"
+import { Clock, Context, Data, Duration, Effect, FiberRef, Option } from "effect"
 import { globalValue } from "effect/GlobalValue"
+import { compiled } from "./dual.js"
+import { timeoutWith } from "./timeout.js"
+import * as validate from "./validate.js"
 
 /**
  * The absolute deadline (epoch millis from `Clock`) of the current fiber, or `undefined`.
@@ -18,3 +21,82 @@ export const withDeadline = <A, E, R>(
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
     return f(fiber.getFiberRef(currentDeadline), clock.unsafeCurrentTimeMillis(), clock)
   })
+
+export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
+  override get message(): string {
+    return "the deadline passed before the operation finished"
+  }
+}
+
+export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<{ readonly timeout: Duration.Duration }> {
+  override get message(): string {
+    return `the attempt timed out after ${Duration.format(this.timeout)}`
+  }
+}
+
+export const within: {
+  (
+    duration: Duration.DurationInput
+  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput): Effect.Effect<A, E | DeadlineExceeded, R>
+} = compiled((duration: Duration.DurationInput) => {
+  const budget = validate.millis("Deadline.within duration", duration)
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline((deadline, now, clock) => {
+      const own = now + budget
+      return runUntil(self, deadline === undefined || own < deadline ? own : deadline, now, clock)
+    })
+})
+
+export const withDeadlineAt: {
+  (epochMillis: number): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, epochMillis: number): Effect.Effect<A, E | DeadlineExceeded, R>
+} = compiled((epochMillis: number) => {
+  if (typeof epochMillis !== "number" || Number.isNaN(epochMillis)) {
+    validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
+  }
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline((deadline, now, clock) =>
+      runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, clock)
+    )
+})
+
+export const timeout: {
+  (duration: Duration.DurationInput): <A, E, R>(
+    self: Effect.Effect<A, E, R>
+  ) => Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
+  <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    duration: Duration.DurationInput
+  ): Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
+} = compiled((duration: Duration.DurationInput) => {
+  const own = validate.millis("Deadline.timeout duration", duration)
+  const timeout = Duration.millis(own)
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now, clock) => {
+      if (deadline !== undefined && now + own >= deadline) return runUntil(self, deadline, now, clock)
+      if (own <= 0) return Effect.fail(new AttemptTimeout({ timeout }))
+      return timeoutWith(self, now + own, clock, () => new AttemptTimeout({ timeout }))
+    })
+})
+
+export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = withDeadline((deadline, now) =>
+  Effect.succeed(deadline === undefined ? Option.none() : Option.some(Duration.millis(Math.max(0, deadline - now))))
+)
+
+export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadline) =>
+  Effect.succeed(Option.fromNullable(deadline))
+)
+
+const exceeded = () => new DeadlineExceeded()
+
+/** Runs `self` under the deadline `deadline`; one that has passed (or is now) fails without running `self`. */
+const runUntil = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  deadline: number,
+  now: number,
+  clock: Clock.Clock
+): Effect.Effect<A, E | DeadlineExceeded, R> =>
+  deadline <= now
+    ? Effect.fail(exceeded())
+    : Effect.locally(timeoutWith(self, deadline, clock, exceeded), currentDeadline, deadline)

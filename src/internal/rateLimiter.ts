@@ -1,16 +1,21 @@
 import type { Fiber, Scope } from "effect"
-import { Array as Arr, Cause, Clock, Context, Duration, Effect, FiberRef, Metric, MetricLabel } from "effect"
+import { Array as Arr, Cause, Clock, Context, Data, Duration, Effect, FiberRef, Metric, MetricLabel } from "effect"
 import type { AcquireOptions, Algorithm, Decision, RateLimiter } from "../RateLimiter.js"
-import { RateLimited } from "../RateLimiter.js"
-import {
-  RateLimiterStore,
-  type Store,
-  type StoreDecision,
-  type TokenBucketParams,
-  type WindowParams
-} from "../RateLimiterStore.js"
+import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
 import { withDeadline } from "./deadline.js"
+import { RateLimiterStore } from "./rateLimiterStore.js"
 import * as validate from "./validate.js"
+
+export class RateLimited extends Data.TaggedError("RateLimited")<{
+  readonly key: string
+  readonly reason: "deadline" | "max-wait"
+  readonly decision: Decision
+  readonly retryAfter: Duration.Duration
+}> {
+  override get message(): string {
+    return `rate limited (${this.reason}): retry after ${Duration.format(this.retryAfter)}`
+  }
+}
 
 export const allowedTotal = Metric.counter("effect_resilience_rate_limiter_allowed_total", {
   description: "requests a rate limiter allowed, by algorithm and limiter",

@@ -1,7 +1,16 @@
 import type { Scope } from "effect"
-import { Clock, Effect } from "effect"
-import type { MemoryStore, StoreDecision, SyncStore, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
+import { Clock, Context, Effect } from "effect"
+import type {
+  MemoryStore,
+  Store,
+  StoreDecision,
+  SyncStore,
+  TokenBucketParams,
+  WindowParams
+} from "../RateLimiterStore.js"
 import * as algorithms from "./rateLimiterAlgorithms.js"
+
+export class RateLimiterStore extends Context.Tag("effect-resilience/RateLimiterStore")<RateLimiterStore, Store>() {}
 
 /** Expired entries evicted from the front of a table per new key: more than one, so eviction outpaces growth. */
 export const EVICT_PER_INSERT = 2

@@ -15,7 +15,7 @@
  */
 import { Effect, identity, Layer } from "effect"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
-import { RateLimiterStore } from "../RateLimiterStore.js"
+import { RateLimiterStore } from "./rateLimiterStore.js"
 import * as redis from "./redis.js"
 import { escapePart, type RateLimiterOptions, type ResolvedRateLimiter, resolveRateLimiter } from "./redisOptions.js"
 

@@ -1,9 +1,20 @@
-import { Duration, Effect, Metric, ScheduleDecision, ScheduleIntervals } from "effect"
-import { isRetryable, type Retryable } from "../Failure.js"
-import { type Options, RetriesExhausted, type RetryEvent, type StopReason } from "../Retry.js"
-import { type Budget, RetryBudget } from "../RetryBudget.js"
+import { Data, Duration, Effect, Metric, ScheduleDecision, ScheduleIntervals } from "effect"
+import type { Options, RetryEvent, StopReason } from "../Retry.js"
+import type { Budget } from "../RetryBudget.js"
 import { withDeadline } from "./deadline.js"
+import { isRetryable, type Retryable } from "./failure.js"
+import { RetryBudget } from "./retryBudget.js"
 import * as validate from "./validate.js"
+
+export class RetriesExhausted<E = unknown> extends Data.TaggedError("RetriesExhausted")<{
+  readonly attempts: number
+  readonly reason: StopReason
+  readonly last: E
+}> {
+  override get message(): string {
+    return `gave up after ${this.attempts} attempt(s): ${this.reason}`
+  }
+}
 
 export const retries = Metric.counter("effect_resilience_retries_total", {
   description: "retries scheduled by Retry.retry",

@@ -1,8 +1,8 @@
 import { Effect, ExecutionStrategy, Exit, Scope } from "effect"
-import type { CircuitBreaker, CircuitOpen, Keyed, KeyedOptions } from "../CircuitBreaker.js"
-import { buildInternal, type Built, env } from "./circuitBreaker.js"
-import { forKey, resolve } from "./circuitBreakerPolicy.js"
-import * as validate from "./validate.js"
+import type { CircuitBreaker, CircuitOpen, Keyed, KeyedOptions } from "../../CircuitBreaker.js"
+import * as validate from "../validate.js"
+import { buildInternal, type Built, env } from "./breaker.js"
+import { forKey, resolve } from "./policy.js"
 
 interface Entry extends Built {
   readonly scope: Scope.CloseableScope

@@ -1,9 +1,41 @@
 import type { Clock, Context, Fiber, Scope } from "effect"
-import { Cause, Duration, Effect, FiberId, Layer, MetricLabel, PubSub, Queue, Runtime, Stream } from "effect"
-import type { CircuitBreaker, Options, Snapshot, State, Transition } from "../CircuitBreaker.js"
-import { CircuitOpen, rejections, stateGauge, transitions } from "../CircuitBreaker.js"
-import { type Config, resolve, stepSync, windowOf } from "./circuitBreakerPolicy.js"
-import { makeRecorder } from "./circuitBreakerWindow.js"
+import {
+  Cause,
+  Data,
+  Duration,
+  Effect,
+  FiberId,
+  Layer,
+  Metric,
+  MetricLabel,
+  PubSub,
+  Queue,
+  Runtime,
+  Stream
+} from "effect"
+import type { CircuitBreaker, Options, Snapshot, State, Transition } from "../../CircuitBreaker.js"
+import { type Config, resolve, stepSync, windowOf } from "./policy.js"
+import { makeRecorder } from "./window.js"
+
+export class CircuitOpen extends Data.TaggedError("CircuitOpen")<{ readonly retryAfter: Duration.Duration }> {
+  override get message(): string {
+    return `the circuit is open; retry after ${Duration.format(this.retryAfter)}`
+  }
+}
+
+export const stateGauge = Metric.gauge("effect_resilience_breaker_state", {
+  description: "circuit breaker state: 0 closed, 1 half-open, 2 open"
+})
+
+export const transitions = Metric.counter(
+  "effect_resilience_breaker_transitions_total",
+  { description: "circuit breaker state transitions", incremental: true }
+)
+
+export const rejections = Metric.counter(
+  "effect_resilience_breaker_rejections_total",
+  { description: "calls refused by an open circuit breaker", incremental: true }
+)
 
 // states as small integers: the gauge value, and cheap to compare on the hot path
 const CLOSED = 0

@@ -1,4 +1,4 @@
-import type { Consecutive, FailureRate, TripPolicy, WindowSnapshot } from "../CircuitBreaker.js"
+import type { Consecutive, FailureRate, TripPolicy, WindowSnapshot } from "../../CircuitBreaker.js"
 
 /**
  * What a trip policy keeps between calls. `record` is called once per finished call while the breaker is

@@ -10,9 +10,9 @@ import type {
   Transition,
   TripPolicy,
   WindowSnapshot
-} from "../CircuitBreaker.js"
-import { isFatal } from "../Failure.js"
-import * as validate from "./validate.js"
+} from "../../CircuitBreaker.js"
+import { isFatal } from "../failure.js"
+import * as validate from "../validate.js"
 
 export const consecutive = (n: number): Consecutive => ({
   _tag: "Consecutive",

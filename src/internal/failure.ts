@@ -1,0 +1,63 @@
+import { Data, Duration, Effect } from "effect"
+import { dual } from "effect/Function"
+
+export class Retryable<E = unknown> extends Data.TaggedError("Retryable")<{
+  readonly cause: E
+  readonly retryAfter?: Duration.Duration
+}> {
+  override get message(): string {
+    return `retryable failure: ${describe(this.cause)}`
+  }
+}
+
+export class Fatal<E = unknown> extends Data.TaggedError("Fatal")<{ readonly cause: E }> {
+  override get message(): string {
+    return `fatal failure: ${describe(this.cause)}`
+  }
+}
+
+export type Classified<E> = Retryable<E> | Fatal<E>
+
+export const retryable = <E>(cause: E, retryAfter?: Duration.DurationInput): Retryable<E> =>
+  retryAfter === undefined
+    ? new Retryable({ cause })
+    : new Retryable({ cause, retryAfter: Duration.decode(retryAfter) })
+
+export const fatal = <E>(cause: E): Fatal<E> => new Fatal({ cause })
+
+export const isRetryable = (u: unknown): u is Retryable<unknown> =>
+  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Retryable"
+
+export const isFatal = (u: unknown): u is Fatal<unknown> =>
+  typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Fatal"
+
+export const classify: {
+  <E, E2 extends Retryable<any> | Fatal<any>>(
+    f: (error: E) => E2
+  ): <A, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E2, R>
+  <A, E, R, E2 extends Retryable<any> | Fatal<any>>(
+    self: Effect.Effect<A, E, R>,
+    f: (error: E) => E2
+  ): Effect.Effect<A, E2, R>
+} = dual(
+  2,
+  <A, E, R, E2 extends Retryable<any> | Fatal<any>>(
+    self: Effect.Effect<A, E, R>,
+    f: (error: E) => E2
+  ): Effect.Effect<A, E2, R> => Effect.mapError(self, f)
+)
+
+export const retryWhen: {
+  <E>(predicate: (error: E) => boolean): <A, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, Classified<E>, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, predicate: (error: E) => boolean): Effect.Effect<A, Classified<E>, R>
+} = dual(
+  2,
+  <A, E, R>(self: Effect.Effect<A, E, R>, predicate: (error: E) => boolean): Effect.Effect<A, Classified<E>, R> =>
+    Effect.mapError(self, (e): Classified<E> => predicate(e) ? new Retryable({ cause: e }) : new Fatal({ cause: e }))
+)
+
+const describe = (cause: unknown): string => {
+  if (cause instanceof Error) return cause.message
+  if (typeof cause === "object" && cause !== null && "_tag" in cause) return String((cause as { _tag: unknown })._tag)
+  return String(cause)
+}
