@@ -13,7 +13,6 @@ import {
   TestClock
 } from "effect"
 import { Bulkhead } from "../src/index.js"
-import { queuedGauge, rejections } from "../src/internal/bulkhead.js"
 
 /** Lets forked fibers run until they block. */
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
@@ -36,14 +35,14 @@ const tracker = () => {
 
 const rejectionsOf = (name: string, reason: Bulkhead.RejectionReason) =>
   Metric.value(
-    rejections.pipe(
+    Bulkhead.rejectionsTotal.pipe(
       Metric.tagged("bulkhead", name),
       Metric.tagged("reason", reason)
     )
   ).pipe(Effect.map((state) => state.count))
 
 const queuedOf = (name: string) =>
-  Metric.value(queuedGauge.pipe(Metric.tagged("bulkhead", name))).pipe(
+  Metric.value(Bulkhead.queuedGauge.pipe(Metric.tagged("bulkhead", name))).pipe(
     Effect.map((state) => state.value)
   )
 
