@@ -34,7 +34,10 @@ const validateOptions = (options: Options): Options => {
   return { maxTokens: options.maxTokens, tokenRatio: options.tokenRatio }
 }
 
-export const make = (options: Options): Effect.Effect<Budget> => Effect.sync(() => unsafeMake(options))
+export const make = (options: Options): Effect.Effect<Budget> => {
+  validateOptions(options)
+  return Effect.sync(() => unsafeMake(options))
+}
 
 export const layer = (options: Options): Layer.Layer<RetryBudget> => {
   validateOptions(options)
