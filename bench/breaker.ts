@@ -1,6 +1,6 @@
 /** Issue #3: per-call overhead of `CircuitBreaker.protect`. */
 import { Effect, Exit, Ref, Schedule, Scope } from "effect"
-import { CircuitBreaker } from "../src/index.js"
+import * as CircuitBreaker from "effect-resilience/CircuitBreaker"
 import type { Case } from "./harness.js"
 
 // Breakers are built once, in a scope that lives as long as the benchmark process.

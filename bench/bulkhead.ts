@@ -1,6 +1,6 @@
 /** Issue #3: per-call overhead of `bulkhead.protect` when a slot is free (the common case). */
 import { Effect, Scope } from "effect"
-import { Bulkhead } from "../src/index.js"
+import * as Bulkhead from "effect-resilience/Bulkhead"
 import type { Case } from "./harness.js"
 
 // Built once and kept for the whole run, as an application holds its bulkheads.

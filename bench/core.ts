@@ -1,6 +1,9 @@
 /** Issue #2: per-call overhead of the core primitives on the success path. */
 import { Effect, Schedule } from "effect"
-import { Backoff, Deadline, type Failure, Retry } from "../src/index.js"
+import * as Backoff from "effect-resilience/Backoff"
+import * as Deadline from "effect-resilience/Deadline"
+import type * as Failure from "effect-resilience/Failure"
+import * as Retry from "effect-resilience/Retry"
 import type { Case } from "./harness.js"
 
 // Policies are built once and applied per call, as users write them.

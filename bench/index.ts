@@ -1,6 +1,9 @@
 /**
- * `npm run bench` prints ns/op per case and the ratios the issues set as targets;
- * `npm run bench -- --json` prints `{ cases: { name: nsPerOp } }` and nothing else.
+ * `npm run bench` builds the library (`dist/`), compiles this folder against the built entry points
+ * (`effect-resilience/*` resolves to `dist/` through the package's own `exports`) and runs it with plain
+ * `node`: what users run, not the sources under a loader. It prints ns/op per case and the ratios the
+ * issues set as targets; `npm run -s bench -- --json` prints `{ cases: { name: nsPerOp } }` and nothing else;
+ * `npm run bench -- --only core,pipeline` runs only those suites (the file names here).
  *
  * Overhead = ns/op of a case minus the `Effect.succeed` baseline; ratios compare overheads, except targets
  * marked "absolute", which compare whole per-call costs (e.g. against a promise-based library).
@@ -24,7 +27,15 @@ interface Suite {
   readonly extra?: () => Promise<Record<string, number>>
   readonly report?: (results: ReadonlyMap<string, number>) => Promise<void>
 }
-const suites: ReadonlyArray<Suite> = [core, bulkhead, breaker, limiter, pipeline, redis, idempotency, queue]
+const all: Record<string, Suite> = { core, bulkhead, breaker, limiter, pipeline, redis, idempotency, queue }
+const only = process.argv.indexOf("--only")
+const picked = only === -1 ? Object.keys(all) : (process.argv[only + 1] ?? "").split(",")
+for (const name of picked) {
+  if (!(name in all)) throw new Error(`no bench suite "${name}": ${Object.keys(all).join(", ")}`)
+}
+// every ratio is taken over the `Effect.succeed` baseline, which the core suite measures first
+const baseline: Suite = { cases: core.cases.filter((c) => c.name === "Effect.succeed"), targets: [] }
+const suites: ReadonlyArray<Suite> = [...picked.includes("core") ? [] : [baseline], ...picked.map((name) => all[name]!)]
 
 const results: Array<Result> = []
 for (const suite of suites) {
@@ -40,7 +51,7 @@ for (const suite of suites) {
 }
 
 const byName = new Map(results.map((r) => [r.name, r.nsPerOp]))
-const baseline = byName.get("Effect.succeed") ?? 0
+const floor = byName.get("Effect.succeed") ?? 0
 if (json) {
   console.log(JSON.stringify({ cases: Object.fromEntries(byName) }))
 } else {
@@ -50,7 +61,7 @@ if (json) {
       const a = byName.get(name)
       const b = byName.get(reference)
       if (a === undefined || b === undefined) continue
-      const ratio = kind === "absolute" ? a / b : Math.max(0, a - baseline) / Math.max(1, b - baseline)
+      const ratio = kind === "absolute" ? a / b : Math.max(0, a - floor) / Math.max(1, b - floor)
       const verdict = ratio <= target ? "ok" : "MISSED"
       console.log(`${name} / ${reference}`.padEnd(40), `${ratio.toFixed(3)}×  (target ≤ ${target}×) ${verdict}`)
     }

@@ -3,9 +3,10 @@
  * decisions of the store's synchronous core; heap after 1M keys and after they are evicted.
  */
 import { Effect } from "effect"
+import * as RateLimiter from "effect-resilience/RateLimiter"
+import * as RateLimiterStore from "effect-resilience/RateLimiterStore"
 import * as v8 from "node:v8"
 import * as vm from "node:vm"
-import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import { type Case, fmt } from "./harness.js"
 
 const KEYS = 100_000

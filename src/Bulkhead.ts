@@ -6,8 +6,7 @@
  *
  * @since 0.1.0
  */
-import type { Context, Duration, Effect, Scope } from "effect"
-import { Layer } from "effect"
+import type { Context, Duration, Effect, Layer, Metric, Scope } from "effect"
 import * as internal from "./internal/bulkhead.js"
 
 /**
@@ -139,5 +138,30 @@ export const make: (options: Options) => Effect.Effect<Bulkhead, never, Scope.Sc
  * @since 0.1.0
  * @category layers
  */
-export const layer = <I>(tag: Context.Tag<I, Bulkhead>, options: Options): Layer.Layer<I> =>
-  Layer.scoped(tag, make(options))
+export const layer: <I>(tag: Context.Tag<I, Bulkhead>, options: Options) => Layer.Layer<I> = internal.layer
+
+/**
+ * Calls holding a slot (`effect_resilience_bulkhead_active`), tagged `bulkhead` when the bulkhead has a name.
+ * Bulkheads with the same name add up.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const activeGauge: Metric.Metric.Gauge<number> = internal.activeGauge
+
+/**
+ * Calls waiting for a slot (`effect_resilience_bulkhead_queued`), tagged `bulkhead` when the bulkhead has a name.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const queuedGauge: Metric.Metric.Gauge<number> = internal.queuedGauge
+
+/**
+ * Calls turned away (`effect_resilience_bulkhead_rejections_total`), tagged `reason` (a {@link RejectionReason})
+ * and `bulkhead` when the bulkhead has a name.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const rejectionsTotal: Metric.Metric.Counter<number> = internal.rejections

@@ -8,7 +8,7 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect } from "effect"
+import type { Duration, Effect, Metric } from "effect"
 import * as internal from "./internal/hedge.js"
 
 /**
@@ -62,6 +62,12 @@ export interface Options {
 export const hedge: {
   (options: Options): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, options: Options): Effect.Effect<A, E, R>
-} = ((...args: [Options] | [Effect.Effect<any, any, any>, Options]) =>
-  // the data-last form validates once and can be applied many times; data-first validates per call
-  args.length === 1 ? internal.compile(args[0]) : internal.compile(args[1])(args[0])) as any
+} = internal.hedge
+
+/**
+ * Counts the extra copies `Hedge.hedge` started (`effect_resilience_hedges_total`): every copy after the first.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const hedgesTotal: Metric.Metric.Counter<number> = internal.hedges

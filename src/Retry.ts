@@ -6,7 +6,6 @@
  */
 import type { Duration, Effect, Metric, Schedule } from "effect"
 import type { Retryable } from "./Failure.js"
-import { compiled } from "./internal/dual.js"
 import * as internal from "./internal/retry.js"
 import type { Budget } from "./RetryBudget.js"
 
@@ -172,4 +171,4 @@ export const retry: {
     self: Effect.Effect<A, E, R> & RequireRetryable<E>,
     options: Options<R2>
   ): Effect.Effect<A, RetriedError<E>, R | R2>
-} = compiled(internal.compile)
+} = internal.retry

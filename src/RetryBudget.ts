@@ -89,6 +89,9 @@ export type RetryBudget = internal.RetryBudget
 export const unsafeMake: (options: Options) => Budget = internal.unsafeMake
 
 /**
+ * `unsafeMake` as an effect. Bad options throw `IllegalArgumentException` when `make` is called, as
+ * `unsafeMake` does.
+ *
  * @since 0.1.0
  * @category constructors
  */

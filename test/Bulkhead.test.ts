@@ -13,7 +13,6 @@ import {
   TestClock
 } from "effect"
 import { Bulkhead } from "../src/index.js"
-import { queuedGauge, rejections } from "../src/internal/bulkhead.js"
 
 /** Lets forked fibers run until they block. */
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
@@ -36,14 +35,19 @@ const tracker = () => {
 
 const rejectionsOf = (name: string, reason: Bulkhead.RejectionReason) =>
   Metric.value(
-    rejections.pipe(
+    Bulkhead.rejectionsTotal.pipe(
       Metric.tagged("bulkhead", name),
       Metric.tagged("reason", reason)
     )
   ).pipe(Effect.map((state) => state.count))
 
+const activeOf = (name: string) =>
+  Metric.value(Bulkhead.activeGauge.pipe(Metric.tagged("bulkhead", name))).pipe(
+    Effect.map((state) => state.value)
+  )
+
 const queuedOf = (name: string) =>
-  Metric.value(queuedGauge.pipe(Metric.tagged("bulkhead", name))).pipe(
+  Metric.value(Bulkhead.queuedGauge.pipe(Metric.tagged("bulkhead", name))).pipe(
     Effect.map((state) => state.value)
   )
 
@@ -109,10 +113,12 @@ describe("Bulkhead", () => {
       expect(error.message).toContain("full-test")
       expect(yield* rejectionsOf(name, "queue-full")).toBe(before + 1)
       expect(yield* queuedOf(name)).toBe(3)
+      expect(yield* activeOf(name)).toBe(2)
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.joinAll(fibers)
       expect(ran.sort()).toEqual([1, 2, 3, 4, 5])
       expect(yield* queuedOf(name)).toBe(0)
+      expect(yield* activeOf(name)).toBe(0)
     }))
 
   it.scoped("maxQueue 0 rejects as soon as every slot is taken", () =>

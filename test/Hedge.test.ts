@@ -1,9 +1,8 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Metric, Option, TestClock } from "effect"
 import { Hedge } from "../src/index.js"
-import { hedges } from "../src/internal/hedge.js"
 
-const hedgesFired = Effect.map(Metric.value(hedges), (state) => state.count)
+const hedgesFired = Effect.map(Metric.value(Hedge.hedgesTotal), (state) => state.count)
 
 /**
  * A call whose n-th copy (from 1) runs `behaviour(n)`. Records when each copy started and which

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, FastCheck as fc } from "effect"
+import { Cause, Effect, FastCheck as fc } from "effect"
 import { RetryBudget } from "../src/index.js"
 
 describe("RetryBudget", () => {
@@ -81,5 +81,7 @@ describe("RetryBudget", () => {
     expect(() => RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: 0 })).toThrow(/tokenRatio/)
     expect(() => RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: 0.0001 })).toThrow(/tokenRatio/)
     expect(() => RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: Infinity })).toThrow(/tokenRatio/)
+    // `make` too, when it is called, not when its effect runs (the one rule, docs/conventions.md)
+    expect(() => RetryBudget.make({ maxTokens: 10, tokenRatio: 0 })).toThrow(Cause.IllegalArgumentException)
   })
 })

@@ -1,41 +1,36 @@
 import { Duration, Effect, Random, Schedule, ScheduleDecision, ScheduleInterval } from "effect"
+import * as core from "../core/backoff.js"
 import * as validate from "./validate.js"
 
-export interface Bounds {
-  readonly base: number
-  readonly cap: number
-}
+export type Bounds = core.Bounds
 
-export const bounds = (name: string, options: {
-  readonly base: Duration.DurationInput
-  readonly cap: Duration.DurationInput
-}): Bounds => {
+/** `c(n) = min(cap, base * 2^n)`: see `core/backoff.ts`. */
+export const ceiling: (bounds: Bounds, n: number) => number = core.ceiling
+
+type Options = { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
+
+/** Decodes and checks the options of the schedule `name`; throws `IllegalArgumentException` when they cannot work. */
+export const bounds = (name: string, options: Options): Bounds => {
   const base = validate.millis(`Backoff.${name} base`, options.base, { finite: true })
   const cap = validate.millis(`Backoff.${name} cap`, options.cap, { finite: true })
-  if (cap < base) validate.invalid(`Backoff.${name}: cap (${cap} ms) must not be below base (${base} ms)`)
+  const problem = core.checkBounds(base, cap)
+  if (problem !== undefined) validate.invalid(`Backoff.${name}: ${problem}`)
   return { base, cap }
 }
 
-/** `c(n) = min(cap, base * 2^n)`, safe for any n (2^n overflows to Infinity, which the cap absorbs). */
-export const ceiling = ({ base, cap }: Bounds, n: number): number => base === 0 ? 0 : Math.min(cap, base * 2 ** n)
-
 /**
- * A schedule that recurs forever. Its state is `(n, previous delay)`; `next` turns it and one draw of
- * `Random.next` (when `random` is set) into the delay in milliseconds. The output is that delay and the
- * decision waits exactly that long, so the schedule also works with `Effect.retry` and `Effect.repeat`.
+ * A schedule that recurs forever over one of the core formulas. Each step takes one draw of `Random.next`
+ * (when `random` is set) and outputs the delay it chose; the decision waits exactly that long, so the
+ * schedule also works with `Effect.retry` and `Effect.repeat`.
  */
-export const make = (
-  initialPrevious: number,
-  random: boolean,
-  next: (n: number, previous: number, r: number) => number
-): Schedule.Schedule<Duration.Duration> =>
-  Schedule.makeWithState<readonly [number, number], unknown, Duration.Duration>(
-    [0, initialPrevious],
-    (now, _input, [n, previous]) => {
+const make = (bounds: Bounds, formula: core.Formula, random: boolean): Schedule.Schedule<Duration.Duration> =>
+  Schedule.makeWithState<core.State, unknown, Duration.Duration>(
+    core.initial(bounds),
+    (now, _input, state) => {
       const step = (r: number) => {
-        const delay = next(n, previous, r)
+        const [delay, next] = core.step(formula, bounds, state, r)
         return [
-          [n + 1, delay] as const,
+          next,
           Duration.millis(delay),
           ScheduleDecision.continueWith(ScheduleInterval.after(now + delay))
         ] as const
@@ -44,33 +39,14 @@ export const make = (
     }
   )
 
-export const exponential = (
-  options: { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
-): Schedule.Schedule<Duration.Duration> => {
-  const b = bounds("exponential", options)
-  return make(b.base, false, (n) => ceiling(b, n))
-}
+export const exponential = (options: Options): Schedule.Schedule<Duration.Duration> =>
+  make(bounds("exponential", options), core.formulas.exponential, false)
 
-export const fullJitter = (
-  options: { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
-): Schedule.Schedule<Duration.Duration> => {
-  const b = bounds("fullJitter", options)
-  return make(b.base, true, (n, _previous, r) => r * ceiling(b, n))
-}
+export const fullJitter = (options: Options): Schedule.Schedule<Duration.Duration> =>
+  make(bounds("fullJitter", options), core.formulas.fullJitter, true)
 
-export const equalJitter = (
-  options: { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
-): Schedule.Schedule<Duration.Duration> => {
-  const b = bounds("equalJitter", options)
-  return make(b.base, true, (n, _previous, r) => {
-    const half = ceiling(b, n) / 2
-    return half + r * half
-  })
-}
+export const equalJitter = (options: Options): Schedule.Schedule<Duration.Duration> =>
+  make(bounds("equalJitter", options), core.formulas.equalJitter, true)
 
-export const decorrelatedJitter = (
-  options: { readonly base: Duration.DurationInput; readonly cap: Duration.DurationInput }
-): Schedule.Schedule<Duration.Duration> => {
-  const b = bounds("decorrelatedJitter", options)
-  return make(b.base, true, (_n, previous, r) => Math.min(b.cap, b.base + r * (3 * previous - b.base)))
-}
+export const decorrelatedJitter = (options: Options): Schedule.Schedule<Duration.Duration> =>
+  make(bounds("decorrelatedJitter", options), core.formulas.decorrelatedJitter, true)

@@ -1,5 +1,5 @@
-import type { Scope } from "effect"
-import { Cause, Data, Effect, Metric, MetricLabel } from "effect"
+import type { Context, Scope } from "effect"
+import { Cause, Data, Effect, Layer, Metric, MetricLabel } from "effect"
 import type { Bulkhead, Options, RejectionReason } from "../Bulkhead.js"
 import * as validate from "./validate.js"
 
@@ -25,15 +25,12 @@ export class BulkheadFull extends Data.TaggedError("BulkheadFull")<{
 
 // Gauges move by deltas (`unsafeModify`), so bulkheads sharing a label set add up instead of
 // overwriting each other.
-/** @internal */
 export const activeGauge = Metric.gauge("effect_resilience_bulkhead_active", {
   description: "calls holding a bulkhead slot"
 })
-/** @internal */
 export const queuedGauge = Metric.gauge("effect_resilience_bulkhead_queued", {
   description: "calls waiting for a bulkhead slot"
 })
-/** @internal */
 export const rejections = Metric.counter("effect_resilience_bulkhead_rejections_total", {
   description: "calls turned away by a bulkhead, by reason",
   incremental: true
@@ -153,8 +150,7 @@ const build = (maxConcurrent: number, maxQueue: number, queueTimeout: number | u
       : Effect.timeoutFail(waiting, { duration: queueTimeout, onTimeout: () => rejection("queue-timeout") })
   }
 
-  // Built once: handlers created per call would cost an allocation each (and a `__name` call each
-  // under loaders that keep function names).
+  // built once: handlers created per call would cost an allocation each
   const giveBack = {
     onFailure: (cause: Cause.Cause<unknown>) => {
       release()
@@ -215,3 +211,6 @@ const build = (maxConcurrent: number, maxQueue: number, queueTimeout: number | u
   }
   return { bulkhead, close }
 }
+
+export const layer = <I>(tag: Context.Tag<I, Bulkhead>, options: Options): Layer.Layer<I> =>
+  Layer.scoped(tag, make(options))

@@ -1,5 +1,5 @@
 import { Data, Duration, Effect } from "effect"
-import { dual } from "effect/Function"
+import { compiled } from "./dual.js"
 
 export class Retryable<E = unknown> extends Data.TaggedError("Retryable")<{
   readonly cause: E
@@ -39,22 +39,18 @@ export const classify: {
     self: Effect.Effect<A, E, R>,
     f: (error: E) => E2
   ): Effect.Effect<A, E2, R>
-} = dual(
-  2,
-  <A, E, R, E2 extends Retryable<any> | Fatal<any>>(
-    self: Effect.Effect<A, E, R>,
-    f: (error: E) => E2
-  ): Effect.Effect<A, E2, R> => Effect.mapError(self, f)
+} = compiled(
+  <E, E2 extends Retryable<any> | Fatal<any>>(f: (error: E) => E2) =>
+  <A, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E2, R> => Effect.mapError(self, f)
 )
 
 export const retryWhen: {
   <E>(predicate: (error: E) => boolean): <A, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, Classified<E>, R>
   <A, E, R>(self: Effect.Effect<A, E, R>, predicate: (error: E) => boolean): Effect.Effect<A, Classified<E>, R>
-} = dual(
-  2,
-  <A, E, R>(self: Effect.Effect<A, E, R>, predicate: (error: E) => boolean): Effect.Effect<A, Classified<E>, R> =>
-    Effect.mapError(self, (e): Classified<E> => predicate(e) ? new Retryable({ cause: e }) : new Fatal({ cause: e }))
-)
+} = compiled(<E>(predicate: (error: E) => boolean) => {
+  const classifyOne = (e: E): Classified<E> => predicate(e) ? new Retryable({ cause: e }) : new Fatal({ cause: e })
+  return <A, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, Classified<E>, R> => Effect.mapError(self, classifyOne)
+})
 
 const describe = (cause: unknown): string => {
   if (cause instanceof Error) return cause.message

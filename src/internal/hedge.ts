@@ -1,8 +1,8 @@
 import { Deferred, Duration, Effect, Exit, FiberId, FiberSet, Metric, Scope } from "effect"
 import type { Options } from "../Hedge.js"
+import { compiled } from "./dual.js"
 import * as validate from "./validate.js"
 
-/** @internal */
 export const hedges = Metric.counter("effect_resilience_hedges_total", {
   description: "extra copies started by Hedge.hedge",
   incremental: true
@@ -103,3 +103,8 @@ export const compile = (options: Options) => {
       (scope, exit) => Scope.close(scope, exit)
     )
 }
+
+export const hedge: {
+  (options: Options): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(self: Effect.Effect<A, E, R>, options: Options): Effect.Effect<A, E, R>
+} = compiled(compile)

@@ -1,7 +1,8 @@
-import { Data, Duration, Effect, Metric, ScheduleDecision, ScheduleIntervals } from "effect"
-import type { Options, RetryEvent, StopReason } from "../Retry.js"
+import { Context, Data, Duration, Effect, Metric, ScheduleDecision, ScheduleIntervals } from "effect"
+import type { Options, RequireRetryable, RetriedError, RetryEvent, StopReason } from "../Retry.js"
 import type { Budget } from "../RetryBudget.js"
 import { withDeadline } from "./deadline.js"
+import { compiled } from "./dual.js"
 import { isRetryable, type Retryable } from "./failure.js"
 import { RetryBudget } from "./retryBudget.js"
 import * as validate from "./validate.js"
@@ -25,11 +26,12 @@ export const exhausted = Metric.counter("effect_resilience_retries_exhausted_tot
   incremental: true
 })
 
+const noBudget = (): Budget | undefined => undefined
+
 /**
  * Validates the options once and returns the combinator. On the success path an application costs one
  * catch frame and a context lookup: the schedule, the deadline and the budget are consulted only after
- * a `Retryable` failure. (Hot paths avoid named inner closures on purpose: they are cheap in plain JS
- * but not under loaders that preserve function names.)
+ * a `Retryable` failure.
  */
 export const compile = <R2>(options: Options<R2>) => {
   const maxAttempts = validate.positiveInt("Retry.retry maxAttempts", options.maxAttempts, { allowInfinity: true })
@@ -94,7 +96,7 @@ export const compile = <R2>(options: Options<R2>) => {
 
   return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R | R2> =>
     Effect.withFiberRuntime((fiber) => {
-      const budget: Budget | undefined = ownBudget ?? fiber.currentContext.unsafeMap.get(RetryBudget.key)
+      const budget: Budget | undefined = ownBudget ?? Context.getOrElse(fiber.currentContext, RetryBudget, noBudget)
       if (budget === undefined) {
         return Effect.catchAll(
           self,
@@ -104,3 +106,13 @@ export const compile = <R2>(options: Options<R2>) => {
       return attempt(self, budget, schedule.initial, 1)
     })
 }
+
+export const retry: {
+  <R2 = never>(
+    options: Options<R2>
+  ): <A, E, R>(self: Effect.Effect<A, E, R> & RequireRetryable<E>) => Effect.Effect<A, RetriedError<E>, R | R2>
+  <A, E, R, R2 = never>(
+    self: Effect.Effect<A, E, R> & RequireRetryable<E>,
+    options: Options<R2>
+  ): Effect.Effect<A, RetriedError<E>, R | R2>
+} = compiled(compile)

@@ -1,6 +1,6 @@
 import type { Clock } from "effect"
 import { Duration, Effect, Exit, Fiber } from "effect"
-import { startFrom } from "./detached.js"
+import { forkDetached } from "./fastPath.js"
 
 /**
  * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for
@@ -9,10 +9,10 @@ import { startFrom } from "./detached.js"
  * inside (`Effect.timeout` copies them back, at a cost).
  *
  * Effect's own `timeout` forks two fibers and costs a scheduler round trip even when `self` is synchronous.
- * Here `self` starts at once, on the caller's stack (`Runtime.runFork` starts fibers immediately), and when it
- * is already done on return — the common case for fast calls — no timer is ever armed. Otherwise the timer
- * is aimed at `at` as the clock reads *after* the synchronous start, so a blocking prefix is not given a
- * whole extra budget.
+ * Here `self` starts at once, on the caller's stack (the fast path of `fastPath.forkDetached`), and when it is
+ * already done on return — the common case for fast calls — no timer is ever armed. Otherwise the timer is
+ * aimed at `at` as the clock reads *after* the synchronous start, so a blocking prefix is not given a whole
+ * extra budget. (Under the fallback, `self` starts on the scheduler and always takes the timer's path.)
  */
 export const timeoutWith = <A, E, R, E2>(
   self: Effect.Effect<A, E, R>,
@@ -21,8 +21,7 @@ export const timeoutWith = <A, E, R, E2>(
   onTimeout: () => E2
 ): Effect.Effect<A, E | E2, R> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.withFiberRuntime<A, E | E2, R>((parent, status) => {
-      const child = startFrom(parent, status.runtimeFlags, restore(self))
+    Effect.flatMap(forkDetached(restore(self)), (child): Effect.Effect<A, E | E2> => {
       const done = child.unsafePoll()
       if (done !== null) return done
       const left = at - clock.unsafeCurrentTimeMillis()
