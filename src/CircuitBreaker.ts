@@ -402,7 +402,7 @@ export const stateGauge: Metric.Metric.Gauge<number> = internal.stateGauge
  * @since 0.1.0
  * @category metrics
  */
-export const transitions: Metric.Metric.Counter<number> = internal.transitions
+export const transitionsTotal: Metric.Metric.Counter<number> = internal.transitions
 
 /**
  * Calls refused with {@link CircuitOpen}, labelled `breaker` and `key` (keyed breakers with `keyLabel`).
@@ -410,4 +410,4 @@ export const transitions: Metric.Metric.Counter<number> = internal.transitions
  * @since 0.1.0
  * @category metrics
  */
-export const rejections: Metric.Metric.Counter<number> = internal.rejections
+export const rejectionsTotal: Metric.Metric.Counter<number> = internal.rejections

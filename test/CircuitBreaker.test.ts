@@ -622,7 +622,7 @@ describe("CircuitBreaker", () => {
         const name = "metrics-test"
         const breaker = yield* CircuitBreaker.make({ ...basic, name })
         const label = MetricLabel.make("breaker", name)
-        const opened = Metric.taggedWithLabels(CircuitBreaker.transitions, [
+        const opened = Metric.taggedWithLabels(CircuitBreaker.transitionsTotal, [
           label,
           MetricLabel.make("from", "closed"),
           MetricLabel.make("to", "open")
@@ -631,7 +631,7 @@ describe("CircuitBreaker", () => {
         yield* call(breaker, ok)
         yield* call(breaker, ok)
         expect((yield* Metric.value(opened)).count).toBe(1)
-        expect((yield* Metric.value(Metric.taggedWithLabels(CircuitBreaker.rejections, [label]))).count).toBe(2)
+        expect((yield* Metric.value(Metric.taggedWithLabels(CircuitBreaker.rejectionsTotal, [label]))).count).toBe(2)
         expect((yield* Metric.value(Metric.taggedWithLabels(CircuitBreaker.stateGauge, [label]))).value).toBe(2)
         yield* breaker.reset
         expect((yield* Metric.value(Metric.taggedWithLabels(CircuitBreaker.stateGauge, [label]))).value).toBe(0)
@@ -694,7 +694,7 @@ describe("CircuitBreaker", () => {
         const series = yield* seriesOf(name)
         expect(series.filter((p) => p.metricKey.tags.some((t) => t.key === "key"))).toEqual([])
         // counters aggregate over keys; one gauge cannot hold fifty states, so there is none
-        const opened = Metric.taggedWithLabels(CircuitBreaker.transitions, [
+        const opened = Metric.taggedWithLabels(CircuitBreaker.transitionsTotal, [
           MetricLabel.make("breaker", name),
           MetricLabel.make("from", "closed"),
           MetricLabel.make("to", "open")

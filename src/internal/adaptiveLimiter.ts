@@ -151,13 +151,7 @@ export const layer = <I>(tag: Context.Tag<I, AdaptiveLimiter>, options: Options)
 
 const build = ({ config, isDrop, maxQueue, name, queueTimeout, shares }: ReturnType<typeof resolve>, seed: number) => {
   const tags: ReadonlyArray<MetricLabel.MetricLabel> = name === undefined ? [] : [MetricLabel.make("limiter", name)]
-  const reasonTags = (reason: slots.RejectionReason) => [...tags, MetricLabel.make("reason", reason)]
-  const rejectionTags: Record<slots.RejectionReason, ReadonlyArray<MetricLabel.MetricLabel>> = {
-    "queue-full": reasonTags("queue-full"),
-    "queue-timeout": reasonTags("queue-timeout"),
-    "closed": reasonTags("closed"),
-    "shed": reasonTags("shed")
-  }
+  const rejectionTags = slots.reasonLabels(tags)
   let state = core.initial(config, seed)
   let limit = core.limitOf(config, state)
   limitGauge.unsafeUpdate(limit, tags)

@@ -34,24 +34,20 @@ export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<{ readonl
   }
 }
 
-export const within: {
-  (
-    duration: Duration.DurationInput
-  ): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, duration: Duration.DurationInput): Effect.Effect<A, E | DeadlineExceeded, R>
-} = compiled((duration: Duration.DurationInput) => {
+// Each combinator is a typed builder (validates once, returns the data-last function; internal callers use it)
+// and its dual, whose overloads the public module declares.
+
+export const withinOf = (duration: Duration.DurationInput) => {
   const budget = validate.millis("Deadline.within duration", duration)
   return <A, E, R>(self: Effect.Effect<A, E, R>) =>
     withDeadline((deadline, now, clock) => {
       const own = now + budget
       return runUntil(self, deadline === undefined || own < deadline ? own : deadline, now, clock)
     })
-})
+}
+export const within = compiled(withinOf)
 
-export const withDeadlineAt: {
-  (epochMillis: number): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E | DeadlineExceeded, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, epochMillis: number): Effect.Effect<A, E | DeadlineExceeded, R>
-} = compiled((epochMillis: number) => {
+export const withDeadlineAtOf = (epochMillis: number) => {
   if (typeof epochMillis !== "number" || Number.isNaN(epochMillis)) {
     validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
   }
@@ -59,17 +55,10 @@ export const withDeadlineAt: {
     withDeadline((deadline, now, clock) =>
       runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, clock)
     )
-})
+}
+export const withDeadlineAt = compiled(withDeadlineAtOf)
 
-export const timeout: {
-  (duration: Duration.DurationInput): <A, E, R>(
-    self: Effect.Effect<A, E, R>
-  ) => Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
-  <A, E, R>(
-    self: Effect.Effect<A, E, R>,
-    duration: Duration.DurationInput
-  ): Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
-} = compiled((duration: Duration.DurationInput) => {
+export const timeoutOf = (duration: Duration.DurationInput) => {
   const own = validate.millis("Deadline.timeout duration", duration)
   const timeout = Duration.millis(own)
   return <A, E, R>(self: Effect.Effect<A, E, R>) =>
@@ -78,7 +67,8 @@ export const timeout: {
       if (own <= 0) return Effect.fail(new AttemptTimeout({ timeout }))
       return timeoutWith(self, now + own, clock, () => new AttemptTimeout({ timeout }))
     })
-})
+}
+export const timeout = compiled(timeoutOf)
 
 export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = withDeadline((deadline, now) =>
   Effect.succeed(deadline === undefined ? Option.none() : Option.some(Duration.millis(Math.max(0, deadline - now))))

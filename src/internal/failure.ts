@@ -31,23 +31,13 @@ export const isRetryable = (u: unknown): u is Retryable<unknown> =>
 export const isFatal = (u: unknown): u is Fatal<unknown> =>
   typeof u === "object" && u !== null && (u as { _tag?: unknown })._tag === "Fatal"
 
-export const classify: {
-  <E, E2 extends Retryable<any> | Fatal<any>>(
-    f: (error: E) => E2
-  ): <A, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E2, R>
-  <A, E, R, E2 extends Retryable<any> | Fatal<any>>(
-    self: Effect.Effect<A, E, R>,
-    f: (error: E) => E2
-  ): Effect.Effect<A, E2, R>
-} = compiled(
+// the public module declares the overloads of these duals
+export const classify = compiled(
   <E, E2 extends Retryable<any> | Fatal<any>>(f: (error: E) => E2) =>
   <A, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E2, R> => Effect.mapError(self, f)
 )
 
-export const retryWhen: {
-  <E>(predicate: (error: E) => boolean): <A, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, Classified<E>, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, predicate: (error: E) => boolean): Effect.Effect<A, Classified<E>, R>
-} = compiled(<E>(predicate: (error: E) => boolean) => {
+export const retryWhen = compiled(<E>(predicate: (error: E) => boolean) => {
   const classifyOne = (e: E): Classified<E> => predicate(e) ? new Retryable({ cause: e }) : new Fatal({ cause: e })
   return <A, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, Classified<E>, R> => Effect.mapError(self, classifyOne)
 })

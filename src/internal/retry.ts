@@ -1,5 +1,5 @@
 import { Context, Data, Duration, Effect, Metric, ScheduleDecision, ScheduleIntervals } from "effect"
-import type { Options, RequireRetryable, RetriedError, RetryEvent, StopReason } from "../Retry.js"
+import type { Options, RetryEvent, StopReason } from "../Retry.js"
 import type { Budget } from "../RetryBudget.js"
 import { withDeadline } from "./deadline.js"
 import { compiled } from "./dual.js"
@@ -107,12 +107,5 @@ export const compile = <R2>(options: Options<R2>) => {
     })
 }
 
-export const retry: {
-  <R2 = never>(
-    options: Options<R2>
-  ): <A, E, R>(self: Effect.Effect<A, E, R> & RequireRetryable<E>) => Effect.Effect<A, RetriedError<E>, R | R2>
-  <A, E, R, R2 = never>(
-    self: Effect.Effect<A, E, R> & RequireRetryable<E>,
-    options: Options<R2>
-  ): Effect.Effect<A, RetriedError<E>, R | R2>
-} = compiled(compile)
+// the public module declares its overloads
+export const retry = compiled(compile)

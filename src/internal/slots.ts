@@ -1,10 +1,23 @@
-import { Cause, Effect } from "effect"
+import { Cause, Effect, MetricLabel } from "effect"
 
 /**
  * Why a call did not get a slot: the queue was full, the wait too long, the slots closed, or (adaptive limiter
  * with criticality) the call's share of the limit was used up.
  */
 export type RejectionReason = "queue-full" | "queue-timeout" | "closed" | "shed"
+
+/** The label sets of a rejections counter, one per reason, built once (metric hooks are cached by array identity). */
+export const reasonLabels = (
+  tags: ReadonlyArray<MetricLabel.MetricLabel>
+): Record<RejectionReason, ReadonlyArray<MetricLabel.MetricLabel>> => {
+  const labels = (reason: RejectionReason) => [...tags, MetricLabel.make("reason", reason)]
+  return {
+    "queue-full": labels("queue-full"),
+    "queue-timeout": labels("queue-timeout"),
+    "closed": labels("closed"),
+    "shed": labels("shed")
+  }
+}
 
 export interface Config<Err extends { readonly reason: RejectionReason }> {
   /** The slots in force now; read on every admission and release, so it may change between calls. */

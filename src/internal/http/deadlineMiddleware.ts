@@ -3,7 +3,7 @@ import { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
 import * as DeadlineHeader from "../../core/deadlineHeader.js"
 import type { Options } from "../../http/DeadlineMiddleware.js"
-import { DeadlineExceeded, within } from "../deadline.js"
+import { DeadlineExceeded, withinOf } from "../deadline.js"
 import * as validate from "../validate.js"
 import { problem } from "./problem.js"
 
@@ -39,7 +39,7 @@ export const make = (options: Options = {}) => {
       const budget = DeadlineHeader.serverBudget(parsed, max, fallback)
       if (budget === undefined) return app
       return app.pipe(
-        within(budget),
+        withinOf(budget),
         Effect.catchIf(
           (e): e is DeadlineExceeded => e instanceof DeadlineExceeded,
           () =>

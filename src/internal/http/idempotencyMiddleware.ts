@@ -7,7 +7,7 @@ import { parseIdempotencyKey } from "../../core/structuredFields.js"
 import type { Options } from "../../http/IdempotencyMiddleware.js"
 import type { ClaimRef, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { currentDeadline } from "../deadline.js"
-import { startFrom } from "../detached.js"
+import * as fastPath from "../fastPath.js"
 import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore.js"
 import * as validate from "../validate.js"
 import { refuse, resolver } from "./clientScope.js"
@@ -183,10 +183,10 @@ export const make = <RS>(options: Options<RS> = {}) => {
 
 /**
  * Runs `effect` in a fiber of its own that no one else holds (like `Effect.forkDaemon`), started at once on
- * the caller's stack: a handler that answers without waiting costs no extra scheduler round trip.
+ * the caller's stack where the runtime allows it: a handler that answers without waiting costs no extra
+ * scheduler round trip.
  */
-const detach = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> =>
-  Effect.withFiberRuntime((parent, status) => Effect.succeed(startFrom(parent, status.runtimeFlags, effect)))
+const detach = fastPath.forkDetached
 
 /** The answer to a claim that did not admit the request: the store's refusal, or the key's state. */
 const refused = (

@@ -43,7 +43,7 @@ export const run = <A, E, R, R2>(
     validate.millis("Consumer.run redeliveryDelay", redeliveryDelay)
   }
   const withRetry = options.retry === undefined ? undefined : retry.compile(options.retry)
-  const withDeadline = timeout === undefined ? undefined : deadline.within(timeout)
+  const withDeadline = timeout === undefined ? undefined : deadline.withinOf(timeout)
   const { handler, onDeadLetter, source } = options
   const partitions = options.orderedByKey === true ? concurrency : 1
   const capacity = bufferSize + concurrency
