@@ -10,6 +10,7 @@
  */
 import type { Duration, Effect, Metric } from "effect"
 import * as internal from "./internal/hedge.js"
+import type { Budget } from "./RetryBudget.js"
 
 /**
  * @since 0.1.0
@@ -23,6 +24,12 @@ export interface Options {
   readonly delay: Duration.DurationInput
   /** Copies in all, counting the first: `3` means at most two hedges. An integer >= 1; `1` disables hedging. */
   readonly maxAttempts: number
+  /**
+   * The retry budget hedges draw from (gRPC A6: hedges and retries share one throttle). Default: the
+   * `RetryBudget` in the context, if any. Each copy after the first costs a token, as a retry does; when the
+   * budget refuses, no further copy is sent. A won hedge gives back a success.
+   */
+  readonly budget?: Budget
 }
 
 /**
@@ -36,6 +43,9 @@ export interface Options {
  *   that counts from there. Defects count as failures too.
  * - When every copy has failed, the result is the **last** failure (its full `Cause`).
  * - Interrupting the hedge interrupts every copy.
+ * - With a retry budget (the `budget` option, or a `RetryBudget` in the context), each copy after the first
+ *   costs a token like a retry, and no further copy is sent once the budget refuses; a won hedge records a
+ *   success.
  *
  * Each copy after the first increments the `effect_resilience_hedges_total` counter; the current span
  * is annotated with `hedge.copies` (copies started) and, on success, `hedge.winner` (1 for the first copy).

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Effect, Exit, Fiber, Metric, Option, TestClock } from "effect"
-import { Hedge } from "../src/index.js"
+import { Hedge, RetryBudget } from "../src/index.js"
 
 const hedgesFired = Effect.map(Metric.value(Hedge.hedgesTotal), (state) => state.count)
 
@@ -174,6 +174,55 @@ describe("Hedge", () => {
       expect(yield* Fiber.join(fiber)).toBe(2)
       expect(released).toEqual([])
     }))
+
+  describe("with a retry budget (gRPC A6: hedges and retries share it)", () => {
+    it.effect("each copy after the first costs a token, and none is sent once the budget refuses", () =>
+      Effect.gen(function*() {
+        // 4 tokens: a copy may go while more than 2 are left after paying for it
+        const budget = RetryBudget.unsafeMake({ maxTokens: 4, tokenRatio: 0.5 })
+        const s = scripted(() => Effect.as(Effect.sleep("1 second"), "slow"))
+        const fiber = yield* Effect.fork(s.call.pipe(Hedge.hedge({ delay: "10 millis", maxAttempts: 5, budget })))
+        yield* TestClock.adjust("100 millis")
+        // copy 2 paid (4 → 3); copy 3 was refused (3 → 2, not above half): two copies in all
+        expect(s.starts).toEqual([0, 10])
+        expect(yield* budget.tokens).toBe(2)
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.join(fiber)).toBe("slow")
+        // the win gives back a success
+        expect(yield* budget.tokens).toBe(2.5)
+      }))
+
+    it.effect("the budget in the context is used when none is given", () =>
+      Effect.gen(function*() {
+        const s = scripted(() => Effect.as(Effect.sleep("100 millis"), "ok"))
+        const fiber = yield* Effect.fork(
+          s.call.pipe(
+            Hedge.hedge({ delay: "10 millis", maxAttempts: 3 }),
+            Effect.provideService(RetryBudget.RetryBudget, RetryBudget.unsafeMake({ maxTokens: 1, tokenRatio: 1 }))
+          )
+        )
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.join(fiber)).toBe("ok")
+        expect(s.starts).toEqual([0])
+      }))
+
+    it.effect("when the refused hedge leaves only failed copies, the last failure is the result (no hang)", () =>
+      Effect.gen(function*() {
+        const budget = RetryBudget.unsafeMake({ maxTokens: 1, tokenRatio: 1 })
+        const s = scripted((n) => Effect.zipRight(Effect.sleep("5 millis"), Effect.fail(`failed ${n}`)))
+        const fiber = yield* Effect.fork(s.call.pipe(Hedge.hedge({ delay: "50 millis", maxAttempts: 3, budget })))
+        yield* TestClock.adjust("5 millis")
+        const exit = yield* Fiber.await(fiber)
+        expect(exit).toEqual(Exit.fail("failed 1"))
+        expect(s.starts).toEqual([0])
+
+        const late = scripted((n) => Effect.zipRight(Effect.sleep("100 millis"), Effect.fail(`failed ${n}`)))
+        const second = yield* Effect.fork(late.call.pipe(Hedge.hedge({ delay: "10 millis", maxAttempts: 3, budget })))
+        yield* TestClock.adjust("100 millis")
+        expect(yield* Fiber.await(second)).toEqual(Exit.fail("failed 1"))
+        expect(late.starts).toHaveLength(1)
+      }))
+  })
 
   it("rejects options that could never work", () => {
     expect(() => Hedge.hedge({ delay: "1 second", maxAttempts: 0 })).toThrow(/maxAttempts/)
