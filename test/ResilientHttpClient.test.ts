@@ -15,9 +15,11 @@ import { createServer } from "node:http"
 import { connect, createServer as createNetServer } from "node:net"
 import * as ResilientHttpClientNode from "../src/http/ResilientHttpClient/Node.js"
 import {
+  AdaptiveThrottle,
   Backoff,
   Chaos,
   CircuitBreaker,
+  Criticality,
   Deadline,
   DeadlineMiddleware,
   HttpErrors,
@@ -32,6 +34,7 @@ interface Seen {
   readonly method: string
   readonly key: string | undefined
   readonly deadline: string | undefined
+  readonly criticality: string | undefined
   readonly at: number
 }
 
@@ -39,7 +42,14 @@ interface Seen {
  * A server whose answers are scripted: each request takes the next behaviour from `script` (the last one
  * repeats), and is recorded in `seen` (a queue, so a test can wait for the n-th request).
  */
-const scripted = (script: ReadonlyArray<"ok" | "hang" | number | readonly [number, string]>) =>
+type Step =
+  | "ok"
+  | "hang"
+  | number
+  | readonly [status: number, retryAfter: string]
+  | { readonly status: number; readonly headers: Record<string, string> }
+
+const scripted = (script: ReadonlyArray<Step>) =>
   Effect.gen(function*() {
     const seen = yield* Queue.unbounded<Seen>()
     let n = 0
@@ -50,12 +60,17 @@ const scripted = (script: ReadonlyArray<"ok" | "hang" | number | readonly [numbe
         method: request.method,
         key: request.headers["idempotency-key"],
         deadline: request.headers["request-timeout-ms"],
+        criticality: request.headers["request-criticality"],
         at
       })
       const step = script[Math.min(n++, script.length - 1)]!
       if (step === "ok") return HttpServerResponse.text("ok")
       if (step === "hang") return yield* Effect.never
       if (typeof step === "number") return HttpServerResponse.text(`status ${step}`, { status: step })
+      if (!Array.isArray(step)) {
+        const { headers, status } = step as { readonly status: number; readonly headers: Record<string, string> }
+        return HttpServerResponse.text(`status ${status}`, { status, headers })
+      }
       return HttpServerResponse.text(`status ${step[0]}`, { status: step[0], headers: { "retry-after": step[1] } })
     })
     yield* serve(HttpRouter.empty.pipe(HttpRouter.all("*", handler)))
@@ -351,7 +366,9 @@ describe("ResilientHttpClient", () => {
       const { seen, url } = yield* scripted([[429, "1"]])
       const http = yield* client({
         retry: false,
-        breaker: { trip: CircuitBreaker.consecutive(2), openFor: "30 seconds" }
+        breaker: { trip: CircuitBreaker.consecutive(2), openFor: "30 seconds" },
+        // each call is sent at once (shared backpressure would hold the next ones for a second)
+        sharedBackpressure: false
       })
       for (let i = 0; i < 4; i++) {
         expect(failureOf(yield* Effect.exit(http.execute(HttpClientRequest.get(url))))).toBeInstanceOf(
@@ -359,6 +376,83 @@ describe("ResilientHttpClient", () => {
         )
       }
       expect(yield* Queue.size(seen)).toBe(4)
+    }).pipe(Effect.provide(ServerAndClient)))
+
+  describe("shared backpressure per origin", () => {
+    it.scoped("a 429 with Retry-After holds every caller of the origin until then, not only the one that heard it", () =>
+      Effect.gen(function*() {
+        const { seen, url } = yield* scripted([[429, "2"], "ok"])
+        const http = yield* client({ retry: false })
+        expect(failureOf(yield* Effect.exit(http.execute(HttpClientRequest.get(url))))).toBeInstanceOf(
+          HttpErrors.StatusError
+        )
+        expect((yield* Queue.take(seen)).at).toBe(0)
+        const other = yield* Effect.fork(statusOf(http.execute(HttpClientRequest.get(url))))
+        yield* TestClock.adjust("1999 millis")
+        expect(yield* Queue.size(seen)).toBe(0)
+        yield* TestClock.adjust("1 millis")
+        expect((yield* Queue.take(seen)).at).toBe(2000)
+        expect(yield* Fiber.join(other)).toEqual(Exit.succeed(200))
+      }).pipe(Effect.provide(ServerAndClient)))
+
+    it.scoped("a caller whose deadline ends before the pause fails at once, without sending", () =>
+      Effect.gen(function*() {
+        const { seen, url } = yield* scripted([[503, "10"], "ok"])
+        const http = yield* client({ retry: false })
+        yield* Effect.exit(http.execute(HttpClientRequest.get(url)))
+        yield* Queue.take(seen)
+        const exit = yield* Effect.exit(http.execute(HttpClientRequest.get(url)).pipe(Deadline.within("5 seconds")))
+        expect(failureOf(exit)).toBeInstanceOf(Deadline.DeadlineExceeded)
+        expect(yield* Queue.size(seen)).toBe(0)
+        expect(yield* TestClock.currentTimeMillis).toBe(0)
+      }).pipe(Effect.provide(ServerAndClient)))
+
+    it.scoped("a RateLimit field with no quota left pauses the origin for its reset; false turns it off", () =>
+      Effect.gen(function*() {
+        const { seen, url } = yield* scripted([{ status: 200, headers: { ratelimit: "\"default\";r=0;t=3" } }, "ok"])
+        const http = yield* client()
+        expect(yield* statusOf(http.execute(HttpClientRequest.get(url)))).toEqual(Exit.succeed(200))
+        yield* Queue.take(seen)
+        const next = yield* Effect.fork(statusOf(http.execute(HttpClientRequest.get(url))))
+        yield* TestClock.adjust("3 seconds")
+        expect((yield* Queue.take(seen)).at).toBe(3000)
+        yield* Fiber.join(next)
+
+        const again = yield* scripted([{ status: 200, headers: { ratelimit: "\"default\";r=0;t=3" } }, "ok"])
+        const own = yield* client({ sharedBackpressure: false })
+        yield* own.execute(HttpClientRequest.get(again.url))
+        yield* own.execute(HttpClientRequest.get(again.url))
+        expect((yield* Queue.takeAll(again.seen)).pipe(Chunk.map((s) => s.at), Chunk.toReadonlyArray)).toEqual([
+          3000,
+          3000
+        ])
+      }).pipe(Effect.provide(ServerAndClient)))
+  })
+
+  it.scoped("every attempt carries the fiber's criticality", () =>
+    Effect.gen(function*() {
+      const { seen, url } = yield* scripted(["ok"])
+      const http = yield* client()
+      yield* http.execute(HttpClientRequest.get(url))
+      yield* http.execute(HttpClientRequest.get(url)).pipe(Criticality.withCriticality("sheddable"))
+      const off = yield* client({ criticalityHeader: false })
+      yield* off.execute(HttpClientRequest.get(url)).pipe(Criticality.withCriticality("critical"))
+      const sent = Chunk.toReadonlyArray(yield* Queue.takeAll(seen)).map((s) => s.criticality)
+      expect(sent).toEqual(["default", "sheddable", undefined])
+    }).pipe(Effect.provide(ServerAndClient)))
+
+  it.scoped("with throttle, a server refusing everything gets fewer requests than the calls, and the rest fail locally", () =>
+    Effect.gen(function*() {
+      const { seen, url } = yield* scripted([503])
+      const http = yield* client({ retry: false, throttle: true })
+      let local = 0
+      for (let i = 0; i < 40; i++) {
+        const failure = failureOf(yield* Effect.exit(http.execute(HttpClientRequest.get(url))))
+        if (failure instanceof AdaptiveThrottle.LocallyRejected) local++
+      }
+      const sent = Chunk.size(yield* Queue.takeAll(seen))
+      expect(local).toBeGreaterThan(20)
+      expect(sent + local).toBe(40)
     }).pipe(Effect.provide(ServerAndClient)))
 
   it.scoped("a client-side limiter paces attempts per origin", () =>

@@ -17,6 +17,8 @@
  */
 import type { HttpClient, HttpClientError } from "@effect/platform"
 import type { Context, Duration, Effect, Layer, Schedule, Scope } from "effect"
+import type * as AdaptiveThrottle from "../AdaptiveThrottle.js"
+import type { LocallyRejected } from "../AdaptiveThrottle.js"
 import type { CircuitOpen, KeyedOptions } from "../CircuitBreaker.js"
 import type { DeadlineExceeded } from "../Deadline.js"
 import * as internal from "../internal/http/resilientHttpClient.js"
@@ -63,6 +65,25 @@ export interface Options {
    * deadline)`), or `false`. Default `Request-Timeout-Ms`, which `DeadlineMiddleware` reads.
    */
   readonly deadlineHeader?: false | string
+  /**
+   * The header carrying the fiber's `Criticality` (`critical`, `default` or `sheddable`) on every attempt, or
+   * `false`. Default `Request-Criticality`, which `LoadShedMiddleware` reads.
+   */
+  readonly criticalityHeader?: false | string
+  /**
+   * Client-side adaptive throttling per origin (see `AdaptiveThrottle`): `true` for the defaults (`k = 2`, a
+   * two-minute window), or its options. Answers other than 429 and 503 count as accepted; connection failures,
+   * timeouts, 429 and 503 do not. A call the throttle rejects fails with `LocallyRejected` and is never sent.
+   * Default: off.
+   */
+  readonly throttle?: boolean | AdaptiveThrottle.Options
+  /**
+   * Shared backpressure per origin. Default on: a 429 or 503 with `Retry-After`, or a `RateLimit` field with
+   * `r=0` and a `t`, makes every later attempt to that origin — from any caller of this client — wait until
+   * then (at most `retry.maxRetryAfter`, 60 s by default), or fail at once with `DeadlineExceeded` when its
+   * deadline ends before the pause does. `false` leaves each request to its own retry.
+   */
+  readonly sharedBackpressure?: boolean
   /** Connect timeout of the Node transport (`effect-resilience/ResilientHttpClient/Node` only). Default 3 seconds. */
   readonly connectTimeout?: Duration.DurationInput
 }
@@ -83,6 +104,7 @@ export type ResilientError =
   | CircuitOpen
   | RateLimited
   | DeadlineExceeded
+  | LocallyRejected
 
 /**
  * @since 0.1.0

@@ -1,11 +1,15 @@
 import { HttpClient, type HttpClientError, HttpClientRequest, HttpClientResponse } from "@effect/platform"
-import { Clock, Context, Effect, Layer, Option, Stream } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, FiberRef, Layer, Option, Stream } from "effect"
 import { randomUUID } from "node:crypto"
+import * as Backpressure from "../../core/backpressure.js"
 import * as DeadlineHeader from "../../core/deadlineHeader.js"
 import * as HttpClassify from "../../core/httpClassify.js"
+import { parseRateLimit } from "../../core/rateLimitHeaders.js"
 import type { Options, ResilientError, ResilientHttpClient as Client } from "../../http/ResilientHttpClient.js"
+import * as adaptiveThrottle from "../adaptiveThrottle.js"
 import { fullJitter } from "../backoff.js"
 import { keyed } from "../circuitBreaker/keyed.js"
+import { currentCriticality, headerName as criticalityHeaderName } from "../criticality.js"
 import { type AttemptTimeout, DeadlineExceeded, timeoutOf as attemptTimeout, withDeadline } from "../deadline.js"
 import { isFatal, isRetryable, type Retryable, retryable as toRetryable } from "../failure.js"
 import { compile as retryWith } from "../retry.js"
@@ -114,16 +118,75 @@ const resolve = (options: Options) => {
   const deadlineHeader = options.deadlineHeader === false
     ? undefined
     : headerName("deadlineHeader", options.deadlineHeader ?? defaultHeader)
-  return { attemptMillis, retry, budget, breakers, limiter, keyMethods, keyHeader, deadlineHeader }
+  const criticalityHeader = options.criticalityHeader === false
+    ? undefined
+    : headerName("criticalityHeader", options.criticalityHeader ?? criticalityHeaderName)
+  const throttle = options.throttle === undefined || options.throttle === false
+    ? undefined
+    : adaptiveThrottle.make({ isAccepted, ...(options.throttle === true ? {} : options.throttle) })
+  const maxPauseMillis = options.sharedBackpressure === false
+    ? undefined
+    : validate.millis(
+      "ResilientHttpClient maxRetryAfter",
+      (options.retry === false ? undefined : options.retry?.maxRetryAfter) ?? "60 seconds"
+    )
+  return {
+    attemptMillis,
+    retry,
+    budget,
+    breakers,
+    limiter,
+    keyMethods,
+    keyHeader,
+    deadlineHeader,
+    criticalityHeader,
+    throttle,
+    maxPauseMillis
+  }
+}
+
+/**
+ * What the adaptive throttle counts as accepted: an answer, unless it is a 429 or 503 (the server refusing for
+ * load). Connection failures, timeouts and refusals are not; a breaker or limiter refusal says nothing.
+ */
+const isAccepted = (exit: Exit.Exit<unknown, unknown>): boolean | undefined => {
+  if (Exit.isSuccess(exit)) return true
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isNone(failure)) return undefined
+  const error = isRetryable(failure.value) ? failure.value.cause : failure.value
+  if (error instanceof StatusError) return !Backpressure.pausesOrigin(error.status)
+  return error instanceof ConnectFailed || error instanceof NoResponse ? false : undefined
 }
 
 export const make = (options: Options = {}) => {
   const resolved = resolve(options)
   return Effect.gen(function*() {
     const underlying = yield* HttpClient.HttpClient
-    const { attemptMillis, budget, deadlineHeader, keyHeader, keyMethods, limiter, retry } = resolved
+    const { attemptMillis, budget, criticalityHeader, deadlineHeader, keyHeader, keyMethods, limiter, retry } = resolved
+    const { maxPauseMillis } = resolved
     const timeout = attemptTimeout(attemptMillis)
     const breakers = resolved.breakers === undefined ? undefined : yield* resolved.breakers
+    const throttle = resolved.throttle === undefined ? undefined : yield* resolved.throttle
+
+    /** Per origin, the instant until which the server asked every caller to hold off. */
+    const pausedUntil = new Map<string, number>()
+    const notePause = (origin: string, response: HttpClientResponse.HttpClientResponse, now: number) => {
+      if (maxPauseMillis === undefined) return
+      const header = response.headers["retry-after"]
+      const retryAfter = header === undefined ? undefined : Option.getOrUndefined(parseRetryAfter(header, now))
+      const rateLimit = response.headers["ratelimit"]
+      const pause = Backpressure.pauseMillis(
+        response.status,
+        retryAfter === undefined ? undefined : Duration.toMillis(retryAfter),
+        rateLimit === undefined ? undefined : parseRateLimit(rateLimit),
+        maxPauseMillis
+      )
+      if (pause === undefined) return
+      if (pausedUntil.size >= 10_000) {
+        for (const [key, until] of pausedUntil) if (until <= now) pausedUntil.delete(key)
+      }
+      pausedUntil.set(origin, Math.max(pausedUntil.get(origin) ?? 0, now + pause))
+    }
 
     /** Whether a response asks for a retry (a retryable status, for a request that may be repeated). */
     const retried = (response: HttpClientResponse.HttpClientResponse, hasKey: boolean): boolean =>
@@ -163,13 +226,18 @@ export const make = (options: Options = {}) => {
       return decision === "retry" ? toRetryable(classified) : classified
     }
 
-    const attempt = (request: HttpClientRequest.HttpClientRequest, hasKey: boolean) =>
+    const send = (request: HttpClientRequest.HttpClientRequest, hasKey: boolean, origin: string) =>
       withDeadline((deadline, now) => {
         const value = deadlineHeader === undefined
           ? undefined
           : DeadlineHeader.clientValue(attemptMillis, deadline, now)
         const sent = value === undefined ? request : HttpClientRequest.setHeader(request, deadlineHeader!, value)
         return underlying.execute(sent).pipe(
+          Effect.tap((response) =>
+            maxPauseMillis === undefined
+              ? Effect.void
+              : Effect.flatMap(Clock.currentTimeMillis, (at) => Effect.sync(() => notePause(origin, response, at)))
+          ),
           // a response to retry lets its connection go now, within the attempt's time
           Effect.flatMap((response) => retried(response, hasKey) ? detach(response) : Effect.succeed(response)),
           timeout,
@@ -181,6 +249,20 @@ export const make = (options: Options = {}) => {
         )
       })
 
+    /** Waits out the origin's pause (or gives up when the deadline ends first), then sends. */
+    const attempt = (request: HttpClientRequest.HttpClientRequest, hasKey: boolean, origin: string) =>
+      withDeadline((deadline, now) => {
+        const hold = Backpressure.hold(pausedUntil.get(origin), now, deadline)
+        switch (hold._tag) {
+          case "Go":
+            return send(request, hasKey, origin)
+          case "Wait":
+            return Effect.zipRight(Effect.sleep(Duration.millis(hold.millis)), send(request, hasKey, origin))
+          case "GiveUp":
+            return Effect.fail(new DeadlineExceeded())
+        }
+      })
+
     const execute = (request: HttpClientRequest.HttpClientRequest) => {
       const existing = keyHeader === undefined ? undefined : request.headers[keyHeader]
       const key = existing ?? (keyHeader !== undefined && keyMethods.has(request.method) ? randomUUID() : undefined)
@@ -189,8 +271,16 @@ export const make = (options: Options = {}) => {
         : HttpClientRequest.setHeader(request, keyHeader!, key)
       const hasKey = key !== undefined
       const origin = originOf(keyed.url)
-      let once: Effect.Effect<HttpClientResponse.HttpClientResponse, any> = attempt(keyed, hasKey)
+      const marked = criticalityHeader === undefined ? Effect.succeed(keyed) : Effect.map(
+        FiberRef.get(currentCriticality),
+        (level) => HttpClientRequest.setHeader(keyed, criticalityHeader, level)
+      )
+      let once: Effect.Effect<HttpClientResponse.HttpClientResponse, any> = Effect.flatMap(
+        marked,
+        (request) => attempt(request, hasKey, origin)
+      )
       if (breakers !== undefined) once = breakers.protect(once, origin)
+      if (throttle !== undefined) once = throttle.protect(once, origin)
       if (limiter !== undefined) once = Effect.zipRight(limiter.acquire(origin), once)
       const result = retry === undefined
         ? Effect.catchIf(once, isRetryable, (e) => Effect.fail(e.cause))
