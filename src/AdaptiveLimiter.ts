@@ -46,11 +46,11 @@ export interface Options {
   /** Labels the metrics (`limiter`) and the errors. */
   readonly name?: string
   /**
-   * Which failures tell the algorithm that the dependency is overloaded (a "drop"). Default: a timeout —
-   * `AttemptTimeout`, `DeadlineExceeded` or Effect's `TimeoutException`. Other failures and interruptions are not
-   * counted at all: a fast error says nothing about capacity.
+   * Which failures tell the algorithm that the dependency is overloaded. Default: a timeout — `AttemptTimeout`,
+   * `DeadlineExceeded` or Effect's `TimeoutException`. Other failures and interruptions are not counted at all:
+   * a fast error says nothing about capacity.
    */
-  readonly isDrop?: (cause: Cause.Cause<unknown>) => boolean
+  readonly isOverload?: (cause: Cause.Cause<unknown>) => boolean
 }
 
 /**
@@ -100,7 +100,7 @@ export interface AdaptiveLimiter {
 
 /**
  * Additive increase, multiplicative decrease: one more slot per call that completes while at least half the
- * slots are in use, `× backoffRatio` (default 0.9) on a drop or a call slower than `timeout` (default 5 s).
+ * slots are in use, `× backoffRatio` (default 0.9) on an overload or a call slower than `timeout` (default 5 s).
  * It does not look at latency below `timeout`.
  *
  * @since 0.1.0
@@ -113,7 +113,7 @@ export const aimd: (options?: {
 
 /**
  * TCP Vegas: estimates how many calls queue at the dependency from the ratio of the lowest RTT seen to the
- * current one; grows fast while that queue is small, shrinks when it passes a threshold or on a drop. The lowest
+ * current one; grows fast while that queue is small, shrinks when it passes a threshold or on an overload. The lowest
  * RTT is measured again every `probeMultiplier × limit` calls (with jitter from `Random`).
  *
  * @since 0.1.0
@@ -124,8 +124,9 @@ export const vegas: (options?: { readonly smoothing?: number; readonly probeMult
 
 /**
  * Gradient2: scales the limit by `rttTolerance × long-term RTT / last RTT` (kept within [0.5, 1]) and adds
- * `queueSize` so it keeps probing upward; a drop halves it. `smoothing` (default 0.2) is how much of each change
- * is applied. The default algorithm.
+ * `queueSize` so it keeps probing upward; an overload counts as the lowest ratio, 0.5. `smoothing` (default 0.2)
+ * is how much of each change is applied, so one overload takes about a tenth off the limit. The default
+ * algorithm.
  *
  * @since 0.1.0
  * @category algorithms
@@ -142,8 +143,9 @@ export const gradient2: (options?: {
  * with reason `"closed"` and running ones finish. Throws `IllegalArgumentException` for options that could never
  * work (bounds out of order, a negative queue).
  *
- * Metrics: gauges `effect_resilience_adaptive_limiter_limit` and `effect_resilience_adaptive_limiter_inflight`, counter
- * `effect_resilience_adaptive_limiter_drops_total` (label `reason`), all labelled `limiter` = `name` when given.
+ * Metrics: gauges `effect_resilience_adaptive_limiter_limit`, `…_inflight` and `…_queued`, counter
+ * `effect_resilience_adaptive_limiter_drops_total` (calls the limiter refused, label `reason`), all labelled
+ * `limiter` = `name` when given. Gauges add up over limiters with the same labels.
  *
  * @example
  * ```ts
@@ -197,7 +199,15 @@ export const limitGauge: Metric.Metric.Gauge<number> = internal.limitGauge
 export const inflightGauge: Metric.Metric.Gauge<number> = internal.inflightGauge
 
 /**
- * Calls refused with {@link LimitExceeded}, labelled `limiter` and `reason`.
+ * Calls waiting for a slot, labelled `limiter`.
+ *
+ * @since 0.1.0
+ * @category metrics
+ */
+export const queuedGauge: Metric.Metric.Gauge<number> = internal.queuedGauge
+
+/**
+ * Calls the limiter dropped (refused with {@link LimitExceeded}), labelled `limiter` and `reason`.
  *
  * @since 0.1.0
  * @category metrics

@@ -77,7 +77,7 @@ export interface AdaptiveThrottle {
  * per call starts empty every time and never rejects anything. Throws `IllegalArgumentException` for `k < 1`,
  * a zero window or a non-integer bucket count.
  *
- * Metric: counter `effect_resilience_throttle_rejections_total`, labelled `throttle` = `name` when given.
+ * Metric: counter `effect_resilience_adaptive_throttle_rejections_total`, labelled `throttle` = `name` when given.
  *
  * @example
  * ```ts

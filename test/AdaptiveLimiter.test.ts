@@ -211,6 +211,20 @@ describe("AdaptiveLimiter", () => {
       yield* Effect.forEach(both, Fiber.join)
     }))
 
+  it.scoped("the default initial limit lies within the bounds; fast calls still move Vegas", () =>
+    Effect.gen(function*() {
+      const high = yield* AdaptiveLimiter.make({ minLimit: 50 })
+      expect(yield* high.limit).toBe(50)
+      const low = yield* AdaptiveLimiter.make({ maxLimit: 5 })
+      expect(yield* low.limit).toBe(5)
+      // calls that take no time at all on the clock: overloads must still shrink a Vegas limit
+      const vegas = yield* AdaptiveLimiter.make({ algorithm: AdaptiveLimiter.vegas(), initialLimit: 10, minLimit: 1 })
+      for (let i = 0; i < 20; i++) {
+        yield* vegas.protect(Effect.fail(new Deadline.AttemptTimeout({ timeout: Duration.zero }))).pipe(Effect.ignore)
+      }
+      expect(yield* vegas.limit).toBeLessThan(10)
+    }))
+
   it("refuses options that could never work, when called", () => {
     expect(() => AdaptiveLimiter.make({ minLimit: 10, maxLimit: 5 })).toThrow(/minLimit <= initialLimit <= maxLimit/)
     expect(() => AdaptiveLimiter.make({ maxQueue: -1 })).toThrow(/maxQueue/)
@@ -219,5 +233,6 @@ describe("AdaptiveLimiter", () => {
     expect(() => AdaptiveLimiter.gradient2({ rttTolerance: 0.5 })).toThrow(/rttTolerance/)
     expect(() => AdaptiveLimiter.vegas({ smoothing: 0 })).toThrow(/smoothing/)
     expect(() => AdaptiveLimiter.make({ shares: { sheddable: 1.5 } })).toThrow(/shares.sheddable/)
+    expect(() => AdaptiveLimiter.aimd({ timeout: 0 })).toThrow(/timeout/)
   })
 })

@@ -69,7 +69,7 @@ export interface Sample {
 export interface State {
   /** The estimate; the limit in force is {@link limitOf}. */
   readonly estimate: number
-  /** Vegas: the lowest RTT seen since the last probe (0: none yet). */
+  /** Vegas: the lowest RTT seen since the last probe (`Infinity`: none yet). */
   readonly rttNoLoad: number
   /** Vegas: samples since the last probe, and the jitter of the next probe, in [0.5, 1). */
   readonly probeCount: number
@@ -90,7 +90,7 @@ const WARMUP = 10
 /** The starting state. `random` in [0, 1) seeds Vegas's first probe jitter. */
 export const initial = (config: Config, random: number): State => ({
   estimate: config.bounds.initialLimit,
-  rttNoLoad: 0,
+  rttNoLoad: Infinity,
   probeCount: 0,
   probeJitter: 0.5 + random / 2,
   longRtt: 0,
@@ -139,7 +139,7 @@ const vegas = (bounds: Bounds, v: Vegas, state: State, sample: Sample, random: n
     // re-measure the no-load RTT from this sample, so a dependency that got slower for good is learnt
     return { ...state, probeCount: 0, probeJitter: 0.5 + random / 2, rttNoLoad: rtt }
   }
-  if (state.rttNoLoad === 0 || rtt < state.rttNoLoad) return { ...state, probeCount, rttNoLoad: rtt }
+  if (rtt < state.rttNoLoad) return { ...state, probeCount, rttNoLoad: rtt }
   const estimate = state.estimate
   let next: number
   if (sample.dropped) {

@@ -139,9 +139,12 @@ const recordCount = (w: CountWindow, failed: boolean, slow: boolean): boolean =>
   return exceeds(w.policy, w.filled, w.failures, w.slow)
 }
 
-/** The slot of the bucket `now` falls in, after expiring what left the window. */
+/**
+ * The slot of the bucket `now` falls in, after expiring what left the window. A time before the epoch, or not
+ * finite, counts as the epoch: it must never index a slot of its own.
+ */
 const advance = (w: TimeWindow, now: number): number => {
-  const b = Math.floor(now / w.bucketMillis)
+  const b = Math.floor((now > 0 && Number.isFinite(now) ? now : 0) / w.bucketMillis)
   if (b > w.head) {
     for (let i = Math.max(w.head + 1, b - w.size + 1, 0); i <= b; i++) {
       const s = i % w.size

@@ -42,7 +42,9 @@ export const makeWindow = (config: Config, now: number): Window => ({
   bucketAccepts: new Array<number>(config.buckets).fill(0)
 })
 
-const bucketIndex = (config: Config, now: number) => Math.floor(now / (config.windowMillis / config.buckets))
+/** The bucket of `now`; a time that is not finite counts as the epoch (the caller's `Clock` never gives one). */
+const bucketIndex = (config: Config, now: number) =>
+  Number.isFinite(now) ? Math.floor(now / (config.windowMillis / config.buckets)) : 0
 
 /** Drops the buckets that have left the window by `now`. Time going backwards is treated as no time passing. */
 export const advance = (config: Config, window: Window, now: number): void => {

@@ -36,6 +36,9 @@ export const limitGauge = Metric.gauge("effect_resilience_adaptive_limiter_limit
 export const inflightGauge = Metric.gauge("effect_resilience_adaptive_limiter_inflight", {
   description: "calls holding an adaptive limiter slot"
 })
+export const queuedGauge = Metric.gauge("effect_resilience_adaptive_limiter_queued", {
+  description: "calls waiting for an adaptive limiter slot"
+})
 export const dropsTotal = Metric.counter("effect_resilience_adaptive_limiter_drops_total", {
   description: "calls an adaptive limiter refused, by reason",
   incremental: true
@@ -61,6 +64,7 @@ export const aimd = (
   const timeoutMillis = options?.timeout === undefined
     ? core.defaults.aimd.timeoutMillis
     : validate.millis("AdaptiveLimiter.aimd timeout", options.timeout)
+  if (!(timeoutMillis > 0)) validate.invalid("AdaptiveLimiter.aimd timeout must be longer than zero")
   return { _tag: "Aimd", backoffRatio, timeoutMillis }
 }
 
@@ -107,7 +111,7 @@ const resolve = (options: Options) => {
   const maxLimit = validate.positiveInt("AdaptiveLimiter maxLimit", options.maxLimit ?? 1_000)
   const initialLimit = validate.positiveInt(
     "AdaptiveLimiter initialLimit",
-    options.initialLimit ?? Math.min(20, maxLimit)
+    options.initialLimit ?? Math.max(minLimit, Math.min(20, maxLimit))
   )
   if (!(minLimit <= initialLimit && initialLimit <= maxLimit)) {
     validate.invalid(
@@ -132,7 +136,7 @@ const resolve = (options: Options) => {
       options.shares.sheddable ?? shed.defaultShares.sheddable
     )
   }
-  return { config, maxQueue, queueTimeout, name: options.name, isDrop: options.isDrop ?? isTimeout, shares }
+  return { config, maxQueue, queueTimeout, name: options.name, isOverload: options.isOverload ?? isTimeout, shares }
 }
 
 export const make = (options: Options): Effect.Effect<AdaptiveLimiter, never, Scope.Scope> => {
@@ -149,12 +153,16 @@ export const layer = <I>(tag: Context.Tag<I, AdaptiveLimiter>, options: Options)
   return Layer.scoped(tag, make(options))
 }
 
-const build = ({ config, isDrop, maxQueue, name, queueTimeout, shares }: ReturnType<typeof resolve>, seed: number) => {
+const build = (
+  { config, isOverload, maxQueue, name, queueTimeout, shares }: ReturnType<typeof resolve>,
+  seed: number
+) => {
   const tags: ReadonlyArray<MetricLabel.MetricLabel> = name === undefined ? [] : [MetricLabel.make("limiter", name)]
   const rejectionTags = slots.reasonLabels(tags)
   let state = core.initial(config, seed)
   let limit = core.limitOf(config, state)
-  limitGauge.unsafeUpdate(limit, tags)
+  // gauges move by deltas, so limiters sharing a label set (or none) add up instead of overwriting each other
+  limitGauge.unsafeModify(limit, tags)
   const needsRandom = config.algorithm._tag === "Vegas"
 
   const slotted = slots.make<LimitExceeded>({
@@ -166,7 +174,7 @@ const build = ({ config, isDrop, maxQueue, name, queueTimeout, shares }: ReturnT
       return new LimitExceeded({ reason, name, limit, maxQueue })
     },
     onActive: (delta) => inflightGauge.unsafeModify(delta, tags),
-    onQueued: () => {},
+    onQueued: (delta) => queuedGauge.unsafeModify(delta, tags),
     span: "adaptive_limiter"
   })
 
@@ -174,21 +182,22 @@ const build = ({ config, isDrop, maxQueue, name, queueTimeout, shares }: ReturnT
     state = core.update(config, state, { rttMillis, inflight, dropped }, random)
     const next = core.limitOf(config, state)
     if (next !== limit) {
+      limitGauge.unsafeModify(next - limit, tags)
       limit = next
-      limitGauge.unsafeUpdate(limit, tags)
     }
   }
 
-  /** Times `self` inside its slot and feeds the outcome to the algorithm: successes and drops; other failures and
+  /** Times `self` inside its slot and feeds the outcome to the algorithm: successes and overloads; other failures and
    * interruptions say nothing about the dependency's capacity and are ignored. */
   const measured = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.clockWith((clock) => {
-      const start = clock.unsafeCurrentTimeMillis()
+      // nanoseconds: a fast call must not measure as zero
+      const start = clock.unsafeCurrentTimeNanos()
       const inflight = slotted.active()
       return Effect.onExit(self, (exit) => {
-        const dropped = Exit.isFailure(exit) && isDrop(exit.cause)
+        const dropped = Exit.isFailure(exit) && isOverload(exit.cause)
         if (Exit.isFailure(exit) && !dropped) return Effect.void
-        const rtt = clock.unsafeCurrentTimeMillis() - start
+        const rtt = Number(clock.unsafeCurrentTimeNanos() - start) / 1e6
         return needsRandom
           ? Effect.map(Random.next, (r) => record(rtt, inflight, dropped, r))
           : Effect.sync(() => record(rtt, inflight, dropped, 0))
@@ -210,5 +219,9 @@ const build = ({ config, isDrop, maxQueue, name, queueTimeout, shares }: ReturnT
     limit: Effect.sync(() => limit),
     stats: Effect.sync(() => ({ limit, inflight: slotted.active(), queued: slotted.queued() }))
   }
-  return { limiter, close: slotted.close }
+  const close = () => {
+    slotted.close()
+    limitGauge.unsafeModify(-limit, tags)
+  }
+  return { limiter, close }
 }

@@ -16,7 +16,7 @@ export class LocallyRejected extends Data.TaggedError("LocallyRejected")<{
   }
 }
 
-export const rejectionsTotal = Metric.counter("effect_resilience_throttle_rejections_total", {
+export const rejectionsTotal = Metric.counter("effect_resilience_adaptive_throttle_rejections_total", {
   description: "calls rejected locally by adaptive throttling",
   incremental: true
 })
@@ -65,11 +65,12 @@ const build = ({ config, isAccepted, maxKeys, name }: ReturnType<typeof resolve>
   }
 
   const protect = <A, E, R>(self: Effect.Effect<A, E, R>, key: string): Effect.Effect<A, E | LocallyRejected, R> =>
-    Effect.clockWith((clock) =>
-      Effect.flatMap(Effect.randomWith((random) => random.next), (draw): Effect.Effect<A, E | LocallyRejected, R> => {
-        const now = clock.unsafeCurrentTimeMillis()
-        const window = windowOf(key, now)
-        const probability = core.probabilityAt(config, window, now)
+    Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const window = windowOf(key, now)
+      const probability = core.probabilityAt(config, window, now)
+      // no draw while nothing would be rejected: a throttle must not shift a seeded Random sequence for nothing
+      const decide = (draw: number): Effect.Effect<A, E | LocallyRejected, R> => {
         if (!core.admit(config, window, now, draw)) {
           rejectionsTotal.unsafeUpdate(1, tags)
           return Effect.fail(new LocallyRejected({ key, probability }))
@@ -78,8 +79,9 @@ const build = ({ config, isAccepted, maxKeys, name }: ReturnType<typeof resolve>
           Effect.sync(() => {
             if (isAccepted(exit) === true) core.recordAccept(config, window, clock.unsafeCurrentTimeMillis())
           }))
-      })
-    )
+      }
+      return probability === 0 ? decide(1) : Effect.flatMap(Effect.randomWith((random) => random.next), decide)
+    })
 
   return {
     protect: dual(2, protect),

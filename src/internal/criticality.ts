@@ -1,6 +1,7 @@
 import { Effect, FiberRef } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import * as core from "../core/loadShed.js"
+import { compiled } from "./dual.js"
 import * as validate from "./validate.js"
 
 /** The current fiber's criticality; children inherit it on fork, like the deadline. */
@@ -17,16 +18,10 @@ const check = (level: core.Criticality): core.Criticality =>
     : validate.invalid(`Criticality must be critical, default or sheddable, got ${level}`)
 
 /** Validated when called, in both forms, so a bad level fails where it is written. */
-export const withCriticality: {
-  (level: core.Criticality): <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  <A, E, R>(self: Effect.Effect<A, E, R>, level: core.Criticality): Effect.Effect<A, E, R>
-} = ((...args: [core.Criticality] | [Effect.Effect<unknown, unknown, unknown>, core.Criticality]): unknown => {
-  if (args.length === 1) {
-    const level = check(args[0])
-    return <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.locally(self, currentCriticality, level)
-  }
-  return Effect.locally(args[0], currentCriticality, check(args[1]))
-}) as any
+export const withCriticality = compiled((level: core.Criticality) => {
+  const checked = check(level)
+  return <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.locally(self, currentCriticality, checked)
+})
 
 export const parse = core.parse
 

@@ -187,7 +187,7 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
               ? Effect.zipRight(Effect.annotateCurrentSpan(rejectedAttr, failure.value.reason), Effect.failCause(cause))
               : Effect.failCause(cause)
           },
-          // the slot was handed over with `active` unchanged: it is ours now
+          // drain() counted the slot it handed over in `active`: it is ours now
           onSuccess: () =>
             Effect.zipRight(
               Effect.annotateCurrentSpan(queuedAttr, clock.unsafeCurrentTimeMillis() - since),

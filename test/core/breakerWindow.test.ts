@@ -79,6 +79,17 @@ describe("core/breakerWindow", () => {
     expect(Window.snapshot(w)).toEqual({ _tag: "Time", bucketMillis: 100, buckets: [[10, 2, 1, 0]] })
   })
 
+  it("time: a time before the epoch or not finite counts as the epoch, and its calls expire like others", () => {
+    const w = Window.make(timeRate(1000, 10, 3))
+    Window.record(w, true, false, -500)
+    Window.record(w, true, false, Number.NaN)
+    // both were counted in the epoch's bucket, which has left the window by t = 1e6
+    expect(Window.record(w, false, false, 1e6)).toBe(false)
+    expect(totals(w)).toEqual({ calls: 1, failures: 0, slow: 0 })
+    Window.record(w, true, false, Infinity)
+    expect(totals(w)).toEqual({ calls: 2, failures: 1, slow: 0 })
+  })
+
   it("restore takes a snapshot of the same policy and ignores anything else", () => {
     const w = Window.make(countRate(3))
     Window.restore(w, { _tag: "Count", size: 3, outcomes: [1, 0, 3] })

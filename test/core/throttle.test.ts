@@ -50,6 +50,14 @@ describe("core/throttle", () => {
     expect(window.requests).toBe(0)
   })
 
+  it("a time that is not finite never stops the window from sliding", () => {
+    const window = Throttle.makeWindow(config, Number.NaN)
+    Throttle.admit(config, window, Infinity, 0.5)
+    Throttle.admit(config, window, 1_000, 0.99)
+    expect(Throttle.probabilityAt(config, window, 1_000)).toBeGreaterThan(0)
+    expect(Throttle.probabilityAt(config, window, 100_000)).toBe(0)
+  })
+
   it.prop(
     "the counts are the sums of the buckets, never negative, whatever the order of events",
     [fc.array(fc.tuple(fc.boolean(), fc.integer({ min: -1_000, max: 40_000 }), fc.double({ min: 0, max: 0.999 })))],
