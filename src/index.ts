@@ -47,6 +47,8 @@ export * as IdempotencyMiddleware from "./http/IdempotencyMiddleware.js"
 /** @since 0.1.0 */
 export * as IdempotencyStore from "./IdempotencyStore.js"
 /** @since 0.1.0 */
+export * as LoadShedMiddleware from "./http/LoadShedMiddleware.js"
+/** @since 0.1.0 */
 export * as QueueSource from "./queue/QueueSource.js"
 /** @since 0.1.0 */
 export * as RateLimiter from "./RateLimiter.js"

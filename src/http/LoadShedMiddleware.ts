@@ -1,0 +1,77 @@
+/**
+ * Server-side load shedding: every request is admitted through an {@link AdaptiveLimiter} before its handler
+ * runs, and refused with `503 Service Unavailable`, `Retry-After` and a problem+json body when the server is at
+ * the limit the limiter has found — in a few microseconds, without queueing work whose caller will have given up
+ * by the time it runs. Capacity is kept for more critical work: with the default shares a `sheddable` request is
+ * refused once 70 % of the limit is in use, a `default` one at 90 %, and a `critical` one only at 100 %.
+ *
+ * The request's criticality comes from the `Request-Criticality` header that `ResilientHttpClient` sends
+ * (missing or malformed: `default`). A header is a claim: `critical` is believed only with `trustCritical` (a
+ * server behind an authenticating gateway) or when your own `criticality` function says so. The handler then
+ * runs under that criticality, so the calls it makes carry it on.
+ *
+ * @since 0.1.0
+ */
+import type { HttpApp, HttpServerRequest } from "@effect/platform"
+import type { Duration, Effect, Scope } from "effect"
+import type * as AdaptiveLimiter from "../AdaptiveLimiter.js"
+import type { Criticality } from "../Criticality.js"
+import * as internal from "../internal/http/loadShedMiddleware.js"
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface Options<R = never> {
+  /**
+   * The admission limiter's options. Default: Gradient2 from 20 concurrent requests, no queue, and the shares
+   * `{ default: 0.9, sheddable: 0.7 }`; its metrics are labelled `limiter` = `"load-shed"` unless you name it.
+   */
+  readonly limiter?: AdaptiveLimiter.Options
+  /** The header carrying the caller's criticality. Default `Request-Criticality`. */
+  readonly header?: string
+  /** Believe a `critical` header (else it counts as `default`). Default `false`. */
+  readonly trustCritical?: boolean
+  /** Decide the criticality yourself, e.g. from the authenticated principal; replaces the header. */
+  readonly criticality?: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Criticality, never, R>
+  /** The `Retry-After` of a refusal, in whole seconds (at least 1). Default 1 second. */
+  readonly retryAfter?: Duration.DurationInput
+}
+
+/**
+ * Wraps an app.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => HttpApp.Default<E, R1 | R>
+
+/**
+ * The `type` of a refusal's problem+json body.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const overloadedType: string = internal.overloadedType
+
+/**
+ * Builds the middleware and its limiter, which lives as long as the scope: build it once, where the server is
+ * built, and wrap the app with it (a limiter per request would learn nothing). Throws `IllegalArgumentException`
+ * for invalid options.
+ *
+ * @example
+ * ```ts
+ * import { HttpRouter, HttpServerResponse } from "@effect/platform"
+ * import { Effect } from "effect"
+ * import { LoadShedMiddleware } from "effect-resilience"
+ *
+ * const router = HttpRouter.empty.pipe(HttpRouter.get("/search", HttpServerResponse.text("results")))
+ *
+ * // admission through an adaptive limit; sheddable requests are refused first
+ * const app = Effect.map(LoadShedMiddleware.make({ limiter: { maxLimit: 200 } }), (shed) => shed(router))
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const make: <R = never>(options?: Options<R>) => Effect.Effect<Middleware<R>, never, Scope.Scope> = internal.make

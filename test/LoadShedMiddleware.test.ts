@@ -1,0 +1,111 @@
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber } from "effect"
+import { AdaptiveLimiter, Criticality, LoadShedMiddleware } from "../src/index.js"
+
+/** Lets forked fibers run until they block. */
+const settle = Effect.repeatN(Effect.yieldNow(), 20)
+
+const requestWith = (headers: Record<string, string> = {}) =>
+  HttpServerRequest.fromWeb(new Request("http://127.0.0.1/search", { headers }))
+
+/** Runs the wrapped app for one request. */
+const call = <E>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, HttpServerRequest.HttpServerRequest>,
+  headers: Record<string, string> = {}
+) => Effect.provideService(app, HttpServerRequest.HttpServerRequest, requestWith(headers))
+
+// a fixed limit, so the test decides when the server is full
+const fixed = (limit: number) => ({ algorithm: AdaptiveLimiter.aimd(), minLimit: limit, maxLimit: limit })
+
+const bodyOf = (response: HttpServerResponse.HttpServerResponse) =>
+  response.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(response.body.body)) : undefined
+
+describe("LoadShedMiddleware", () => {
+  it.scoped("admits below the limit and runs the handler under the request's criticality", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: fixed(4) })
+      const app = shed(Effect.map(Criticality.current, (level) => HttpServerResponse.text(level)))
+      const plain = yield* call(app)
+      expect(plain.status).toBe(200)
+      expect(plain.body._tag === "Uint8Array" && new TextDecoder().decode(plain.body.body)).toBe("default")
+      const low = yield* call(app, { "request-criticality": "sheddable" })
+      expect(low.body._tag === "Uint8Array" && new TextDecoder().decode(low.body.body)).toBe("sheddable")
+    }))
+
+  it.scoped("at the limit, refuses with 503, Retry-After and a problem body before the handler runs", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: fixed(2), retryAfter: "3 seconds", trustCritical: true })
+      const gate = yield* Deferred.make<void>()
+      let ran = 0
+      const app = shed(
+        Effect.sync(() => ran++).pipe(Effect.zipRight(Deferred.await(gate)), Effect.as(HttpServerResponse.empty()))
+      )
+      const held = yield* Effect.forEach([1, 2], () => Effect.fork(call(app, { "request-criticality": "critical" })))
+      yield* settle
+      // critical requests may use the whole limit, and it is in use
+      const refused = yield* call(app, { "request-criticality": "critical" })
+      expect(refused.status).toBe(503)
+      expect(refused.headers["retry-after"]).toBe("3")
+      expect(refused.headers["content-type"]).toBe("application/problem+json")
+      expect(bodyOf(refused).type).toBe(LoadShedMiddleware.overloadedType)
+      expect(ran).toBe(2)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Effect.forEach(held, Fiber.join)
+    }))
+
+  it.scoped("sheddable requests are refused first, and critical ones only from a trusted caller use the top", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: fixed(10), trustCritical: true })
+      const gate = yield* Deferred.make<void>()
+      const app = shed(Effect.as(Deferred.await(gate), HttpServerResponse.empty()))
+      const hold = (level: string) => Effect.fork(call(app, { "request-criticality": level }))
+      const held = yield* Effect.forEach(Array.from({ length: 7 }), () => hold("default"))
+      yield* settle
+      const statusFor = (level: string) =>
+        Effect.map(
+          call(Effect.as(Effect.void, HttpServerResponse.empty()).pipe(shed), { "request-criticality": level }),
+          (r) => r.status
+        )
+      expect(yield* statusFor("sheddable")).toBe(503)
+      held.push(yield* hold("default"), yield* hold("default"))
+      yield* settle
+      expect(yield* statusFor("default")).toBe(503)
+      held.push(yield* hold("critical"))
+      yield* settle
+      expect(yield* statusFor("critical")).toBe(503)
+      yield* Deferred.succeed(gate, undefined)
+      const exits = yield* Effect.forEach(held, Fiber.await)
+      expect(exits.every((exit) => Exit.isSuccess(exit) && exit.value.status === 204)).toBe(true)
+    }))
+
+  it.scoped("an untrusted critical claim counts as default; a criticality function decides instead of the header", () =>
+    Effect.gen(function*() {
+      const untrusted = yield* LoadShedMiddleware.make({ limiter: fixed(4) })
+      const echo = Effect.map(Criticality.current, (level) => HttpServerResponse.text(level))
+      const text = (r: HttpServerResponse.HttpServerResponse) =>
+        r.body._tag === "Uint8Array" ? new TextDecoder().decode(r.body.body) : ""
+      expect(text(yield* call(untrusted(echo), { "request-criticality": "critical" }))).toBe("default")
+      expect(text(yield* call(untrusted(echo), { "request-criticality": "urgent" }))).toBe("default")
+      const own = yield* LoadShedMiddleware.make({
+        limiter: fixed(4),
+        criticality: (request) => Effect.succeed(request.headers["x-api-key"] === "ops" ? "critical" : "sheddable")
+      })
+      expect(text(yield* call(own(echo), { "x-api-key": "ops" }))).toBe("critical")
+      expect(text(yield* call(own(echo), { "request-criticality": "critical" }))).toBe("sheddable")
+    }))
+
+  it.scoped("the app's own failures pass through: only the limiter's refusal is a 503", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: fixed(1) })
+      const failing = shed(Effect.fail("handler failed" as const))
+      expect(yield* Effect.flip(call(failing))).toBe("handler failed")
+      expect((yield* call(shed(Effect.succeed(HttpServerResponse.empty())))).status).toBe(204)
+    }))
+
+  it("refuses options that could never work, when called", () => {
+    expect(() => LoadShedMiddleware.make({ header: "" })).toThrow(/header/)
+    expect(() => LoadShedMiddleware.make({ retryAfter: -1 })).toThrow(/retryAfter/)
+    expect(() => LoadShedMiddleware.make({ limiter: { minLimit: 5, maxLimit: 2 } })).toThrow(/minLimit/)
+  })
+})
