@@ -27,6 +27,7 @@ import {
   ClientScope,
   DeadlineMiddleware,
   IdempotencyMiddleware,
+  LoadShedMiddleware,
   RateLimiter,
   RateLimitMiddleware
 } from "../src/index.js"
@@ -36,6 +37,17 @@ export interface OrdersOptions {
   readonly idempotency?: Omit<IdempotencyMiddleware.Options, "scope">
   /** API keys and the customer each one authenticates; without them, callers are told apart by address. */
   readonly apiKeys?: ReadonlyMap<string, string>
+  /**
+   * Load shedding in front of `POST /orders` (`LoadShedMiddleware`), the first middleware a request meets: a
+   * refusal costs no authentication, no rate-limit token and no idempotency claim.
+   */
+  readonly shed?: LoadShedMiddleware.Options
+  /**
+   * Makes creating an order a resource of fixed capacity, for overload experiments: at most `concurrency`
+   * orders are created at once, each taking `serviceMillis`; the others wait in line (first in, first out), so
+   * latency grows with the line.
+   */
+  readonly capacity?: { readonly concurrency: number; readonly serviceMillis: number }
   /** Runs between the network and the rest of `POST /orders` (the demo's unreliable network). */
   readonly network?: <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest>
 }
@@ -163,10 +175,18 @@ export const makeOrdersApp = (options: OrdersOptions) =>
     })
     // taken once, here: every request shares the store the caller of makeOrdersApp provides
     const idempotent = yield* IdempotencyMiddleware.make({ ...options.idempotency, scope })
-    const orders = createOrder.pipe(
+    const shed = options.shed === undefined ? undefined : yield* LoadShedMiddleware.make(options.shed)
+    const capacity = options.capacity
+    const serviceMillis = capacity?.serviceMillis ?? 0
+    const resource = capacity === undefined ? undefined : yield* Effect.makeSemaphore(capacity.concurrency)
+    const create = resource === undefined
+      ? createOrder
+      : resource.withPermits(1)(Effect.zipRight(Effect.sleep(serviceMillis), createOrder))
+    const orders = create.pipe(
       idempotent,
       RateLimitMiddleware.make({ limiter, name: "orders", scope }), // refuses before a key is claimed
       guarded, // authentication first: the scopes above read the customer it provides
+      shed ?? ((app) => app),
       options.network ?? ((app) => app)
     )
     const app = HttpRouter.empty.pipe(

@@ -1,6 +1,6 @@
 /**
  * `npm run serve -- --port 8080 [--store memory|sqlite|postgres|redis] [--db orders.db] [--rate 20:5] [--lease 60000]
- * [--api-keys key=customer,...]`
+ * [--api-keys key=customer,...] [--shed adaptive] [--capacity 4:20]`
  *
  * Starts the orders service (examples/orders.ts) on 127.0.0.1 and prints `listening on http://127.0.0.1:<port>`.
  */
@@ -8,6 +8,7 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
 import { createServer } from "node:http"
+import { AdaptiveLimiter } from "../src/index.js"
 import { makeOrdersApp } from "./orders.js"
 import { parseArgs, storeLayers } from "./support/serveOptions.js"
 
@@ -17,7 +18,11 @@ const main = Effect.gen(function*() {
   const { app } = yield* makeOrdersApp({
     rate: { capacity: args.rate.capacity, refillPerSecond: args.rate.refill },
     idempotency: { lease: args.leaseMillis },
-    ...(args.apiKeys === undefined ? {} : { apiKeys: args.apiKeys })
+    ...(args.apiKeys === undefined ? {} : { apiKeys: args.apiKeys }),
+    ...(args.shed
+      ? { shed: { limiter: { algorithm: AdaptiveLimiter.gradient2(), minLimit: 1, maxLimit: 1000 } } }
+      : {}),
+    ...(args.capacity === undefined ? {} : { capacity: args.capacity })
   })
   yield* HttpServer.serveEffect(app)
   const server = yield* HttpServer.HttpServer

@@ -15,10 +15,15 @@ export interface ServeArgs {
   readonly leaseMillis: number
   /** `--api-keys key=customer,...`: authenticate callers by `X-Api-Key`; without it, by address. */
   readonly apiKeys: ReadonlyMap<string, string> | undefined
+  /** `--shed adaptive`: load shedding through an adaptive limiter in front of POST /orders. */
+  readonly shed: boolean
+  /** `--capacity <concurrency>:<ms>`: POST /orders as a resource of fixed capacity. */
+  readonly capacity: { readonly concurrency: number; readonly serviceMillis: number } | undefined
 }
 
 const usage = "usage: npm run serve -- [--port <p>] [--store memory|sqlite|postgres|redis] [--db <path>] " +
-  "[--rate <capacity>:<refillPerSecond>] [--lease <ms>] [--api-keys <key>=<customer>,...]\n" +
+  "[--rate <capacity>:<refillPerSecond>] [--lease <ms>] [--api-keys <key>=<customer>,...] " +
+  "[--shed adaptive] [--capacity <concurrency>:<ms per request>]\n" +
   "Stops on SIGINT or SIGTERM: stops accepting connections, lets the requests in flight finish, exits."
 
 const fail = (message: string): never => {
@@ -37,7 +42,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     console.log(usage)
     process.exit(0)
   }
-  const options = ["--port", "--store", "--db", "--rate", "--lease", "--api-keys"]
+  const options = ["--port", "--store", "--db", "--rate", "--lease", "--api-keys", "--shed", "--capacity"]
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
     if (!options.includes(arg)) fail(arg.startsWith("-") ? `unknown option ${arg}` : `unexpected argument ${arg}`)
@@ -64,7 +69,18 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
         : fail("bad --api-keys, expected <key>=<customer>,... e.g. k1=alice,k2=bob")
     })
   )
+  const shedText = get("shed")
+  if (shedText !== undefined && shedText !== "adaptive") fail(`unknown --shed ${shedText}, expected adaptive`)
+  const capacityText = get("capacity")
+  const capacityMatch = capacityText === undefined ? undefined : /^(\d{1,4}):(\d{1,6})$/.exec(capacityText)
+  const capacity = capacityText === undefined
+    ? undefined
+    : capacityMatch !== null && capacityMatch !== undefined && Number(capacityMatch[1]) >= 1
+    ? { concurrency: Number(capacityMatch[1]), serviceMillis: Number(capacityMatch[2]) }
+    : fail("bad --capacity, expected <concurrency>:<ms per request>, e.g. 4:20")
   return {
+    shed: shedText !== undefined,
+    capacity,
     port,
     store: store as ServeArgs["store"],
     db: get("db") ?? "orders-idempotency.db",
