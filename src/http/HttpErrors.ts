@@ -51,6 +51,9 @@ export interface ConnectFailed extends Cause.YieldableError {
  * (`reason: "read-timeout"`) or the connection was reset (`"reset"`). The server may have run it, so the client
  * repeats it only when that is safe (an idempotent method or an Idempotency-Key).
  *
+ * `new NoResponse({ … })` takes `Fields<NoResponse>`: the fields that the interface {@link NoResponse} declares,
+ * without `_tag`.
+ *
  * @example
  * ```ts
  * import { Effect } from "effect"
@@ -60,9 +63,6 @@ export interface ConnectFailed extends Cause.YieldableError {
  *
  * const explained = Effect.catchTag(call, "NoResponse", (e) => Effect.succeed(`no answer (${e.reason})`))
  * ```
- *
- * `new NoResponse({ … })` takes `Fields<NoResponse>`: the fields that the interface {@link NoResponse} declares,
- * without `_tag`.
  *
  * @since 0.1.0
  * @category errors
