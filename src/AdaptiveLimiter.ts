@@ -10,6 +10,7 @@
 import type { Cause, Context, Duration, Effect, Layer, Metric, Scope } from "effect"
 import type * as core from "./core/adaptiveLimit.js"
 import * as internal from "./internal/adaptiveLimiter.js"
+import type { Fields } from "./internal/errorFields.js"
 
 /**
  * How the limit moves; build one with {@link aimd}, {@link vegas} or {@link gradient2}.
@@ -58,10 +59,13 @@ export interface Options {
  * (`"queue-full"`), the call waited longer than `queueTimeout` (`"queue-timeout"`), the limiter's scope
  * closed (`"closed"`), or, with `shares`, the call's criticality had used up its share of the limit (`"shed"`).
  *
+ * `new LimitExceeded({ … })` takes `Fields<LimitExceeded>`: the fields that the interface {@link LimitExceeded}
+ * declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const LimitExceeded: typeof internal.LimitExceeded = internal.LimitExceeded
+export const LimitExceeded: new(args: Fields<LimitExceeded>) => LimitExceeded = internal.LimitExceeded
 
 /**
  * The error's type.
@@ -69,7 +73,17 @@ export const LimitExceeded: typeof internal.LimitExceeded = internal.LimitExceed
  * @since 0.1.0
  * @category errors
  */
-export type LimitExceeded = internal.LimitExceeded
+export interface LimitExceeded extends Omit<Cause.YieldableError, "name"> {
+  readonly _tag: "LimitExceeded"
+  /** Why the call was refused. */
+  readonly reason: "queue-full" | "queue-timeout" | "closed" | "shed"
+  /** The limiter's name, when it has one. It takes the place of `Error`'s `name`. */
+  readonly name: string | undefined
+  /** The limit in force when the call was refused. */
+  readonly limit: number
+  /** How many calls may wait for a slot. */
+  readonly maxQueue: number
+}
 
 /**
  * @since 0.1.0

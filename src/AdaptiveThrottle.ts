@@ -11,8 +11,9 @@
  *
  * @since 0.1.0
  */
-import type { Context, Duration, Effect, Exit, Layer, Metric } from "effect"
+import type { Cause, Context, Duration, Effect, Exit, Layer, Metric } from "effect"
 import * as internal from "./internal/adaptiveThrottle.js"
+import type { Fields } from "./internal/errorFields.js"
 
 /**
  * @since 0.1.0
@@ -42,10 +43,13 @@ export interface Options {
  * The call was rejected locally, without being sent: the backend has been refusing most calls for this key.
  * `probability` is the rejection probability the call drew against.
  *
+ * `new LocallyRejected({ … })` takes `Fields<LocallyRejected>`: the fields that the interface
+ * {@link LocallyRejected} declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const LocallyRejected: typeof internal.LocallyRejected = internal.LocallyRejected
+export const LocallyRejected: new(args: Fields<LocallyRejected>) => LocallyRejected = internal.LocallyRejected
 
 /**
  * The error's type.
@@ -53,7 +57,13 @@ export const LocallyRejected: typeof internal.LocallyRejected = internal.Locally
  * @since 0.1.0
  * @category errors
  */
-export type LocallyRejected = internal.LocallyRejected
+export interface LocallyRejected extends Cause.YieldableError {
+  readonly _tag: "LocallyRejected"
+  /** The key whose backend has been refusing calls. */
+  readonly key: string
+  /** The rejection probability the call drew against. */
+  readonly probability: number
+}
 
 /**
  * @since 0.1.0

@@ -6,8 +6,9 @@
  *
  * @since 0.1.0
  */
-import type { Context, Duration, Effect, Layer, Metric, Scope } from "effect"
+import type { Cause, Context, Duration, Effect, Layer, Metric, Scope } from "effect"
 import * as internal from "./internal/bulkhead.js"
+import type { Fields } from "./internal/errorFields.js"
 
 /**
  * Why a call was turned away:
@@ -23,10 +24,13 @@ export type RejectionReason = "queue-full" | "queue-timeout" | "closed"
 /**
  * The bulkhead turned the call away without running it (see {@link RejectionReason}).
  *
+ * `new BulkheadFull({ … })` takes `Fields<BulkheadFull>`: the fields that the interface {@link BulkheadFull}
+ * declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const BulkheadFull: typeof internal.BulkheadFull = internal.BulkheadFull
+export const BulkheadFull: new(args: Fields<BulkheadFull>) => BulkheadFull = internal.BulkheadFull
 
 /**
  * The error's type.
@@ -34,7 +38,17 @@ export const BulkheadFull: typeof internal.BulkheadFull = internal.BulkheadFull
  * @since 0.1.0
  * @category errors
  */
-export type BulkheadFull = internal.BulkheadFull
+export interface BulkheadFull extends Omit<Cause.YieldableError, "name"> {
+  readonly _tag: "BulkheadFull"
+  /** Why the call was turned away. */
+  readonly reason: RejectionReason
+  /** The bulkhead's name, when it has one. It takes the place of `Error`'s `name`. */
+  readonly name: string | undefined
+  /** How many calls the bulkhead runs at once. */
+  readonly maxConcurrent: number
+  /** How many calls may wait for a slot. */
+  readonly maxQueue: number
+}
 
 /**
  * @since 0.1.0

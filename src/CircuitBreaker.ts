@@ -13,21 +13,25 @@
  *
  * @since 0.1.0
  */
-import type { Context, Duration, Effect, Layer, Metric, Queue, Schedule, Scope, Stream } from "effect"
+import type { Cause, Context, Duration, Effect, Layer, Metric, Queue, Schedule, Scope, Stream } from "effect"
 import type * as breakerWindow from "./core/breakerWindow.js"
 import * as internal from "./internal/circuitBreaker/breaker.js"
 import * as keyedInternal from "./internal/circuitBreaker/keyed.js"
 import * as policy from "./internal/circuitBreaker/policy.js"
+import type { Fields } from "./internal/errorFields.js"
 
 /**
  * The breaker is open (or half-open with every trial permit taken): the call was not run.
  * `retryAfter` is the time left before the breaker lets a trial through; zero in half-open, infinite
  * while the breaker is isolated.
  *
+ * `new CircuitOpen({ … })` takes `Fields<CircuitOpen>`: the fields that the interface {@link CircuitOpen} declares,
+ * without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const CircuitOpen: typeof internal.CircuitOpen = internal.CircuitOpen
+export const CircuitOpen: new(args: Fields<CircuitOpen>) => CircuitOpen = internal.CircuitOpen
 
 /**
  * The error's type.
@@ -35,7 +39,14 @@ export const CircuitOpen: typeof internal.CircuitOpen = internal.CircuitOpen
  * @since 0.1.0
  * @category errors
  */
-export type CircuitOpen = internal.CircuitOpen
+export interface CircuitOpen extends Cause.YieldableError {
+  readonly _tag: "CircuitOpen"
+  /**
+   * The time left before the breaker lets a trial through: zero in half-open, infinite while the breaker is
+   * isolated.
+   */
+  readonly retryAfter: Duration.Duration
+}
 
 /**
  * @since 0.1.0

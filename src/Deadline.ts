@@ -5,8 +5,9 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect, Option } from "effect"
+import type { Cause, Duration, Effect, Option } from "effect"
 import * as internal from "./internal/deadline.js"
+import type { Fields } from "./internal/errorFields.js"
 
 /**
  * The deadline passed before the work finished. The work was interrupted and its finalizers ran.
@@ -14,7 +15,7 @@ import * as internal from "./internal/deadline.js"
  * @since 0.1.0
  * @category errors
  */
-export const DeadlineExceeded: typeof internal.DeadlineExceeded = internal.DeadlineExceeded
+export const DeadlineExceeded: new() => DeadlineExceeded = internal.DeadlineExceeded
 
 /**
  * The error's type.
@@ -22,15 +23,20 @@ export const DeadlineExceeded: typeof internal.DeadlineExceeded = internal.Deadl
  * @since 0.1.0
  * @category errors
  */
-export type DeadlineExceeded = internal.DeadlineExceeded
+export interface DeadlineExceeded extends Cause.YieldableError {
+  readonly _tag: "DeadlineExceeded"
+}
 
 /**
  * One attempt ran longer than its own timeout (the deadline, if any, had not passed yet).
  *
+ * `new AttemptTimeout({ … })` takes `Fields<AttemptTimeout>`: the fields that the interface {@link AttemptTimeout}
+ * declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const AttemptTimeout: typeof internal.AttemptTimeout = internal.AttemptTimeout
+export const AttemptTimeout: new(args: Fields<AttemptTimeout>) => AttemptTimeout = internal.AttemptTimeout
 
 /**
  * The error's type.
@@ -38,7 +44,11 @@ export const AttemptTimeout: typeof internal.AttemptTimeout = internal.AttemptTi
  * @since 0.1.0
  * @category errors
  */
-export type AttemptTimeout = internal.AttemptTimeout
+export interface AttemptTimeout extends Cause.YieldableError {
+  readonly _tag: "AttemptTimeout"
+  /** The attempt's own timeout, which it ran past. */
+  readonly timeout: Duration.Duration
+}
 
 /**
  * Runs `self` with the deadline `min(current deadline, now + duration)`. When it passes, `self` is

@@ -7,17 +7,21 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect } from "effect"
+import type { Cause, Duration, Effect } from "effect"
+import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/failure.js"
 
 /**
  * A failure that may succeed if tried again. `retryAfter` is the server's hint (e.g. `Retry-After`);
  * `Retry.retry` never waits less than it.
  *
+ * `new Retryable({ … })` takes `Fields<Retryable>`: the fields that the interface {@link Retryable} declares,
+ * without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const Retryable: typeof internal.Retryable = internal.Retryable
+export const Retryable: new<E = unknown>(args: Fields<Retryable<E>>) => Retryable<E> = internal.Retryable
 
 /**
  * A failure that may succeed if tried again.
@@ -25,7 +29,23 @@ export const Retryable: typeof internal.Retryable = internal.Retryable
  * @since 0.1.0
  * @category errors
  */
-export type Retryable<E = unknown> = internal.Retryable<E>
+export interface Retryable<E = unknown> extends Cause.YieldableError {
+  readonly _tag: "Retryable"
+  /** The failure itself. */
+  readonly cause: E
+  /** The server's hint (e.g. `Retry-After`): `Retry.retry` never waits less than it. */
+  readonly retryAfter?: Duration.Duration
+}
+
+/**
+ * A failure that will not go away by trying again.
+ *
+ * `new Fatal({ … })` takes `Fields<Fatal>`: the fields that the interface {@link Fatal} declares, without `_tag`.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export const Fatal: new<E = unknown>(args: Fields<Fatal<E>>) => Fatal<E> = internal.Fatal
 
 /**
  * A failure that will not go away by trying again.
@@ -33,15 +53,11 @@ export type Retryable<E = unknown> = internal.Retryable<E>
  * @since 0.1.0
  * @category errors
  */
-export const Fatal: typeof internal.Fatal = internal.Fatal
-
-/**
- * A failure that will not go away by trying again.
- *
- * @since 0.1.0
- * @category errors
- */
-export type Fatal<E = unknown> = internal.Fatal<E>
+export interface Fatal<E = unknown> extends Cause.YieldableError {
+  readonly _tag: "Fatal"
+  /** The failure itself. */
+  readonly cause: E
+}
 
 /**
  * Either classification.

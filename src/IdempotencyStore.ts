@@ -15,7 +15,8 @@
  *
  * @since 0.1.0
  */
-import { type Duration, type Effect, Layer } from "effect"
+import { type Cause, type Duration, type Effect, Layer } from "effect"
+import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/idempotencyStore.js"
 import * as memory from "./internal/idempotencyStore/memory.js"
 
@@ -79,31 +80,49 @@ export interface ClaimRef {
  * The store failed (unreachable, timed out, corrupt record). The middleware fails closed on it: 503, and the
  * handler does not run.
  *
+ * `new IdempotencyStoreError({ … })` takes `Fields<IdempotencyStoreError>`: the fields that the interface
+ * {@link IdempotencyStoreError} declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const IdempotencyStoreError: typeof internal.IdempotencyStoreError = internal.IdempotencyStoreError
+export const IdempotencyStoreError: new(args: Fields<IdempotencyStoreError>) => IdempotencyStoreError =
+  internal.IdempotencyStoreError
 
 /**
  * @since 0.1.0
  * @category errors
  */
-export type IdempotencyStoreError = internal.IdempotencyStoreError
+export interface IdempotencyStoreError extends Cause.YieldableError {
+  readonly _tag: "IdempotencyStoreError"
+  /** The store operation that failed. */
+  readonly operation: "claim" | "complete" | "renew" | "release"
+  /** The backend's error behind it. */
+  readonly cause: unknown
+}
 
 /**
  * A bounded store (the memory store's `maxRecords`) is full of live records: a new key cannot be claimed
  * until some expire. Keys it already holds are still answered. The middleware answers 503 with Retry-After.
  *
+ * `new IdempotencyStoreFull({ … })` takes `Fields<IdempotencyStoreFull>`: the fields that the interface
+ * {@link IdempotencyStoreFull} declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const IdempotencyStoreFull: typeof internal.IdempotencyStoreFull = internal.IdempotencyStoreFull
+export const IdempotencyStoreFull: new(args: Fields<IdempotencyStoreFull>) => IdempotencyStoreFull =
+  internal.IdempotencyStoreFull
 
 /**
  * @since 0.1.0
  * @category errors
  */
-export type IdempotencyStoreFull = internal.IdempotencyStoreFull
+export interface IdempotencyStoreFull extends Cause.YieldableError {
+  readonly _tag: "IdempotencyStoreFull"
+  /** The store's bound on live records. */
+  readonly maxRecords: number
+}
 
 /**
  * @since 0.1.0

@@ -5,7 +5,8 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect, Metric } from "effect"
+import type { Cause, Duration, Effect, Metric } from "effect"
+import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/rateLimiter.js"
 import type * as RateLimiterStore from "./RateLimiterStore.js"
 
@@ -82,10 +83,13 @@ export interface RateLimiter {
  * `acquire` gave up: waiting for the limiter would pass the deadline (`reason: "deadline"`) or the
  * `maxWait` (`reason: "max-wait"`). `decision` is the last denial; `retryAfter` is its wait.
  *
+ * `new RateLimited({ … })` takes `Fields<RateLimited>`: the fields that the interface {@link RateLimited} declares,
+ * without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const RateLimited: typeof internal.RateLimited = internal.RateLimited
+export const RateLimited: new(args: Fields<RateLimited>) => RateLimited = internal.RateLimited
 
 /**
  * The error's type.
@@ -93,7 +97,17 @@ export const RateLimited: typeof internal.RateLimited = internal.RateLimited
  * @since 0.1.0
  * @category errors
  */
-export type RateLimited = internal.RateLimited
+export interface RateLimited extends Cause.YieldableError {
+  readonly _tag: "RateLimited"
+  /** The key that was limited. */
+  readonly key: string
+  /** `"deadline"`: the wait would pass the fiber's deadline; `"max-wait"`: it would pass `maxWait`. */
+  readonly reason: "deadline" | "max-wait"
+  /** The last denial. */
+  readonly decision: Decision
+  /** The wait of the last denial. */
+  readonly retryAfter: Duration.Duration
+}
 
 /**
  * Options shared by every algorithm.

@@ -4,8 +4,9 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect, Metric, Schedule } from "effect"
+import type { Cause, Duration, Effect, Metric, Schedule } from "effect"
 import type { Retryable } from "./Failure.js"
+import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/retry.js"
 import type { Budget } from "./RetryBudget.js"
 
@@ -24,10 +25,14 @@ export type StopReason = "attempts" | "deadline" | "budget" | "retry-after"
 /**
  * Retrying stopped. `last` is the cause inside the last {@link Retryable}.
  *
+ * `new RetriesExhausted({ … })` takes `Fields<RetriesExhausted>`: the fields that the interface
+ * {@link RetriesExhausted} declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const RetriesExhausted: typeof internal.RetriesExhausted = internal.RetriesExhausted
+export const RetriesExhausted: new<E = unknown>(args: Fields<RetriesExhausted<E>>) => RetriesExhausted<E> =
+  internal.RetriesExhausted
 
 /**
  * Retrying stopped. `last` is the cause inside the last {@link Retryable}.
@@ -35,7 +40,15 @@ export const RetriesExhausted: typeof internal.RetriesExhausted = internal.Retri
  * @since 0.1.0
  * @category errors
  */
-export type RetriesExhausted<E = unknown> = internal.RetriesExhausted<E>
+export interface RetriesExhausted<E = unknown> extends Cause.YieldableError {
+  readonly _tag: "RetriesExhausted"
+  /** How many times the effect ran, the first call included. */
+  readonly attempts: number
+  /** Why retrying stopped. */
+  readonly reason: StopReason
+  /** The cause inside the last {@link Retryable} failure. */
+  readonly last: E
+}
 
 /**
  * What `onRetry` sees before each retry's sleep.

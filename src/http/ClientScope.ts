@@ -10,7 +10,8 @@
  * @since 0.1.0
  */
 import type { HttpServerRequest } from "@effect/platform"
-import type { Effect } from "effect"
+import type { Cause, Effect } from "effect"
+import type { Fields } from "../internal/errorFields.js"
 import * as internal from "../internal/http/clientScope.js"
 
 /**
@@ -29,16 +30,23 @@ export type ClientScope<R = never> = (
  * The request has no client identity: no remote address (a Unix socket, some test servers), a trusted proxy
  * that forwarded none, or no authenticated principal.
  *
+ * `new NoClientIdentity({ … })` takes `Fields<NoClientIdentity>`: the fields that the interface
+ * {@link NoClientIdentity} declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const NoClientIdentity: typeof internal.NoClientIdentity = internal.NoClientIdentity
+export const NoClientIdentity: new(args: Fields<NoClientIdentity>) => NoClientIdentity = internal.NoClientIdentity
 
 /**
  * @since 0.1.0
  * @category errors
  */
-export type NoClientIdentity = internal.NoClientIdentity
+export interface NoClientIdentity extends Cause.YieldableError {
+  readonly _tag: "NoClientIdentity"
+  /** Why the request has no identity (e.g. no remote address), for logs and the 500's detail. */
+  readonly reason: string
+}
 
 /**
  * @since 0.1.0

@@ -13,29 +13,46 @@
  *
  * @since 0.1.0
  */
+import type { HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import type { Cause } from "effect"
 import type { ConnectFailureReason } from "../core/httpClassify.js"
 import * as core from "../core/httpClassify.js"
+import type { Fields } from "../internal/errorFields.js"
 import * as internal from "../internal/http/httpErrors.js"
 
 /**
  * The connection was never made: the request did not leave the client, so repeating it is always safe.
  * `reason` says why: `"refused"`, `"timeout"` (the connect timeout), `"dns"` or `"unreachable"`.
  *
+ * `new ConnectFailed({ … })` takes `Fields<ConnectFailed>`: the fields that the interface {@link ConnectFailed}
+ * declares, without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const ConnectFailed: typeof internal.ConnectFailed = internal.ConnectFailed
+export const ConnectFailed: new(args: Fields<ConnectFailed>) => ConnectFailed = internal.ConnectFailed
 
 /**
  * @since 0.1.0
  * @category errors
  */
-export type ConnectFailed = internal.ConnectFailed
+export interface ConnectFailed extends Cause.YieldableError {
+  readonly _tag: "ConnectFailed"
+  /** Why the connection failed: `"refused"`, `"timeout"` (the connect timeout), `"dns"` or `"unreachable"`. */
+  readonly reason: ConnectFailureReason
+  /** The request that was not sent. */
+  readonly request: HttpClientRequest.HttpClientRequest
+  /** The transport's error behind it. */
+  readonly cause: unknown
+}
 
 /**
  * The request was sent (or may have been) and no response arrived: the attempt timed out while waiting
  * (`reason: "read-timeout"`) or the connection was reset (`"reset"`). The server may have run it, so the client
  * repeats it only when that is safe (an idempotent method or an Idempotency-Key).
+ *
+ * `new NoResponse({ … })` takes `Fields<NoResponse>`: the fields that the interface {@link NoResponse} declares,
+ * without `_tag`.
  *
  * @example
  * ```ts
@@ -50,13 +67,21 @@ export type ConnectFailed = internal.ConnectFailed
  * @since 0.1.0
  * @category errors
  */
-export const NoResponse: typeof internal.NoResponse = internal.NoResponse
+export const NoResponse: new(args: Fields<NoResponse>) => NoResponse = internal.NoResponse
 
 /**
  * @since 0.1.0
  * @category errors
  */
-export type NoResponse = internal.NoResponse
+export interface NoResponse extends Cause.YieldableError {
+  readonly _tag: "NoResponse"
+  /** `"read-timeout"`: the attempt timed out waiting for the response; `"reset"`: the connection was reset. */
+  readonly reason: "read-timeout" | "reset"
+  /** The request that got no response (the server may have run it). */
+  readonly request: HttpClientRequest.HttpClientRequest
+  /** The transport's error behind it. */
+  readonly cause: unknown
+}
 
 /**
  * A response arrived with a status the client retries (408, 429, 500, 502, 503, 504, for a request that is
@@ -69,16 +94,25 @@ export type NoResponse = internal.NoResponse
  * the body, its connection already released). With one tag for both, `Effect.catchTag("ResponseError", …)`
  * could not tell "the server stayed unavailable" from "my code refused this status".
  *
+ * `new StatusError({ … })` takes `Fields<StatusError>`: the fields that the interface {@link StatusError} declares,
+ * without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const StatusError: typeof internal.StatusError = internal.StatusError
+export const StatusError: new(args: Fields<StatusError>) => StatusError = internal.StatusError
 
 /**
  * @since 0.1.0
  * @category errors
  */
-export type StatusError = internal.StatusError
+export interface StatusError extends Cause.YieldableError {
+  readonly _tag: "StatusError"
+  /** The response's status (408, 429 or a 5xx). */
+  readonly status: number
+  /** A detached copy of the response: at most 64 KiB of its body, its connection already released. */
+  readonly response: HttpClientResponse.HttpClientResponse
+}
 
 /**
  * Where in the cause chain of a transport error an error code says the connection was never made (eight

@@ -1,20 +1,15 @@
 import type { Context, Duration, Scope } from "effect"
 import { Cause, Data, Effect, Exit, FiberRef, Layer, Metric, MetricLabel, Random } from "effect"
 import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
+import type * as Api from "../AdaptiveLimiter.js"
 import * as core from "../core/adaptiveLimit.js"
 import * as shed from "../core/loadShed.js"
 import { currentCriticality } from "./criticality.js"
+import type { Fields } from "./errorFields.js"
 import * as slots from "./slots.js"
 import * as validate from "./validate.js"
 
-export class LimitExceeded extends Data.TaggedError("LimitExceeded")<{
-  readonly reason: slots.RejectionReason
-  /** The limiter's name, when it has one. */
-  readonly name: string | undefined
-  /** The limit in force when the call was refused. */
-  readonly limit: number
-  readonly maxQueue: number
-}> {
+export class LimitExceeded extends Data.TaggedError("LimitExceeded")<Fields<Api.LimitExceeded>> {
   override get message(): string {
     const which = this.name === undefined ? "adaptive limiter" : `adaptive limiter "${this.name}"`
     switch (this.reason) {

@@ -2,14 +2,12 @@ import type { Context } from "effect"
 import { Data, Effect, Exit, Layer, Metric, MetricLabel } from "effect"
 import { dual } from "effect/Function"
 import type { AdaptiveThrottle, Options } from "../AdaptiveThrottle.js"
+import type * as Api from "../AdaptiveThrottle.js"
 import * as core from "../core/throttle.js"
+import type { Fields } from "./errorFields.js"
 import * as validate from "./validate.js"
 
-export class LocallyRejected extends Data.TaggedError("LocallyRejected")<{
-  readonly key: string
-  /** The rejection probability the call drew against. */
-  readonly probability: number
-}> {
+export class LocallyRejected extends Data.TaggedError("LocallyRejected")<Fields<Api.LocallyRejected>> {
   override get message(): string {
     return `rejected locally by adaptive throttling for "${this.key}" (p = ${this.probability.toFixed(3)}): ` +
       "the backend has been refusing most requests"

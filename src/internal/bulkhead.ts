@@ -1,16 +1,12 @@
 import type { Context, Scope } from "effect"
 import { Data, Effect, Layer, Metric, MetricLabel } from "effect"
 import type { Bulkhead, Options, RejectionReason } from "../Bulkhead.js"
+import type * as Api from "../Bulkhead.js"
+import type { Fields } from "./errorFields.js"
 import * as slots from "./slots.js"
 import * as validate from "./validate.js"
 
-export class BulkheadFull extends Data.TaggedError("BulkheadFull")<{
-  readonly reason: RejectionReason
-  /** The bulkhead's name, when it has one. */
-  readonly name: string | undefined
-  readonly maxConcurrent: number
-  readonly maxQueue: number
-}> {
+export class BulkheadFull extends Data.TaggedError("BulkheadFull")<Fields<Api.BulkheadFull>> {
   override get message(): string {
     const which = this.name === undefined ? "bulkhead" : `bulkhead "${this.name}"`
     switch (this.reason) {

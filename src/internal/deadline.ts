@@ -1,6 +1,8 @@
 import { Clock, Context, Data, Duration, Effect, FiberRef, Option } from "effect"
 import { globalValue } from "effect/GlobalValue"
+import type * as Api from "../Deadline.js"
 import { compiled } from "./dual.js"
+import type { Fields } from "./errorFields.js"
 import { timeoutWith } from "./timeout.js"
 import * as validate from "./validate.js"
 
@@ -28,7 +30,7 @@ export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
   }
 }
 
-export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<{ readonly timeout: Duration.Duration }> {
+export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<Fields<Api.AttemptTimeout>> {
   override get message(): string {
     return `the attempt timed out after ${Duration.format(this.timeout)}`
   }

@@ -1,16 +1,15 @@
 import { Data, Duration, Effect } from "effect"
+import type * as Api from "../Failure.js"
 import { compiled } from "./dual.js"
+import type { Fields } from "./errorFields.js"
 
-export class Retryable<E = unknown> extends Data.TaggedError("Retryable")<{
-  readonly cause: E
-  readonly retryAfter?: Duration.Duration
-}> {
+export class Retryable<E = unknown> extends Data.TaggedError("Retryable")<Fields<Api.Retryable<E>>> {
   override get message(): string {
     return `retryable failure: ${describe(this.cause)}`
   }
 }
 
-export class Fatal<E = unknown> extends Data.TaggedError("Fatal")<{ readonly cause: E }> {
+export class Fatal<E = unknown> extends Data.TaggedError("Fatal")<Fields<Api.Fatal<E>>> {
   override get message(): string {
     return `fatal failure: ${describe(this.cause)}`
   }

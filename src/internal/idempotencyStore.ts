@@ -5,17 +5,18 @@
  */
 import { Context, Data } from "effect"
 import type { Store } from "../IdempotencyStore.js"
+import type * as Api from "../IdempotencyStore.js"
+import type { Fields } from "./errorFields.js"
 
-export class IdempotencyStoreError extends Data.TaggedError("IdempotencyStoreError")<{
-  readonly operation: "claim" | "complete" | "renew" | "release"
-  readonly cause: unknown
-}> {
+export class IdempotencyStoreError
+  extends Data.TaggedError("IdempotencyStoreError")<Fields<Api.IdempotencyStoreError>>
+{
   override get message(): string {
     return `idempotency store ${this.operation} failed: ${String(this.cause)}`
   }
 }
 
-export class IdempotencyStoreFull extends Data.TaggedError("IdempotencyStoreFull")<{ readonly maxRecords: number }> {
+export class IdempotencyStoreFull extends Data.TaggedError("IdempotencyStoreFull")<Fields<Api.IdempotencyStoreFull>> {
   override get message(): string {
     return `idempotency store full: ${this.maxRecords} live records`
   }

@@ -1,17 +1,14 @@
 import type { Fiber } from "effect"
 import { Array as Arr, Cause, Clock, Context, Data, Duration, Effect, FiberRef, Metric, MetricLabel } from "effect"
 import type { AcquireOptions, Algorithm, Decision, RateLimiter } from "../RateLimiter.js"
+import type * as Api from "../RateLimiter.js"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
 import { withDeadline } from "./deadline.js"
+import type { Fields } from "./errorFields.js"
 import { RateLimiterStore, syncOf } from "./rateLimiterStore.js"
 import * as validate from "./validate.js"
 
-export class RateLimited extends Data.TaggedError("RateLimited")<{
-  readonly key: string
-  readonly reason: "deadline" | "max-wait"
-  readonly decision: Decision
-  readonly retryAfter: Duration.Duration
-}> {
+export class RateLimited extends Data.TaggedError("RateLimited")<Fields<Api.RateLimited>> {
   override get message(): string {
     return `rate limited (${this.reason}): retry after ${Duration.format(this.retryAfter)}`
   }

@@ -1,17 +1,17 @@
 import { Context, Data, Duration, Effect, Metric, ScheduleDecision, ScheduleIntervals } from "effect"
 import type { Options, RetryEvent, StopReason } from "../Retry.js"
+import type * as Api from "../Retry.js"
 import type { Budget } from "../RetryBudget.js"
 import { withDeadline } from "./deadline.js"
 import { compiled } from "./dual.js"
+import type { Fields } from "./errorFields.js"
 import { isRetryable, type Retryable } from "./failure.js"
 import { RetryBudget } from "./retryBudget.js"
 import * as validate from "./validate.js"
 
-export class RetriesExhausted<E = unknown> extends Data.TaggedError("RetriesExhausted")<{
-  readonly attempts: number
-  readonly reason: StopReason
-  readonly last: E
-}> {
+export class RetriesExhausted<E = unknown>
+  extends Data.TaggedError("RetriesExhausted")<Fields<Api.RetriesExhausted<E>>>
+{
   override get message(): string {
     return `gave up after ${this.attempts} attempt(s): ${this.reason}`
   }

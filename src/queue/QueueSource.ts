@@ -16,7 +16,8 @@
  *
  * @since 0.1.0
  */
-import type { Duration, Effect } from "effect"
+import type { Cause, Duration, Effect } from "effect"
+import type { Fields } from "../internal/errorFields.js"
 import * as internal from "../internal/queue/queueSource.js"
 import type { DeadLetterQueue } from "./DeadLetter.js"
 
@@ -72,16 +73,27 @@ export interface ReleaseOptions {
 /**
  * The engine behind a source failed (unreachable, timed out, corrupt data).
  *
+ * `new QueueError({ … })` takes `Fields<QueueError>`: the fields that the interface {@link QueueError} declares,
+ * without `_tag`.
+ *
  * @since 0.1.0
  * @category errors
  */
-export const QueueError: typeof internal.QueueError = internal.QueueError
+export const QueueError: new(args: Fields<QueueError>) => QueueError = internal.QueueError
 
 /**
  * @since 0.1.0
  * @category errors
  */
-export type QueueError = internal.QueueError
+export interface QueueError extends Cause.YieldableError {
+  readonly _tag: "QueueError"
+  /** The queue's name. */
+  readonly queue: string
+  /** What failed, e.g. `"receive"` or `"ack"`. */
+  readonly operation: string
+  /** The engine's error behind it. */
+  readonly cause: unknown
+}
 
 /**
  * @since 0.1.0

@@ -1,6 +1,8 @@
 import { Data, Duration } from "effect"
+import type * as Api from "../../CircuitBreaker.js"
+import type { Fields } from "../errorFields.js"
 
-export class CircuitOpen extends Data.TaggedError("CircuitOpen")<{ readonly retryAfter: Duration.Duration }> {
+export class CircuitOpen extends Data.TaggedError("CircuitOpen")<Fields<Api.CircuitOpen>> {
   override get message(): string {
     return `the circuit is open; retry after ${Duration.format(this.retryAfter)}`
   }

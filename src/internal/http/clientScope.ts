@@ -4,11 +4,13 @@ import { createHash, createHmac } from "node:crypto"
 import { isIP } from "node:net"
 import { clientAddress } from "../../core/clientAddress.js"
 import type { AddressOptions, ClientScope } from "../../http/ClientScope.js"
+import type * as Api from "../../http/ClientScope.js"
+import type { Fields } from "../errorFields.js"
 import * as validate from "../validate.js"
 import { problem } from "./problem.js"
 
 /** Defined here, re-exported by the public module: internal files never import values from public ones. */
-export class NoClientIdentity extends Data.TaggedError("NoClientIdentity")<{ readonly reason: string }> {
+export class NoClientIdentity extends Data.TaggedError("NoClientIdentity")<Fields<Api.NoClientIdentity>> {
   override get message(): string {
     return `no client identity: ${this.reason}`
   }

@@ -1,31 +1,20 @@
-import type { HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import { Data } from "effect"
-import type { ConnectFailureReason } from "../../core/httpClassify.js"
+import type * as Api from "../../http/HttpErrors.js"
+import type { Fields } from "../errorFields.js"
 
-export class ConnectFailed extends Data.TaggedError("ConnectFailed")<{
-  readonly reason: ConnectFailureReason
-  readonly request: HttpClientRequest.HttpClientRequest
-  readonly cause: unknown
-}> {
+export class ConnectFailed extends Data.TaggedError("ConnectFailed")<Fields<Api.ConnectFailed>> {
   override get message(): string {
     return `could not connect (${this.reason}) for ${this.request.method} ${this.request.url}`
   }
 }
 
-export class NoResponse extends Data.TaggedError("NoResponse")<{
-  readonly reason: "read-timeout" | "reset"
-  readonly request: HttpClientRequest.HttpClientRequest
-  readonly cause: unknown
-}> {
+export class NoResponse extends Data.TaggedError("NoResponse")<Fields<Api.NoResponse>> {
   override get message(): string {
     return `no response (${this.reason}) for ${this.request.method} ${this.request.url}: it may have run`
   }
 }
 
-export class StatusError extends Data.TaggedError("StatusError")<{
-  readonly status: number
-  readonly response: HttpClientResponse.HttpClientResponse
-}> {
+export class StatusError extends Data.TaggedError("StatusError")<Fields<Api.StatusError>> {
   override get message(): string {
     return `HTTP ${this.status} for ${this.response.request.method} ${this.response.request.url}`
   }

@@ -2,16 +2,14 @@ import { Chunk, Clock, Data, Duration, Effect, Option, Queue } from "effect"
 import * as visibilityRules from "../../core/visibility.js"
 import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import type { MemoryOptions, Message, QueueSource, ReleaseOptions } from "../../queue/QueueSource.js"
+import type * as Api from "../../queue/QueueSource.js"
+import type { Fields } from "../errorFields.js"
 import { MinHeap } from "../heap.js"
 import { labels, observeDepth } from "./metrics.js"
 import { listLimit, parseReceipt, visibilityMillis } from "./shared.js"
 
 /** Defined here, re-exported by `QueueSource.ts`: every source reaches it without importing a public module. */
-export class QueueError extends Data.TaggedError("QueueError")<{
-  readonly queue: string
-  readonly operation: string
-  readonly cause: unknown
-}> {
+export class QueueError extends Data.TaggedError("QueueError")<Fields<Api.QueueError>> {
   override get message(): string {
     const cause = this.cause instanceof Error ? this.cause.message : String(this.cause)
     return `queue "${this.queue}": ${this.operation} failed: ${cause}`
