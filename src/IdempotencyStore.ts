@@ -15,7 +15,7 @@
  *
  * @since 0.1.0
  */
-import { type Cause, type Duration, type Effect, Layer } from "effect"
+import type { Cause, Duration, Effect, Layer } from "effect"
 import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/idempotencyStore.js"
 import * as memory from "./internal/idempotencyStore/memory.js"
@@ -200,7 +200,7 @@ export const makeMemory: Effect.Effect<Store & { readonly size: Effect.Effect<nu
  * @since 0.1.0
  * @category layers
  */
-export const layerMemory: Layer.Layer<IdempotencyStore> = Layer.effect(IdempotencyStore, makeMemory)
+export const layerMemory: Layer.Layer<IdempotencyStore> = memory.layerMemory
 
 /**
  * The memory store with options. Throws `IllegalArgumentException` for invalid options.
@@ -208,5 +208,4 @@ export const layerMemory: Layer.Layer<IdempotencyStore> = Layer.effect(Idempoten
  * @since 0.1.0
  * @category layers
  */
-export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<IdempotencyStore> =>
-  Layer.effect(IdempotencyStore, memory.makeMemory(options))
+export const layerMemoryWith: (options: MemoryOptions) => Layer.Layer<IdempotencyStore> = memory.layerMemoryWith

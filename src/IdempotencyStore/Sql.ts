@@ -77,10 +77,7 @@ export interface SqlStore extends Store {
  * @since 0.1.0
  * @category layers
  */
-export const layer = (options?: Options): Layer.Layer<IdempotencyStore, SqlError, SqlClient> => {
-  sqlOptions.resolve(options)
-  return internal.layer(options)
-}
+export const layer: (options?: Options) => Layer.Layer<IdempotencyStore, SqlError, SqlClient> = internal.layer
 
 /**
  * Builds the store of {@link layer} in a scope (its cleanup fiber lives as long as the scope).
@@ -88,10 +85,7 @@ export const layer = (options?: Options): Layer.Layer<IdempotencyStore, SqlError
  * @since 0.1.0
  * @category constructors
  */
-export const make = (options?: Options): Effect.Effect<SqlStore, SqlError, SqlClient | Scope.Scope> => {
-  sqlOptions.resolve(options)
-  return internal.make(options)
-}
+export const make: (options?: Options) => Effect.Effect<SqlStore, SqlError, SqlClient | Scope.Scope> = internal.make
 
 /**
  * The statements {@link layer} runs when `migrate` is on (`CREATE TABLE IF NOT EXISTS` and

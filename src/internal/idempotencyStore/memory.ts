@@ -2,7 +2,7 @@
  * The memory idempotency store: a map of records, the claim decisions of `core/idempotency.ts`, and
  * expiry from a binary heap. The decisions are the SQL and Redis stores' too.
  */
-import { Clock, Duration, Effect } from "effect"
+import { Clock, Duration, Effect, Layer } from "effect"
 import * as core from "../../core/idempotency.js"
 import type {
   ClaimRef,
@@ -13,7 +13,7 @@ import type {
   StoredResponse
 } from "../../IdempotencyStore.js"
 import { MinHeap } from "../heap.js"
-import { IdempotencyStoreFull } from "../idempotencyStore.js"
+import { IdempotencyStore, IdempotencyStoreFull } from "../idempotencyStore.js"
 import * as validate from "../validate.js"
 
 interface Record {
@@ -164,3 +164,9 @@ const build = (maxRecords: number) => {
   // not part of the public type: lets a test see that the expiry heap stays bounded by the records
   return Object.assign(store, { pendingExpiries: () => expiries.size })
 }
+
+/** The memory store as a layer: options checked when called, one store per build of the layer. */
+export const layerMemoryWith = (options: MemoryOptions = {}): Layer.Layer<IdempotencyStore> =>
+  Layer.effect(IdempotencyStore, makeMemory(options))
+
+export const layerMemory: Layer.Layer<IdempotencyStore> = layerMemoryWith()

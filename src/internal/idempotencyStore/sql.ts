@@ -61,11 +61,12 @@ export const migrate = (
     : Effect.all(statements, { discard: true })
 }
 
+/** Options are checked when called (the one rule); the store is built when run. */
 export const make = (
   options?: SqlOptions
-): Effect.Effect<SqlStore, SqlError, SqlClient.SqlClient | Scope.Scope> =>
-  Effect.gen(function*() {
-    const config = resolve(options)
+): Effect.Effect<SqlStore, SqlError, SqlClient.SqlClient | Scope.Scope> => {
+  const config = resolve(options)
+  return Effect.gen(function*() {
     // column names are ours: a client's camelCase transforms must not rename them
     const sql = (yield* SqlClient.SqlClient).withoutTransforms()
     const dialect = dialectOf(sql)
@@ -203,16 +204,16 @@ export const make = (
     /** Deletes expired rows one bounded batch (one short statement) at a time until a batch comes back short. */
     const deleteExpired: Effect.Effect<number, SqlError> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const loop = (total: number): Effect.Effect<number, SqlError> =>
-        Effect.flatMap(deleteBatch(now), (rows) =>
-          rows.length < config.cleanupBatch ? Effect.succeed(total + rows.length) : loop(total + rows.length))
+        Effect.flatMap(
+          deleteBatch(now),
+          (rows) => rows.length < config.cleanupBatch ? Effect.succeed(total + rows.length) : loop(total + rows.length)
+        )
       return loop(0)
     })
 
     if (config.cleanup) {
       yield* deleteExpired.pipe(
-        Effect.catchAllCause((cause) =>
-          Effect.logWarning("idempotency: deleting expired records failed", cause)
-        ),
+        Effect.catchAllCause((cause) => Effect.logWarning("idempotency: deleting expired records failed", cause)),
         Effect.repeat(Schedule.spaced(config.cleanupInterval)),
         Effect.delay(config.cleanupInterval),
         Effect.interruptible,
@@ -223,6 +224,7 @@ export const make = (
     const store: Store = { claim, complete, renew, release }
     return { ...store, deleteExpired, dialect, table: config.table }
   })
+}
 
 export const layer = (options?: SqlOptions): Layer.Layer<IdempotencyStore, SqlError, SqlClient.SqlClient> =>
   Layer.scoped(IdempotencyStore, make(options))
