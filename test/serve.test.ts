@@ -317,7 +317,9 @@ describe("npm run serve", () => {
         const cases = [
           [["--verbose"], "unknown option --verbose"],
           [["8080"], "unexpected argument 8080"],
-          [["--port", "1", "--port", "2"], "--port given twice"]
+          [["--port", "1", "--port", "2"], "--port given twice"],
+          [["--shed", "always"], "unknown --shed always"],
+          [["--capacity", "0:20"], "bad --capacity"]
         ] as const
         const [help, ...refused] = yield* Effect.all(
           [runServe(["--help"]), ...cases.map(([args]) => runServe(args))],
