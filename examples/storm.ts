@@ -80,7 +80,7 @@ const runParallel = async (tasks: ReadonlyArray<Task>, seed: number, threads: nu
   const cells: Array<Cell> = []
   const workers = Array.from(
     { length: Math.max(0, Math.min(threads, queue.length) - 1) },
-    () => new Worker(workerSource(), { eval: true, workerData: seed })
+    () => new Worker(workerSource(), { eval: true, workerData: seed, resourceLimits: { maxYoungGenerationSizeMb: 96 } })
   )
   const done = workers.map((worker) =>
     new Promise<void>((resolve, reject) => {

@@ -39,7 +39,7 @@ describe("storm engine", () => {
       fired = true
     })
     timer.fire = undefined
-    expect(sim.run(Effect.never, 5_000)).toBeUndefined()
+    expect(sim.run(Effect.sleep(Duration.days(1)), 5_000)).toBeUndefined()
     expect(fired).toBe(false)
   })
 
@@ -63,7 +63,7 @@ describe("storm engine", () => {
       first.done = undefined
       for (let i = 0; i < 24; i++) resource.submit(() => done.push(sim.now))
     })
-    sim.run(Effect.never, 10_000)
+    sim.run(Effect.sleep(Duration.days(1)), 10_000)
     expect(done.slice(0, 12)).toEqual([...Array(10).fill(100), 200, 200])
     expect(done).not.toContain(-1)
     // 3 workers from 1 s: the abandoned request takes one of the first 3 slots

@@ -175,5 +175,6 @@ export const program = (sim: Simulator, scenario: Scenario, policy: Policy, offe
       })
       yield* Effect.forkDaemon(arrivals)
     }
-    return yield* Effect.never
+    // not Effect.never: it holds a real interval open, which would keep the process alive after the run
+    yield* Effect.sleep(Duration.millis(scenario.durationMs))
   }).pipe(Effect.scoped)
