@@ -1,5 +1,21 @@
+import { readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
+
+/**
+ * The examples import the library as `effect-resilience/<Module>`, as a user would; tsconfig.json maps those
+ * names to src/ for tsc and tsx, and this gives vitest the same map, so tests can import the examples.
+ */
+const paths = (JSON.parse(readFileSync(new URL("./tsconfig.json", import.meta.url), "utf8")) as {
+  compilerOptions: { paths: Record<string, [string]> }
+}).compilerOptions.paths
+const alias = Object.entries(paths)
+  .sort(([a], [b]) => b.length - a.length)
+  .map(([name, [target]]) => ({
+    find: new RegExp(`^${name.replace(/[/.]/g, "\\$&")}$`),
+    replacement: fileURLToPath(new URL(target, import.meta.url))
+  }))
 
 /**
  * Integration tests: the files that need PostgreSQL or Redis, start processes, or open sockets (real HTTP
@@ -31,6 +47,7 @@ export default defineConfig({
     },
     projects: [
       {
+        resolve: { alias },
         test: {
           name: "unit",
           include: ["test/**/*.test.ts"],
@@ -44,6 +61,7 @@ export default defineConfig({
         }
       },
       {
+        resolve: { alias },
         test: {
           name: "integration",
           include: integration,

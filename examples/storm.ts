@@ -1,0 +1,174 @@
+/**
+ * `npm run storm`: a retry storm, simulated with the library's own Retry, RetryBudget, AdaptiveThrottle,
+ * AdaptiveLimiter and Criticality on a virtual clock. See docs/overload.md, "The retry storm", for the model.
+ *
+ *   npm run storm -- --loads 0.5..3:0.5 --seed 12 --out storm-out/ --images docs/images/ [--json]
+ *
+ * Writes <out>/results.csv and <images>/storm-goodput.svg, <images>/storm-timeline.svg, prints the table, the
+ * issue's targets with the figure each was judged on, and the wall and CPU time; with --json the last line is
+ * `{ "capacity": …, "rows": [...] }`. Cells (policy × load) are spread over worker threads; each is seeded on
+ * its own, so the results do not depend on the split.
+ */
+import { mkdirSync, writeFileSync } from "node:fs"
+import { availableParallelism } from "node:os"
+import { join } from "node:path"
+import { parseArgs } from "node:util"
+import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
+import { defaultScenario } from "./storm/model.js"
+import { policies, type Policy } from "./storm/policies.js"
+import { checks, goodputChart, table, timelineChart, toCsv, toJson } from "./storm/report.js"
+import { type Cell, runCell } from "./storm/sweep.js"
+
+// the runs build hundreds of thousands of timeout and overload errors that nobody prints: their stack traces
+// cost a tenth of the CPU and say nothing
+Error.stackTraceLimit = 0
+
+interface Task {
+  readonly policy: Policy
+  readonly load: number
+}
+
+const usage = `usage: npm run storm -- [options]
+
+  --loads SPEC     offered loads as multiples of capacity: a list and/or from..to:step   (default 0.5..3:0.5)
+  --seed N         an integer; the same seed gives the same results                      (default 12)
+  --out DIR        where results.csv goes                                                (default storm-out/)
+  --images DIR     where the two SVG charts go                                           (default docs/images/)
+  --threads N      threads computing the sweep                     (default: CPU count, at most 4)
+  --json           end with one JSON line: { "capacity", "rows": [...] }
+  --help`
+
+const parseLoads = (spec: string): ReadonlyArray<number> => {
+  const loads = spec.split(",").flatMap((part) => {
+    const range = /^([\d.]+)\.\.([\d.]+):([\d.]+)$/.exec(part.trim())
+    if (range === null) return [Number(part)]
+    const [from, to, step] = [Number(range[1]), Number(range[2]), Number(range[3])]
+    const out: Array<number> = []
+    for (let i = 0; from + i * step <= to + 1e-9; i++) out.push(Number((from + i * step).toFixed(6)))
+    return out
+  })
+  if (loads.length === 0 || loads.some((l) => !(l > 0 && Number.isFinite(l)))) {
+    throw new Error(`--loads: expected positive numbers or ranges like 0.5..3:0.5, got "${spec}"`)
+  }
+  return loads
+}
+
+const positiveInt = (name: string, text: string): number => {
+  const n = Number(text)
+  if (!Number.isInteger(n) || n < 0) throw new Error(`${name}: expected a non-negative integer, got "${text}"`)
+  return n
+}
+
+const compute = (task: Task, seed: number): Cell => runCell(defaultScenario, task.policy, task.load, seed)
+
+const runWorker = () => {
+  const seed = workerData as number
+  parentPort!.on("message", (task: Task) => parentPort!.postMessage(compute(task, seed)))
+}
+
+/** Under tsx the TypeScript loader is not inherited by worker threads: the worker registers it first. */
+const workerSource = () => {
+  const self = JSON.stringify(import.meta.url)
+  if (!import.meta.url.endsWith(".ts")) return `import(${self})`
+  const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"))
+  return `import(${tsx}).then((tsx) => { tsx.register(); return import(${self}) })`
+}
+
+/** Hands out cells, heaviest first, to the main thread and `threads - 1` workers. */
+const runParallel = async (tasks: ReadonlyArray<Task>, seed: number, threads: number) => {
+  const queue = [...tasks].sort((a, b) => b.load - a.load)
+  const cells: Array<Cell> = []
+  const workers = Array.from(
+    { length: Math.max(0, Math.min(threads, queue.length) - 1) },
+    () => new Worker(workerSource(), { eval: true, workerData: seed, resourceLimits: { maxYoungGenerationSizeMb: 96 } })
+  )
+  const done = workers.map((worker) =>
+    new Promise<void>((resolve, reject) => {
+      const feed = () => {
+        const task = queue.shift()
+        if (task !== undefined) return worker.postMessage(task)
+        void worker.terminate()
+        resolve()
+      }
+      worker.on("message", (cell: Cell) => {
+        cells.push(cell)
+        feed()
+      })
+      worker.on("error", reject)
+      feed()
+    })
+  )
+  for (let task = queue.shift(); task !== undefined; task = queue.shift()) {
+    cells.push(compute(task, seed))
+    // let the workers' results in between cells
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+  await Promise.all(done)
+  return cells
+}
+
+const main = async () => {
+  const { values } = parseArgs({
+    options: {
+      loads: { type: "string", default: "0.5..3:0.5" },
+      seed: { type: "string", default: "12" },
+      out: { type: "string", default: "storm-out/" },
+      images: { type: "string", default: "docs/images/" },
+      threads: { type: "string" },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", default: false }
+    }
+  })
+  if (values.help) return console.log(usage)
+  const loads = parseLoads(values.loads)
+  const seed = positiveInt("--seed", values.seed)
+  const threads = values.threads === undefined
+    ? Math.min(4, availableParallelism())
+    : Math.max(1, positiveInt("--threads", values.threads))
+  const scenario = defaultScenario
+
+  console.log(`storm: ${policies.length} policies × ${loads.length} loads, seed ${seed}, ${threads} thread(s)`)
+  const started = performance.now()
+  const cpuBefore = process.cpuUsage()
+  const tasks = loads.flatMap((load) => policies.map((policy) => ({ policy, load })))
+  const unordered = await runParallel(tasks, seed, threads)
+  const cells = [...unordered].sort((a, b) =>
+    policies.indexOf(a.row.policy) - policies.indexOf(b.row.policy) || a.row.offered - b.row.offered
+  )
+  const cpu = process.cpuUsage(cpuBefore)
+  const wall = (performance.now() - started) / 1_000
+  const rows = cells.map((c) => c.row)
+
+  mkdirSync(values.out, { recursive: true })
+  mkdirSync(values.images, { recursive: true })
+  const timelineLoad = loads.includes(2) ? 2 : loads.at(-1)!
+  const files = [
+    [join(values.out, "results.csv"), toCsv(rows)],
+    [join(values.images, "storm-goodput.svg"), goodputChart(scenario, rows)],
+    [join(values.images, "storm-timeline.svg"), timelineChart(scenario, cells, timelineLoad)]
+  ] as const
+  for (const [path, text] of files) writeFileSync(path, text)
+
+  console.log()
+  console.log(table(scenario, rows))
+  console.log()
+  for (const line of checks(scenario, cells)) console.log(line)
+  console.log()
+  console.log(`wrote ${files.map(([path]) => path).join(", ")}`)
+  // process.cpuUsage counts every thread of the process
+  console.log(
+    `sweep: wall ${wall.toFixed(2)} s, CPU ${((cpu.user + cpu.system) / 1e6).toFixed(2)} s (all threads); ` +
+      `${(performance.now() / 1_000).toFixed(2)} s since the process started`
+  )
+  if (values.json) console.log(toJson(scenario, rows))
+}
+
+if (isMainThread) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error)
+    console.error(usage)
+    process.exitCode = 1
+  })
+} else {
+  runWorker()
+}
