@@ -12,12 +12,13 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
+import { isMainThread, parentPort, workerData } from "node:worker_threads"
 import { type Algorithm, algorithms } from "./simulate/backoff.js"
 import { toCsv } from "./simulate/csv.js"
 import { parseAlgorithms, parseClients, parseRuns } from "./simulate/options.js"
 import { callsChart, summary, timeChart } from "./simulate/report.js"
 import { type Row, sweep } from "./simulate/sweep.js"
+import { runPool } from "./support/workerPool.js"
 
 interface Task {
   readonly clients: number
@@ -47,53 +48,15 @@ const runWorker = () => {
   })
 }
 
-/**
- * A worker runs this file in worker mode. Under tsx (`npm run simulate`) the TypeScript loader is not
- * inherited by worker threads, so the worker registers it before importing this file.
- */
-const workerSource = () => {
-  const self = JSON.stringify(import.meta.url)
-  if (!import.meta.url.endsWith(".ts")) return `import(${self})`
-  const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"))
-  return `import(${tsx}).then((tsx) => { tsx.register(); return import(${self}) })`
-}
-
-/**
- * Hands out cells, most expensive first, to the main thread and `threads - 1` workers; resolves with
- * every row. The main thread computes too, yielding between cells so worker results are received.
- */
-const runParallel = async (tasks: ReadonlyArray<Task>, job: Job, threads: number) => {
-  const queue = [...tasks].sort((a, b) => b.clients - a.clients)
-  const rows: Array<Row> = []
-  const compute = (task: Task) =>
-    sweep({ clients: [task.clients], algorithms: [task.algorithm], runs: job.runs, seed: job.seed })[0]!
-  const workers = Array.from(
-    { length: Math.min(threads, queue.length) - 1 },
-    () => new Worker(workerSource(), { eval: true, workerData: job })
-  )
-  const done = workers.map((worker) =>
-    new Promise<void>((resolve, reject) => {
-      const feed = () => {
-        const task = queue.shift()
-        if (task !== undefined) return worker.postMessage(task)
-        void worker.terminate()
-        resolve()
-      }
-      worker.on("message", (row: Row) => {
-        rows.push(row)
-        feed()
-      })
-      worker.on("error", reject)
-      feed()
-    })
-  )
-  for (let task = queue.shift(); task !== undefined; task = queue.shift()) {
-    rows.push(compute(task))
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-  await Promise.all(done)
-  return rows
-}
+/** Hands out cells, most expensive first, to the main thread and `threads - 1` workers; resolves with every row. */
+const runParallel = (tasks: ReadonlyArray<Task>, job: Job, threads: number) =>
+  runPool([...tasks].sort((a, b) => b.clients - a.clients), {
+    threads,
+    moduleUrl: import.meta.url,
+    workerData: job,
+    compute: (task: Task) =>
+      sweep({ clients: [task.clients], algorithms: [task.algorithm], runs: job.runs, seed: job.seed })[0]!
+  })
 
 const main = async () => {
   const { values } = parseArgs({

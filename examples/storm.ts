@@ -13,11 +13,12 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { isMainThread, parentPort, Worker, workerData } from "node:worker_threads"
+import { isMainThread, parentPort, workerData } from "node:worker_threads"
 import { defaultScenario } from "./storm/model.js"
 import { policies, type Policy } from "./storm/policies.js"
 import { checks, goodputChart, table, timelineChart, toCsv, toJson } from "./storm/report.js"
 import { type Cell, runCell } from "./storm/sweep.js"
+import { runPool } from "./support/workerPool.js"
 
 // the runs build hundreds of thousands of timeout and overload errors that nobody prints: their stack traces
 // cost a tenth of the CPU and say nothing
@@ -66,46 +67,15 @@ const runWorker = () => {
   parentPort!.on("message", (task: Task) => parentPort!.postMessage(compute(task, seed)))
 }
 
-/** Under tsx the TypeScript loader is not inherited by worker threads: the worker registers it first. */
-const workerSource = () => {
-  const self = JSON.stringify(import.meta.url)
-  if (!import.meta.url.endsWith(".ts")) return `import(${self})`
-  const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"))
-  return `import(${tsx}).then((tsx) => { tsx.register(); return import(${self}) })`
-}
-
 /** Hands out cells, heaviest first, to the main thread and `threads - 1` workers. */
-const runParallel = async (tasks: ReadonlyArray<Task>, seed: number, threads: number) => {
-  const queue = [...tasks].sort((a, b) => b.load - a.load)
-  const cells: Array<Cell> = []
-  const workers = Array.from(
-    { length: Math.max(0, Math.min(threads, queue.length) - 1) },
-    () => new Worker(workerSource(), { eval: true, workerData: seed, resourceLimits: { maxYoungGenerationSizeMb: 96 } })
-  )
-  const done = workers.map((worker) =>
-    new Promise<void>((resolve, reject) => {
-      const feed = () => {
-        const task = queue.shift()
-        if (task !== undefined) return worker.postMessage(task)
-        void worker.terminate()
-        resolve()
-      }
-      worker.on("message", (cell: Cell) => {
-        cells.push(cell)
-        feed()
-      })
-      worker.on("error", reject)
-      feed()
-    })
-  )
-  for (let task = queue.shift(); task !== undefined; task = queue.shift()) {
-    cells.push(compute(task, seed))
-    // let the workers' results in between cells
-    await new Promise((resolve) => setImmediate(resolve))
-  }
-  await Promise.all(done)
-  return cells
-}
+const runParallel = (tasks: ReadonlyArray<Task>, seed: number, threads: number) =>
+  runPool([...tasks].sort((a, b) => b.load - a.load), {
+    threads,
+    moduleUrl: import.meta.url,
+    workerData: seed,
+    resourceLimits: { maxYoungGenerationSizeMb: 96 },
+    compute: (task) => compute(task, seed)
+  })
 
 const main = async () => {
   const { values } = parseArgs({
