@@ -249,15 +249,18 @@ export const make = (options: Options = {}) => {
         )
       })
 
-    /** Waits out the origin's pause (or gives up when the deadline ends first), then sends. */
-    const attempt = (request: HttpClientRequest.HttpClientRequest, hasKey: boolean, origin: string) =>
+    /**
+     * Waits out the origin's pause, or gives up at once when the deadline ends first. It runs before the limiter,
+     * the throttle and the breaker, so the wait is neither paced, counted nor timed as part of the call.
+     */
+    const holdFor = (origin: string): Effect.Effect<void, DeadlineExceeded> =>
       withDeadline((deadline, now) => {
         const hold = Backpressure.hold(pausedUntil.get(origin), now, deadline)
         switch (hold._tag) {
           case "Go":
-            return send(request, hasKey, origin)
+            return Effect.void
           case "Wait":
-            return Effect.zipRight(Effect.sleep(Duration.millis(hold.millis)), send(request, hasKey, origin))
+            return Effect.sleep(Duration.millis(hold.millis))
           case "GiveUp":
             return Effect.fail(new DeadlineExceeded())
         }
@@ -277,11 +280,12 @@ export const make = (options: Options = {}) => {
       )
       let once: Effect.Effect<HttpClientResponse.HttpClientResponse, any> = Effect.flatMap(
         marked,
-        (request) => attempt(request, hasKey, origin)
+        (request) => send(request, hasKey, origin)
       )
       if (breakers !== undefined) once = breakers.protect(once, origin)
       if (throttle !== undefined) once = throttle.protect(once, origin)
       if (limiter !== undefined) once = Effect.zipRight(limiter.acquire(origin), once)
+      if (maxPauseMillis !== undefined) once = Effect.zipRight(holdFor(origin), once)
       const result = retry === undefined
         ? Effect.catchIf(once, isRetryable, (e) => Effect.fail(e.cause))
         : budget === undefined
