@@ -185,6 +185,12 @@ export interface Options {
    * for the breaker. Defects always count; interruption never does.
    */
   readonly isFailure?: (error: unknown) => boolean
+  /**
+   * How long the dependency itself asked to be left alone, read from the failure that opens the breaker —
+   * e.g. a 503's `Retry-After`. When it is longer than `openFor`'s delay, the breaker stays open that long
+   * instead. Default: none (`ResilientHttpClient`'s breakers read a `Retryable`'s `retryAfter`).
+   */
+  readonly openForAtLeast?: (error: unknown) => Duration.Duration | undefined
   /** Tags the breaker's metrics (`breaker` label). */
   readonly name?: string
   /**

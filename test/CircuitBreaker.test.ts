@@ -103,6 +103,28 @@ describe("CircuitBreaker", () => {
         ])
       }))
 
+    it.scoped("openForAtLeast: the failure that opens it may ask for a longer opening; others get openFor", () =>
+      Effect.gen(function*() {
+        const breaker = yield* CircuitBreaker.make({
+          trip: CircuitBreaker.consecutive(1),
+          openFor: "1 second",
+          openForAtLeast: (e) => e === "busy" ? Duration.seconds(5) : e === "soon" ? Duration.millis(100) : undefined
+        })
+        yield* Effect.exit(breaker.protect(Effect.fail("busy")))
+        expect(retryAfterOf(yield* Effect.exit(breaker.protect(Effect.void)))).toBe(5000)
+        yield* TestClock.adjust("4999 millis")
+        expect(yield* breaker.state).toBe("open")
+        yield* TestClock.adjust("1 millis")
+        expect(yield* breaker.state).toBe("half-open")
+        // a trial that fails without asking: the plain openFor
+        yield* Effect.exit(breaker.protect(Effect.fail("plain")))
+        expect(retryAfterOf(yield* Effect.exit(breaker.protect(Effect.void)))).toBe(1000)
+        yield* TestClock.adjust("1 second")
+        // asking for less than openFor changes nothing
+        yield* Effect.exit(breaker.protect(Effect.fail("soon")))
+        expect(retryAfterOf(yield* Effect.exit(breaker.protect(Effect.void)))).toBe(1000)
+      }))
+
     it.scoped("a failed trial opens the breaker again for another openFor", () =>
       Effect.gen(function*() {
         const breaker = yield* CircuitBreaker.make(basic)

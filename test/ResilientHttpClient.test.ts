@@ -455,6 +455,24 @@ describe("ResilientHttpClient", () => {
       expect(sent + local).toBe(40)
     }).pipe(Effect.provide(ServerAndClient)))
 
+  it.scoped("a breaker opened by a 503 stays open for its Retry-After when that is longer than openFor", () =>
+    Effect.gen(function*() {
+      const { seen, url } = yield* scripted([[503, "5"], "ok"])
+      const http = yield* client({
+        retry: false,
+        breaker: { trip: CircuitBreaker.consecutive(1), openFor: "1 second" },
+        sharedBackpressure: false
+      })
+      yield* Effect.exit(http.execute(HttpClientRequest.get(url)))
+      yield* TestClock.adjust("4 seconds")
+      expect(failureOf(yield* Effect.exit(http.execute(HttpClientRequest.get(url))))).toBeInstanceOf(
+        CircuitBreaker.CircuitOpen
+      )
+      yield* TestClock.adjust("1 second")
+      expect(yield* statusOf(http.execute(HttpClientRequest.get(url)))).toEqual(Exit.succeed(200))
+      expect(Chunk.size(yield* Queue.takeAll(seen))).toBe(2)
+    }).pipe(Effect.provide(ServerAndClient)))
+
   it.scoped("a client-side limiter paces attempts per origin", () =>
     Effect.gen(function*() {
       const { seen, url } = yield* scripted(["ok"])

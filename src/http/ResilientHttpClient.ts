@@ -47,7 +47,9 @@ export interface Options {
   }
   /**
    * A circuit breaker per origin (scheme, host and port), built with these options. Default: none. Unless
-   * you pass `isFailure`, 429 answers do not count as failures (the server is throttling, not down).
+   * you pass `isFailure`, 429 answers do not count as failures (the server is throttling, not down). Unless you
+   * pass `openForAtLeast`, a failure that opens the breaker with a `Retry-After` longer than `openFor` keeps it
+   * open that long (at most a minute).
    */
   readonly breaker?: KeyedOptions
   /** A limiter keyed by origin that every attempt waits for (respecting the deadline). Default: none. */

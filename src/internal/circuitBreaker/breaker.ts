@@ -80,7 +80,7 @@ export const build = (config: Config, e: Env): Effect.Effect<CircuitBreaker, nev
 export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.Effect<Built, never, Scope.Scope> =>
   Effect.gen(function*() {
     const changesHub = yield* PubSub.unbounded<Transition>()
-    const { isFailure, labels, permits, schedule, slowMillis } = config
+    const { isFailure, labels, openForAtLeast, permits, schedule, slowMillis } = config
     const window = Window.make(config.trip)
     // whether a closed call's outcome needs the time: time windows and slow-call rules
     const timedClosed = Window.timed(window) || slowMillis !== undefined
@@ -90,6 +90,8 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     let scheduleState: unknown = schedule?.initial
     let replay = 0 // schedule steps owed after restoring `openings` from a snapshot
     let lastDelay = config.openForMillis
+    // what the last failure counted asked for (openForAtLeast): an opening it causes lasts at least that long
+    let askedMillis = 0
     let timer: Fiber.RuntimeFiber<void> | undefined
     let disposed = false
 
@@ -154,8 +156,10 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
         step(at, openings)
       }
       Window.reset(window)
-      set(Machine.open(m, at, lastDelay), at)
-      arm(lastDelay)
+      const delay = Math.max(lastDelay, askedMillis)
+      askedMillis = 0
+      set(Machine.open(m, at, delay), at)
+      arm(delay)
     }
 
     const close = (at: number, next: Machine.Machine) => {
@@ -167,10 +171,19 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
 
     const classify = (cause: Cause.Cause<unknown>): Machine.Outcome => {
       if (Cause.isInterruptedOnly(cause)) return "ignored"
-      if (Cause.isDie(cause)) return "failure"
+      if (Cause.isDie(cause)) {
+        askedMillis = 0
+        return "failure"
+      }
       const failure = Cause.failureOption(cause)
       if (failure._tag === "None") return "ignored"
-      return isFailure(failure.value) ? "failure" : "success"
+      if (!isFailure(failure.value)) return "success"
+      if (openForAtLeast !== undefined) {
+        const asked = openForAtLeast(failure.value)
+        const millis = asked === undefined ? 0 : Duration.toMillis(asked)
+        askedMillis = millis > 0 && Number.isFinite(millis) ? millis : 0
+      }
+      return "failure"
     }
 
     /**

@@ -63,6 +63,7 @@ export interface Config {
   readonly schedule: Schedule.Schedule<Duration.Duration, unknown> | undefined
   readonly permits: number
   readonly isFailure: (error: unknown) => boolean
+  readonly openForAtLeast: ((error: unknown) => Duration.Duration | undefined) | undefined
   readonly slowMillis: number | undefined
   readonly labels: ReadonlyArray<MetricLabel.MetricLabel>
   /**
@@ -136,6 +137,9 @@ export const resolve = (options: Options): Config => {
   if (options.isFailure !== undefined && typeof options.isFailure !== "function") {
     validate.invalid("CircuitBreaker isFailure must be a function")
   }
+  if (options.openForAtLeast !== undefined && typeof options.openForAtLeast !== "function") {
+    validate.invalid("CircuitBreaker openForAtLeast must be a function")
+  }
   if (options.onTransition !== undefined && typeof options.onTransition !== "function") {
     validate.invalid("CircuitBreaker onTransition must be a function")
   }
@@ -155,6 +159,7 @@ export const resolve = (options: Options): Config => {
     schedule: isSchedule ? options.openFor as Schedule.Schedule<Duration.Duration, unknown> : undefined,
     permits,
     isFailure: options.isFailure ?? notFatal,
+    openForAtLeast: options.openForAtLeast,
     slowMillis: trip._tag === "FailureRate" ? trip.slowCall?.millis : undefined,
     labels,
     gauge: "on",

@@ -38,6 +38,10 @@ const countsAsOutage = (error: unknown): boolean =>
   !isFatal(error) &&
   !(isRetryable(error) && error.cause instanceof StatusError && !HttpClassify.statusIsOutage(error.cause.status))
 
+/** The server's `Retry-After` on a failure the breaker counts, capped at a minute, so the breaker honours it too. */
+const retryAfterOf = (error: unknown): Duration.Duration | undefined =>
+  isRetryable(error) && error.retryAfter !== undefined ? Duration.min(error.retryAfter, Duration.minutes(1)) : undefined
+
 export const classifyTransportError = (
   error: HttpClientError.HttpClientError
 ): HttpClientError.HttpClientError | ConnectFailed | NoResponse => {
@@ -100,7 +104,7 @@ const resolve = (options: Options) => {
     : makeBudget(options.retry.budget)
   const breakers = options.breaker === undefined
     ? undefined
-    : keyed<string>({ isFailure: countsAsOutage, ...options.breaker })
+    : keyed<string>({ isFailure: countsAsOutage, openForAtLeast: retryAfterOf, ...options.breaker })
   if (options.connectTimeout !== undefined) {
     validate.millis("ResilientHttpClient connectTimeout", options.connectTimeout)
   }
