@@ -90,7 +90,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     let scheduleState: unknown = schedule?.initial
     let replay = 0 // schedule steps owed after restoring `openings` from a snapshot
     let lastDelay = config.openForMillis
-    // what the last failure counted asked for (openForAtLeast): an opening it causes lasts at least that long
+    // what the failure just classified asked for (openForAtLeast), read when that failure opens the breaker
     let askedMillis = 0
     let timer: Fiber.RuntimeFiber<void> | undefined
     let disposed = false
@@ -149,15 +149,15 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       }
     }
 
-    const open = (at: number) => {
+    /** Opens for openFor's next delay, or for `asked` (the failure that opened it asked for that) when longer. */
+    const open = (at: number, asked: number) => {
       if (schedule !== undefined) {
         const openings = m.openings + 1
         for (; replay > 0; replay--) step(at, openings)
         step(at, openings)
       }
       Window.reset(window)
-      const delay = Math.max(lastDelay, askedMillis)
-      askedMillis = 0
+      const delay = Math.max(lastDelay, asked)
       set(Machine.open(m, at, delay), at)
       arm(delay)
     }
@@ -196,7 +196,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       const at = timedClosed ? now() : 0
       const slow = slowMillis !== undefined && at - startedAt > slowMillis
       if (!Window.record(window, outcome === "failure", slow, at)) return false
-      open(timedClosed ? at : now())
+      open(timedClosed ? at : now(), outcome === "failure" ? askedMillis : 0)
       return true
     }
 
@@ -207,7 +207,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       const end = Machine.trialEnded(m, gen, outcome, slow, permits)
       m = end.machine
       if (end.verdict === "none") return false
-      if (end.verdict === "open") open(at)
+      if (end.verdict === "open") open(at, outcome === "failure" ? askedMillis : 0)
       else close(at, Machine.close(m))
       return true
     }
