@@ -12,13 +12,13 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { isMainThread, parentPort, workerData } from "node:worker_threads"
+import { parentPort, workerData } from "node:worker_threads"
 import { type Algorithm, algorithms } from "./simulate/backoff.js"
 import { toCsv } from "./simulate/csv.js"
 import { parseAlgorithms, parseClients, parseRuns } from "./simulate/options.js"
 import { callsChart, summary, timeChart } from "./simulate/report.js"
 import { type Row, sweep } from "./simulate/sweep.js"
-import { runPool } from "./support/workerPool.js"
+import { runPool, start } from "./support/workerPool.js"
 
 interface Task {
   readonly clients: number
@@ -109,12 +109,4 @@ const main = async () => {
   )
 }
 
-if (isMainThread) {
-  main().catch((error: unknown) => {
-    console.error(error instanceof Error ? error.message : error)
-    console.error(usage)
-    process.exitCode = 1
-  })
-} else {
-  runWorker()
-}
+start(main, runWorker, usage)

@@ -13,12 +13,12 @@ import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
-import { isMainThread, parentPort, workerData } from "node:worker_threads"
+import { parentPort, workerData } from "node:worker_threads"
 import { defaultScenario } from "./storm/model.js"
 import { policies, type Policy } from "./storm/policies.js"
 import { checks, goodputChart, table, timelineChart, toCsv, toJson } from "./storm/report.js"
 import { type Cell, runCell } from "./storm/sweep.js"
-import { runPool } from "./support/workerPool.js"
+import { runPool, start } from "./support/workerPool.js"
 
 // the runs build hundreds of thousands of timeout and overload errors that nobody prints: their stack traces
 // cost a tenth of the CPU and say nothing
@@ -133,12 +133,4 @@ const main = async () => {
   if (values.json) console.log(toJson(scenario, rows))
 }
 
-if (isMainThread) {
-  main().catch((error: unknown) => {
-    console.error(error instanceof Error ? error.message : error)
-    console.error(usage)
-    process.exitCode = 1
-  })
-} else {
-  runWorker()
-}
+start(main, runWorker, usage)

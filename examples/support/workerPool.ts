@@ -2,7 +2,7 @@
  * A small pool for the simulations: the main thread and `threads - 1` worker threads take tasks from one queue
  * (in the order given: put the heaviest first), and the results come back in the order they finish.
  */
-import { type ResourceLimits, Worker } from "node:worker_threads"
+import { isMainThread, type ResourceLimits, Worker } from "node:worker_threads"
 
 /**
  * The code a worker evaluates to load `moduleUrl` in worker mode. Under tsx the TypeScript loader is not
@@ -58,4 +58,20 @@ export const runPool = async <T, R>(tasks: ReadonlyArray<T>, options: {
   }
   await Promise.all(done)
   return results
+}
+
+/**
+ * Runs `main` on the main thread (a failure prints its message and the usage, exit code 1) and `worker` in a
+ * worker thread: the one file is both.
+ */
+export const start = (main: () => Promise<void>, worker: () => void, usage: string): void => {
+  if (isMainThread) {
+    main().catch((error: unknown) => {
+      console.error(error instanceof Error ? error.message : error)
+      console.error(usage)
+      process.exitCode = 1
+    })
+  } else {
+    worker()
+  }
 }

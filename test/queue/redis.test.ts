@@ -46,6 +46,20 @@ const elapsedSince = (since: number) => Date.now() - since + 1
 
 const msg = (id: string, n = 0) => ({ id, body: { n } })
 
+/** A fresh queue (10 s visibility) holding one message, "a", received once. */
+const oneReceived = Effect.gen(function*() {
+  const redis = yield* client
+  const source = yield* RedisStreamQueue.make<Body>({
+    redis,
+    stream: freshStream(),
+    visibilityTimeout: "10 seconds",
+    reclaimInterval: "1 millis"
+  })
+  yield* source.send([msg("a")])
+  const [a] = yield* source.receive(5)
+  return { a, redis, source }
+})
+
 describeRedis("RedisStreamQueue", () => {
   it.live("XREADGROUP claims once per group; XAUTOCLAIM takes over a dead consumer's entries after the timeout", () =>
     Effect.gen(function*() {
@@ -88,15 +102,7 @@ describeRedis("RedisStreamQueue", () => {
 
   it.live("release: visible again after the delay, with the error remembered; undoReceive keeps the count", () =>
     Effect.gen(function*() {
-      const redis = yield* client
-      const source = yield* RedisStreamQueue.make<Body>({
-        redis,
-        stream: freshStream(),
-        visibilityTimeout: "10 seconds",
-        reclaimInterval: "1 millis"
-      })
-      yield* source.send([msg("a")])
-      const [a] = yield* source.receive(5)
+      const { a, source } = yield* oneReceived
       const beforeRelease = Date.now()
       expect(yield* source.release(a!, { delay: "200 millis", error: "boom" })).toBe(true)
       // polled until it is back: it must not be back before the delay (however slow the polling)
@@ -266,15 +272,7 @@ describeRedis("RedisStreamQueue", () => {
 
   it.live("scripts run as EVALSHA and are reloaded after SCRIPT FLUSH (NOSCRIPT)", () =>
     Effect.gen(function*() {
-      const redis = yield* client
-      const source = yield* RedisStreamQueue.make<Body>({
-        redis,
-        stream: freshStream(),
-        visibilityTimeout: "10 seconds",
-        reclaimInterval: "1 millis"
-      })
-      yield* source.send([msg("a")])
-      const [a] = yield* source.receive(5)
+      const { a, redis, source } = yield* oneReceived
       yield* Effect.promise(() => redis.script("FLUSH"))
       expect(yield* source.release(a!, { undoReceive: true })).toBe(true)
       const [again] = yield* source.receive(5)
