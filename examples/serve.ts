@@ -20,7 +20,7 @@ const main = Effect.gen(function*() {
     idempotency: { lease: args.leaseMillis },
     ...(args.apiKeys === undefined ? {} : { apiKeys: args.apiKeys }),
     ...(args.shed
-      ? { shed: { limiter: { algorithm: AdaptiveLimiter.gradient2(), minLimit: 1, maxLimit: 1000 } } }
+      ? { shed: { limiter: { algorithm: process.env.XALG === 'g' ? AdaptiveLimiter.gradient2() : AdaptiveLimiter.vegas(JSON.parse(process.env.XVEGAS ?? '{}')), minLimit: 1, maxLimit: 1000 } } }
       : {}),
     ...(args.capacity === undefined ? {} : { capacity: args.capacity })
   })

@@ -130,11 +130,20 @@ export const aimd: (options?: {
  * current one; grows fast while that queue is small, shrinks when it passes a threshold or on an overload. The lowest
  * RTT is measured again every `probeMultiplier × limit` calls (with jitter from `Random`).
  *
+ * `alpha` and `beta` (default 3 and 6) bound the queue it aims for, in calls per `log10(limit)` (at least
+ * one): below `alpha` queued calls the limit grows, above `beta` it shrinks. Smaller values keep latency
+ * closer to the unloaded one at the cost of some throughput; a server shedding load in front of its own
+ * resource may want 1 and 2.
+ *
  * @since 0.1.0
  * @category algorithms
  */
-export const vegas: (options?: { readonly smoothing?: number; readonly probeMultiplier?: number }) => Algorithm =
-  internal.vegas
+export const vegas: (options?: {
+  readonly smoothing?: number
+  readonly probeMultiplier?: number
+  readonly alpha?: number
+  readonly beta?: number
+}) => Algorithm = internal.vegas
 
 /**
  * Gradient2: scales the limit by `rttTolerance × long-term RTT / last RTT` (kept within [0.5, 1]) and adds

@@ -232,6 +232,8 @@ describe("AdaptiveLimiter", () => {
     expect(() => AdaptiveLimiter.aimd({ backoffRatio: 1 })).toThrow(/backoffRatio/)
     expect(() => AdaptiveLimiter.gradient2({ rttTolerance: 0.5 })).toThrow(/rttTolerance/)
     expect(() => AdaptiveLimiter.vegas({ smoothing: 0 })).toThrow(/smoothing/)
+    expect(() => AdaptiveLimiter.vegas({ alpha: 2, beta: 2 })).toThrow(/alpha < beta/)
+    expect(() => AdaptiveLimiter.vegas({ alpha: 0 })).toThrow(/alpha < beta/)
     expect(() => AdaptiveLimiter.make({ shares: { sheddable: 1.5 } })).toThrow(/shares.sheddable/)
     expect(() => AdaptiveLimiter.aimd({ timeout: 0 })).toThrow(/timeout/)
   })

@@ -1,13 +1,13 @@
 /**
  * The five policies, built only from the library's public modules: each step adds one piece to the one before.
  *
- * | policy     | client                                                                  | server admission |
- * |------------|-------------------------------------------------------------------------|------------------|
- * | `naive`    | 3 attempts, a fixed 100 ms between them, no budget                      | none: all queue  |
- * | `jitter`   | 3 attempts, full jitter (base 100 ms, cap 2 s)                          | none             |
- * | `budget`   | + one `RetryBudget` per client (10 tokens, 0.1 per success)             | none             |
- * | `throttle` | + one `AdaptiveThrottle` per client (k = 2; only a success is accepted) | none             |
- * | `full`     | + retries sent as `sheddable`, first attempts as `default`              | `AdaptiveLimiter` with shares, no queue: a refusal is a 503 with `Retry-After` |
+ * | policy     | client                                                                         | server admission |
+ * |------------|--------------------------------------------------------------------------------|------------------|
+ * | `naive`    | 3 attempts, a fixed 100 ms between them, no budget                             | none: all queue  |
+ * | `jitter`   | 3 attempts, full jitter (base 100 ms, cap 2 s)                                 | none             |
+ * | `budget`   | + one `RetryBudget` per client (10 tokens, 0.1 per success)                    | none             |
+ * | `throttle` | + one `AdaptiveThrottle` per client (k = 2, 1.5 s; only a success is accepted) | none             |
+ * | `full`     | + retries sent as `sheddable`, first attempts as `default`                     | `AdaptiveLimiter` with shares, no queue: a refusal is a 503 with `Retry-After` |
  *
  * Every attempt has a client-side timeout (`Deadline.timeout`). A timeout and a 503 are `Retryable` (the 503
  * with the server's `Retry-After`); a call the throttle rejected locally is not retried: it was never sent, and
@@ -113,7 +113,7 @@ const makeClient = (
       ? undefined
       : RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: 0.1 })
     const throttle = policy === "throttle" || policy === "full"
-      ? yield* AdaptiveThrottle.make({ k: 2, window: "2 seconds" })
+      ? yield* AdaptiveThrottle.make({ k: 2, window: "1500 millis" })
       : undefined
     const schedule = policy === "naive"
       ? Backoff.exponential({ base: "100 millis", cap: "100 millis" })

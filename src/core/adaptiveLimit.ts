@@ -34,6 +34,10 @@ export interface Vegas {
   /** In (0, 1]: how much of each change is applied. */
   readonly smoothing: number
   readonly probeMultiplier: number
+  /** Queued calls, as a multiple of `log10(limit)` (at least 1), below which the limit grows. */
+  readonly alpha: number
+  /** Queued calls, as a multiple of `log10(limit)` (at least 1), above which the limit shrinks; > alpha. */
+  readonly beta: number
 }
 
 /**
@@ -81,7 +85,7 @@ export interface State {
 
 export const defaults = {
   aimd: { _tag: "Aimd", backoffRatio: 0.9, timeoutMillis: 5_000 } as Aimd,
-  vegas: { _tag: "Vegas", smoothing: 1, probeMultiplier: 30 } as Vegas,
+  vegas: { _tag: "Vegas", smoothing: 1, probeMultiplier: 30, alpha: 3, beta: 6 } as Vegas,
   gradient2: { _tag: "Gradient2", smoothing: 0.2, rttTolerance: 1.5, longWindow: 600, queueSize: 4 } as Gradient2
 } as const
 
@@ -150,8 +154,8 @@ const vegas = (bounds: Bounds, v: Vegas, state: State, sample: Sample, random: n
     const queue = rtt === 0 ? 0 : Math.ceil(estimate * (1 - state.rttNoLoad / rtt))
     const size = Math.floor(estimate)
     const threshold = log10Root(size)
-    const alpha = 3 * log10Root(size)
-    const beta = 6 * log10Root(size)
+    const alpha = v.alpha * threshold
+    const beta = v.beta * threshold
     if (queue <= threshold) next = estimate + beta
     else if (queue < alpha) next = estimate + log10Root(size)
     else if (queue > beta) next = estimate - log10Root(size)

@@ -68,14 +68,26 @@ const unitInterval = (name: string, n: number) => {
   return n
 }
 
-export const vegas = (options?: { readonly smoothing?: number; readonly probeMultiplier?: number }): core.Vegas => ({
-  _tag: "Vegas",
-  smoothing: unitInterval("AdaptiveLimiter.vegas smoothing", options?.smoothing ?? core.defaults.vegas.smoothing),
-  probeMultiplier: validate.positiveInt(
-    "AdaptiveLimiter.vegas probeMultiplier",
-    options?.probeMultiplier ?? core.defaults.vegas.probeMultiplier
-  )
-})
+export const vegas = (options?: {
+  readonly smoothing?: number
+  readonly probeMultiplier?: number
+  readonly alpha?: number
+  readonly beta?: number
+}): core.Vegas => {
+  const d = core.defaults.vegas
+  const alpha = options?.alpha ?? d.alpha
+  const beta = options?.beta ?? d.beta
+  if (!(alpha > 0 && beta > alpha && Number.isFinite(beta))) {
+    validate.invalid(`AdaptiveLimiter.vegas needs 0 < alpha < beta (finite), got alpha ${alpha}, beta ${beta}`)
+  }
+  return {
+    _tag: "Vegas",
+    smoothing: unitInterval("AdaptiveLimiter.vegas smoothing", options?.smoothing ?? d.smoothing),
+    probeMultiplier: validate.positiveInt("AdaptiveLimiter.vegas probeMultiplier", options?.probeMultiplier ?? d.probeMultiplier),
+    alpha,
+    beta
+  }
+}
 
 export const gradient2 = (options?: {
   readonly smoothing?: number

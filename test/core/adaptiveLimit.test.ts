@@ -76,7 +76,7 @@ describe("core/adaptiveLimit", () => {
   })
 
   describe("Vegas", () => {
-    const config: Limit.Config = { bounds, algorithm: { _tag: "Vegas", smoothing: 1, probeMultiplier: 1_000 } }
+    const config: Limit.Config = { bounds, algorithm: { ...Limit.defaults.vegas, probeMultiplier: 1_000 } }
 
     it("grows quickly while the RTT stays at its no-load value", () => {
       const state = run(config, repeat(5, { rttMillis: 20, inflight: 100, dropped: false }))
@@ -97,13 +97,33 @@ describe("core/adaptiveLimit", () => {
     })
 
     it("re-probes the no-load RTT, so a dependency that got slower for good is learnt", () => {
-      const probing: Limit.Config = { bounds, algorithm: { _tag: "Vegas", smoothing: 1, probeMultiplier: 1 } }
+      const probing: Limit.Config = { bounds, algorithm: { ...Limit.defaults.vegas, probeMultiplier: 1 } }
       let state = run(probing, [{ rttMillis: 10, inflight: 1, dropped: false }])
       expect(state.rttNoLoad).toBe(10)
       for (let i = 0; i < 20 && state.rttNoLoad === 10; i++) {
         state = Limit.update(probing, state, { rttMillis: 50, inflight: 1, dropped: false }, 0.5)
       }
       expect(state.rttNoLoad).toBe(50)
+    })
+
+    it("settles where the queue it estimates is between alpha and beta: smaller bounds, a lower limit", () => {
+      // a dependency of concurrency 4 and 20 ms per call, driven at the limit: RTT grows with the line
+      const settle = (alpha: number, beta: number) => {
+        const c: Limit.Config = { bounds, algorithm: { ...Limit.defaults.vegas, probeMultiplier: 1_000, alpha, beta } }
+        // one call alone first: the no-load RTT is learnt before the line forms
+        let state = Limit.update(c, Limit.initial(c, 0.5), { rttMillis: 20, inflight: 1, dropped: false }, 0.5)
+        for (let i = 0; i < 200; i++) {
+          const inflight = Limit.limitOf(c, state)
+          state = Limit.update(c, state, { rttMillis: 20 * Math.max(1, inflight / 4), inflight, dropped: false }, 0.5)
+        }
+        return Limit.limitOf(c, state)
+      }
+      const standard = settle(3, 6) // queue = limit - 4 held in [3, 6]
+      const tight = settle(1, 2)
+      expect(standard - 4).toBeGreaterThanOrEqual(3)
+      expect(standard - 4).toBeLessThanOrEqual(6 + 1)
+      expect(tight - 4).toBeGreaterThanOrEqual(1)
+      expect(tight - 4).toBeLessThanOrEqual(2 + 1)
     })
   })
 

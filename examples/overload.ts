@@ -1,0 +1,130 @@
+/**
+ * `npm run overload`: the orders service as a resource of fixed capacity, offered three times what it can
+ * take, with and without adaptive load shedding — real processes on 127.0.0.1. See docs/overload.md, "Real
+ * processes".
+ *
+ *   npm run overload -- [--capacity 4:20] [--load 3] [--seconds 10] [--only shed|none] [--json]
+ *
+ * For each configuration it starts `npm run serve -- --capacity <c>:<ms> [--shed adaptive]`, measures the
+ * unloaded p99 (requests one after another), offers `load × capacity` requests per second for `seconds`
+ * (open loop: a fixed number of requests on a fixed schedule, whatever the answers), and prints one row:
+ * goodput (created orders per second, and as a share of capacity), the p99 latency of the created orders next
+ * to the unloaded p99, and how many requests were refused or got no answer. With --json the last line is
+ * `{ "capacity": …, "rows": [...] }`.
+ */
+import { parseArgs } from "node:util"
+import { offer, percentile, summarize, type Summary, unloaded } from "./overload/loadgen.js"
+import { startServe } from "./support/serveProcess.js"
+
+export interface Row extends Summary {
+  readonly shed: boolean
+  /** Goodput as a share of capacity. */
+  readonly goodputShare: number
+  readonly unloadedP99Ms: number
+  /** p99 of the created orders over the unloaded p99. */
+  readonly p99Ratio: number
+}
+
+export interface RunOptions {
+  readonly concurrency: number
+  readonly serviceMillis: number
+  /** Offered load as a multiple of capacity. */
+  readonly load: number
+  readonly seconds: number
+  /** How long a caller waits for an answer before it gives up. */
+  readonly timeoutMs?: number
+}
+
+/** Capacity in requests per second. */
+export const capacityOf = (o: RunOptions): number => o.concurrency * 1000 / o.serviceMillis
+
+/** Starts one serve process, measures it unloaded then under load, stops it. */
+export const measure = async (options: RunOptions, shed: boolean): Promise<Row> => {
+  const server = await startServe([
+    "--capacity",
+    `${options.concurrency}:${options.serviceMillis}`,
+    // a quota the load cannot reach: this measures shedding, not the rate limit
+    "--rate",
+    "100000:100000",
+    ...(shed ? ["--shed", "adaptive"] : [])
+  ])
+  try {
+    const timeoutMs = options.timeoutMs ?? 5000
+    await unloaded(server.url, 50, timeoutMs) // warm up: JIT, connections
+    const quiet = await unloaded(server.url, 200, timeoutMs)
+    const unloadedP99Ms = percentile(quiet.map((o) => o.latencyMs), 0.99)
+    const capacity = capacityOf(options)
+    const rate = options.load * capacity
+    const summary = summarize(await offer(server.url, { rate, seconds: options.seconds, timeoutMs }), rate)
+    return {
+      ...summary,
+      shed,
+      goodputShare: summary.goodput / capacity,
+      unloadedP99Ms,
+      p99Ratio: summary.p99Ms / unloadedP99Ms
+    }
+  } finally {
+    await server.stop()
+  }
+}
+
+const fixed = (n: number, digits: number) => Number.isFinite(n) ? n.toFixed(digits) : "-"
+
+export const formatRows = (rows: ReadonlyArray<Row>, capacity: number): string => {
+  const header = ["shedding", "offered/s", "goodput/s", "of capacity", "p99 ms", "unloaded p99", "ratio", "refused", "no answer"]
+  const lines = rows.map((r) => [
+    r.shed ? "adaptive" : "none",
+    fixed(r.offered, 0),
+    fixed(r.goodput, 1),
+    `${fixed(r.goodputShare * 100, 1)} %`,
+    fixed(r.p99Ms, 1),
+    fixed(r.unloadedP99Ms, 1),
+    `${fixed(r.p99Ratio, 2)}×`,
+    String(r.refused),
+    String(r.failed)
+  ])
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
+  const format = (cells: ReadonlyArray<string>) => cells.map((c, i) => c.padStart(widths[i]!)).join("  ")
+  return [`capacity ${fixed(capacity, 0)} requests/s`, format(header), ...lines.map(format)].join("\n")
+}
+
+const main = async () => {
+  const { values } = parseArgs({
+    options: {
+      capacity: { type: "string", default: "4:20" },
+      load: { type: "string", default: "3" },
+      seconds: { type: "string", default: "10" },
+      only: { type: "string" },
+      json: { type: "boolean", default: false },
+      help: { type: "boolean", default: false }
+    }
+  })
+  const usage = "usage: npm run overload -- [--capacity <concurrency>:<ms>] [--load <multiple>] [--seconds <s>] " +
+    "[--only shed|none] [--json]"
+  if (values.help) return console.log(usage)
+  const match = /^(\d{1,4}):(\d{1,6})$/.exec(values.capacity)
+  const load = Number(values.load)
+  const seconds = Number(values.seconds)
+  if (match === null || Number(match[1]) < 1 || Number(match[2]) < 1) throw new Error(`bad --capacity\n${usage}`)
+  if (!(load > 0 && load <= 20)) throw new Error(`bad --load, expected a number in (0, 20]\n${usage}`)
+  if (!(seconds > 0 && seconds <= 120)) throw new Error(`bad --seconds, expected a number in (0, 120]\n${usage}`)
+  if (values.only !== undefined && values.only !== "shed" && values.only !== "none") {
+    throw new Error(`bad --only, expected shed or none\n${usage}`)
+  }
+  const options: RunOptions = { concurrency: Number(match[1]), serviceMillis: Number(match[2]), load, seconds }
+  const rows: Array<Row> = []
+  for (const shed of [true, false]) {
+    if (values.only === (shed ? "none" : "shed")) continue
+    rows.push(await measure(options, shed))
+  }
+  const capacity = capacityOf(options)
+  console.log(formatRows(rows, capacity))
+  if (values.json) console.log(JSON.stringify({ capacity, rows }))
+}
+
+if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/"))) {
+  main().catch((error: unknown) => {
+    console.error(error instanceof Error ? error.message : error)
+    process.exit(2)
+  })
+}
