@@ -30,6 +30,7 @@ const integration = [
   "test/queue/outbox.test.ts",
   "test/multiprocess.test.ts",
   "test/serve.test.ts",
+  "test/overload.test.ts",
   "test/demo.test.ts",
   "test/IdempotencyMiddleware*.test.ts",
   "test/ServerMiddleware.test.ts",

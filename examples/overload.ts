@@ -71,7 +71,17 @@ export const measure = async (options: RunOptions, shed: boolean): Promise<Row> 
 const fixed = (n: number, digits: number) => Number.isFinite(n) ? n.toFixed(digits) : "-"
 
 export const formatRows = (rows: ReadonlyArray<Row>, capacity: number): string => {
-  const header = ["shedding", "offered/s", "goodput/s", "of capacity", "p99 ms", "unloaded p99", "ratio", "refused", "no answer"]
+  const header = [
+    "shedding",
+    "offered/s",
+    "goodput/s",
+    "of capacity",
+    "p99 ms",
+    "unloaded p99",
+    "ratio",
+    "refused",
+    "no answer"
+  ]
   const lines = rows.map((r) => [
     r.shed ? "adaptive" : "none",
     fixed(r.offered, 0),

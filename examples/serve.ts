@@ -14,13 +14,17 @@ import { parseArgs, storeLayers } from "./support/serveOptions.js"
 
 const args = parseArgs(process.argv.slice(2))
 
+// TEMPORARY for measurement
+const vegasOverride = () => JSON.parse(process.env.XVEGAS ?? "{\"alpha\":2,\"beta\":4}")
+
 const main = Effect.gen(function*() {
   const { app } = yield* makeOrdersApp({
     rate: { capacity: args.rate.capacity, refillPerSecond: args.rate.refill },
     idempotency: { lease: args.leaseMillis },
     ...(args.apiKeys === undefined ? {} : { apiKeys: args.apiKeys }),
+    // Vegas aiming at two to four requests queued beyond the ones being served: see docs/overload.md, "Real processes"
     ...(args.shed
-      ? { shed: { limiter: { algorithm: process.env.XALG === 'g' ? AdaptiveLimiter.gradient2() : AdaptiveLimiter.vegas(JSON.parse(process.env.XVEGAS ?? '{}')), minLimit: 1, maxLimit: 1000 } } }
+      ? { shed: { limiter: { algorithm: AdaptiveLimiter.vegas(vegasOverride()), minLimit: 1, maxLimit: 1000 } } }
       : {}),
     ...(args.capacity === undefined ? {} : { capacity: args.capacity })
   })

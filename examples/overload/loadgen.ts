@@ -6,8 +6,8 @@
  * Real time and real sockets on purpose: this measures a real server process. Node's own `http` with one
  * keep-alive agent, so the generator's cost per request stays small next to the server's.
  */
-import { Agent, request } from "node:http"
 import { randomUUID } from "node:crypto"
+import { Agent, request } from "node:http"
 
 export interface Outcome {
   /** The status, or 0 when the request had no answer within the timeout or failed on the network. */
@@ -31,7 +31,6 @@ const post = (agent: Agent, url: URL, timeoutMs: number, started: number, runSta
   new Promise((resolve) => {
     let done = false
     // the whole request, connection included, has `timeoutMs` (a socket timeout would only catch idle gaps)
-    // eslint-disable-next-line no-restricted-globals
     const timer = setTimeout(() => {
       req.destroy()
       finish(0)
@@ -75,7 +74,6 @@ export const offer = async (base: string, options: OfferOptions): Promise<Readon
         const due = Math.min(total, Math.floor((performance.now() - runStart) / 1000 * options.rate) + 1)
         while (pending.length < due) pending.push(post(agent, url, options.timeoutMs, performance.now(), runStart))
         if (pending.length >= total) resolve()
-        // eslint-disable-next-line no-restricted-globals
         else setTimeout(tick, 2)
       }
       tick()

@@ -24,8 +24,11 @@ import * as internal from "../internal/http/loadShedMiddleware.js"
  */
 export interface Options<R = never> {
   /**
-   * The admission limiter's options. Default: Gradient2 from 20 concurrent requests, no queue, and the shares
+   * The admission limiter's options. Default: Vegas from 20 concurrent requests, no queue, and the shares
    * `{ default: 0.9, sheddable: 0.7 }`; its metrics are labelled `limiter` = `"load-shed"` unless you name it.
+   * Vegas, because it aims at a queue of a few requests beyond the no-load latency it has seen: a server's
+   * own latency stays near its unloaded value. Gradient2 follows a latency that rises and stays up (its
+   * baseline is an average of recent samples), so under a steady overload it lets the queue grow.
    */
   readonly limiter?: AdaptiveLimiter.Options
   /** The header carrying the caller's criticality. Default `Request-Criticality`. */

@@ -83,7 +83,10 @@ export const vegas = (options?: {
   return {
     _tag: "Vegas",
     smoothing: unitInterval("AdaptiveLimiter.vegas smoothing", options?.smoothing ?? d.smoothing),
-    probeMultiplier: validate.positiveInt("AdaptiveLimiter.vegas probeMultiplier", options?.probeMultiplier ?? d.probeMultiplier),
+    probeMultiplier: validate.positiveInt(
+      "AdaptiveLimiter.vegas probeMultiplier",
+      options?.probeMultiplier ?? d.probeMultiplier
+    ),
     alpha,
     beta
   }

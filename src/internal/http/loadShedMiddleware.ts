@@ -21,7 +21,12 @@ export const make = <R = never>(options: Options<R> = {}) => {
   if (options.criticality !== undefined && typeof options.criticality !== "function") {
     validate.invalid("LoadShedMiddleware criticality must be a function of the request")
   }
-  const limiterOptions = { shares: shed.defaultShares, ...options.limiter, name: options.limiter?.name ?? "load-shed" }
+  const limiterOptions = {
+    shares: shed.defaultShares,
+    algorithm: adaptiveLimiter.vegas(),
+    ...options.limiter,
+    name: options.limiter?.name ?? "load-shed"
+  }
   const built = adaptiveLimiter.make(limiterOptions)
 
   /** The request's criticality: yours, or its header (a claim of `critical` only from a trusted caller). */
