@@ -5,7 +5,7 @@
  */
 import { HttpRouter, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Layer, TestClock } from "effect"
+import { Effect, TestClock } from "effect"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import { post, serve, TestServer } from "./support/httpServer.js"
 
@@ -13,8 +13,11 @@ import { post, serve, TestServer } from "./support/httpServer.js"
 const switchedStore = Effect.gen(function*() {
   const memory = yield* IdempotencyStore.makeMemory
   const state = { down: false, completes: 0 }
-  const guard = <A, E>(operation: IdempotencyStore.IdempotencyStoreError["operation"], effect: Effect.Effect<A, E>) =>
-    Effect.suspend(() =>
+  const guard = <A, E>(
+    operation: IdempotencyStore.IdempotencyStoreError["operation"],
+    effect: Effect.Effect<A, E>
+  ): Effect.Effect<A, E | IdempotencyStore.IdempotencyStoreError> =>
+    Effect.suspend((): Effect.Effect<A, E | IdempotencyStore.IdempotencyStoreError> =>
       state.down
         ? Effect.fail(new IdempotencyStore.IdempotencyStoreError({ operation, cause: "the store is down" }))
         : effect

@@ -206,7 +206,10 @@ export const make = <RS>(options: Options<RS> = {}) => {
         if (result._tag === "Right") {
           return yield* result.right
             ? Effect.logInfo(`idempotency: a handler's answer was recorded at attempt ${attempt}`)
-            : takenOver
+            : Effect.logWarning(
+              "idempotency: the store refused a handler's answer: an earlier attempt whose reply was lost " +
+                "recorded it, or the key was taken over"
+            )
         }
         if ((yield* Clock.currentTimeMillis) + pause >= giveUpAt) {
           return yield* Effect.logError(
