@@ -57,6 +57,12 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
   const outageMs = options.outageMs ?? 2000
   const leaseMs = options.leaseMs ?? 3000
   const onError = ["allow", "allow", "deny"] as const
+  const t0 = performance.now()
+  const phase = (what: string) => {
+    if (process.env["FAULTS_VERBOSE"] !== undefined) {
+      console.error(`redis-kill: ${what} at ${((performance.now() - t0) / 1000).toFixed(1)} s`)
+    }
+  }
   let redis: PrivateRedis | undefined
   const servers: Array<Served> = []
   try {
@@ -80,6 +86,7 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
         ])
       ))
     )
+    phase("started")
     const bases = servers.map((s) => s.url)
     const run = Date.now().toString(36)
     const orders = Array.from({ length: total }, (_, i) => ({
@@ -105,7 +112,14 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
 
     const load = pool(total, clients, async (i) => {
       const order = orders[i]!
-      const { answer, attempts } = await postUntilDefinitive(bases, i % bases.length, order.key, order.body, headers, seen)
+      const { answer, attempts } = await postUntilDefinitive(
+        bases,
+        i % bases.length,
+        order.key,
+        order.body,
+        headers,
+        seen
+      )
       firstIds.set(i, (JSON.parse(answer.body) as { id: string }).id)
       attemptsTotal += attempts
       done++
@@ -115,6 +129,7 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
     const fault = (async () => {
       await until("40 % of the orders done", () => done >= total * 0.4, { withinMs: 60_000 })
       const before = await count()
+      phase("killing redis")
       await redis!.kill()
       outage = "down"
       const killedAt = performance.now()
@@ -129,11 +144,13 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
       const atRestart = await count()
       await redis!.restart()
       outage = "after"
+      phase("redis restarted")
       return { before, duringOutage, atRestart, outageMs: Math.round(performance.now() - killedAt) }
     })()
 
     const [loadError, outageFigures] = await Promise.all([loadFailed, fault])
     if (loadError !== undefined) throw loadError
+    phase("all orders done")
 
     // every order again, its first answer lost in transit, after the lease of any claim left in progress
     await pause(leaseMs)
@@ -141,12 +158,20 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
     let wrongReplays = 0
     await pool(total, clients, async (i) => {
       const order = orders[i]!
-      const { answer } = await postUntilDefinitive(bases, (i + 1) % bases.length, order.key, order.body, headers, () => {})
+      const { answer } = await postUntilDefinitive(
+        bases,
+        (i + 1) % bases.length,
+        order.key,
+        order.body,
+        headers,
+        () => {}
+      )
       const id = (JSON.parse(answer.body) as { id: string }).id
       if (answer.headers.get("idempotent-replayed") === "true" && id === firstIds.get(i)) replays++
       else wrongReplays++
     })
 
+    phase("resent")
     // every logical order, across the 3 processes
     const lists = await Promise.all(
       bases.map((b) => getJson<ReadonlyArray<{ logicalId?: string }>>(`${b}/orders`, headers))
@@ -180,7 +205,9 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
       notes: `outage ${outageFigures.outageMs} ms: fail-open procs 503×${open503} (idempotency, ` +
         `${open.length - open503} other), fail-closed proc 429×${closed429} (limiter onError deny, ` +
         `${closed.length - closed429} other); handler runs during outage ${handlerRunsDuringOutage}; ` +
-        `${attemptsTotal} attempts (${other || "no retries"}); answers recorded late ${recordedLate}/${recordFailed}; ` +
+        `${attemptsTotal} attempts (${
+          other || "no retries"
+        }); answers recorded late ${recordedLate}/${recordFailed}; ` +
         `resent after the lease: ${replays} replays` +
         (wrongReplays > 0 ? `, ${wrongReplays} NOT replays` : "") + (unknown > 0 ? `; ${unknown} unknown orders` : "")
     }]

@@ -86,6 +86,10 @@ const readyOrExit = (child: ChildProcess, ready: RegExp, what: string, withinMs:
     child.stdout?.on("data", onData)
     child.stderr?.on("data", onData)
     child.once("exit", onExit)
+    child.once("error", (error) => {
+      clearTimeout(timer)
+      reject(new Error(`${what} could not start: ${error.message}`))
+    })
   })
 
 /** Sends SIGKILL (or `signal`) and resolves once the process is gone. */

@@ -49,8 +49,8 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     console.log(usage)
     process.exit(0)
   }
-  const options = ["--port", "--store", "--db", "--rate", "--lease", "--api-keys", "--shed", "--capacity", "--redis-url",
-    "--clock-skew", "--rate-on-error"]
+  const options = ["--port", "--store", "--db", "--rate", "--lease", "--api-keys", "--shed", "--capacity"]
+  options.push("--redis-url", "--clock-skew", "--rate-on-error")
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
     if (!options.includes(arg)) fail(arg.startsWith("-") ? `unknown option ${arg}` : `unexpected argument ${arg}`)
