@@ -184,6 +184,12 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
     const closed = byPolicy("deny")
     const open503 = open.filter(isStoreUnavailable).length
     const closed429 = closed.filter((a) => a.status === 429).length
+    /** The answers besides the expected refusal, by status: requests already past the store when it died. */
+    const besides = (answers: ReadonlyArray<Answer>, expected: (a: Answer) => boolean) => {
+      const byStatus = new Map<number, number>()
+      for (const a of answers) if (!expected(a)) byStatus.set(a.status, (byStatus.get(a.status) ?? 0) + 1)
+      return byStatus.size === 0 ? "" : `, besides ${[...byStatus].map(([st, n]) => `${st}×${n}`).join(" ")}`
+    }
     // fail open: the limiter lets requests through and the idempotency middleware refuses them (503, the
     // handler not run); fail closed: the limiter refuses them first (429 + Retry-After). Requests already
     // past the limiter when Redis died may answer otherwise (201, 503), so only these are required.
@@ -202,9 +208,11 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
       lost,
       duplicated,
       ok,
-      notes: `outage ${outageFigures.outageMs} ms: fail-open procs 503×${open503} (idempotency, ` +
-        `${open.length - open503} other), fail-closed proc 429×${closed429} (limiter onError deny, ` +
-        `${closed.length - closed429} other); handler runs during outage ${handlerRunsDuringOutage}; ` +
+      notes: `outage ${outageFigures.outageMs} ms: fail-open procs 503×${open503} (idempotency store unavailable, ` +
+        `limiter onError allow${besides(open, isStoreUnavailable)}), fail-closed proc 429×${closed429} ` +
+        `(limiter onError deny${
+          besides(closed, (a) => a.status === 429)
+        }); handler runs during outage ${handlerRunsDuringOutage}; ` +
         `${attemptsTotal} attempts (${
           other || "no retries"
         }); answers recorded late ${recordedLate}/${recordFailed}; ` +
