@@ -16,7 +16,8 @@ export const faults: ReadonlyArray<Fault> = [
   clockSkew
 ]
 
-const failed = (row: FaultRow): boolean => row.lost > 0 || row.duplicated > 0 || row.ok === false
+/** Whether a row fails the suite: something lost or duplicated, or its bound broken. */
+export const failed = (row: FaultRow): boolean => row.lost > 0 || row.duplicated > 0 || row.ok === false
 
 /** The rows as an aligned table (the notes column last, unpadded). */
 export const table = (rows: ReadonlyArray<FaultRow>): string => {
