@@ -133,10 +133,15 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
       await redis!.kill()
       outage = "down"
       const killedAt = performance.now()
-      // the outage lasts at least outageMs, and until every process has refused a request (each saw it)
+      // the outage lasts at least outageMs, and until every process has refused a request as its limiter's
+      // onError says (each saw the outage): 503 from the idempotency middleware when the limiter fails open,
+      // 429 from the limiter when it fails closed
       await until(
         "every process refused a request during the outage",
-        () => bases.every((_, s) => during.some((a) => a.server === s && (a.status === 503 || a.status === 429))),
+        () =>
+          bases.every((_, s) =>
+            during.some((a) => a.server === s && (onError[s] === "allow" ? isStoreUnavailable(a) : a.status === 429))
+          ),
         { withinMs: 30_000 }
       )
       const duringOutage = await count() // the handlers of claims taken before the kill have run by now
