@@ -42,6 +42,11 @@ export interface RedisKillOptions {
   readonly outageMs?: number
   /** The idempotency lease of the serve processes, in milliseconds (default 3,000). */
   readonly leaseMs?: number
+  /**
+   * Redis with an append-only file fsynced on every write (default `true`). `false` shows why: a Redis that
+   * keeps nothing on disk restarts empty, and every order sent again after it runs a second time.
+   */
+  readonly durable?: boolean
 }
 
 const apiKey = "faults-key"
@@ -66,7 +71,8 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
   let redis: PrivateRedis | undefined
   const servers: Array<Served> = []
   try {
-    redis = await startRedis({ durable: true })
+    const durable = options.durable ?? true
+    redis = await startRedis({ durable })
     const url = redis.url
     servers.push(
       ...await Promise.all(onError.map((policy) =>
@@ -206,9 +212,10 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
     if (process.env["FAULTS_VERBOSE"] !== undefined) console.error(logs)
     const recordFailed = logs.split("the store failed (complete)").length - 1
     const recordedLate = logs.split("answer was recorded at attempt").length - 1
+    const recordRefused = logs.split("the store refused a handler's answer").length - 1
     const other = [...statuses].filter(([s]) => s !== 201).map(([s, n]) => `${s}×${n}`).join(" ")
     return [{
-      fault: "Redis SIGKILLed + restarted (AOF fsync always), 3 serve --store redis",
+      fault: `Redis SIGKILLed + restarted (${durable ? "AOF fsync always" : "nothing on disk"}), 3 serve --store redis`,
       offered: total,
       lost,
       duplicated,
@@ -218,9 +225,8 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
         `(limiter onError deny${
           besides(closed, (a) => a.status === 429)
         }); handler runs during outage ${handlerRunsDuringOutage}; ` +
-        `${attemptsTotal} attempts (${
-          other || "no retries"
-        }); answers recorded late ${recordedLate}/${recordFailed}; ` +
+        `${attemptsTotal} attempts (${other || "no retries"}); answers recorded late ${recordedLate}/${recordFailed}` +
+        (recordRefused > 0 ? ` (${recordRefused} refused: recorded already, taken over or gone)` : "") + "; " +
         `resent after the lease: ${replays} replays` +
         (wrongReplays > 0 ? `, ${wrongReplays} NOT replays` : "") + (unknown > 0 ? `; ${unknown} unknown orders` : "")
     }]
