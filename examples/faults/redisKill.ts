@@ -14,6 +14,8 @@
  * - After the run, every order is sent once more (its answer lost in transit, say) after the lease has run
  *   out: it must be a replay of the same order, never a new one.
  *
+ * `FAULTS_VERBOSE=1` prints its phases and the serve processes' logs to stderr.
+ *
  * Checks: during the outage the fail-open processes answer 503 from the idempotency middleware and the
  * fail-closed one 429 from the limiter, and no handler runs (the orders counted by `GET /orders/count` do
  * not move); after it, every logical order exists exactly once across the 3 processes (`GET /orders`).
@@ -134,7 +136,6 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
 
     const fault = (async () => {
       await until("40 % of the orders done", () => done >= total * 0.4, { withinMs: 60_000 })
-      const before = await count()
       phase("killing redis")
       await redis!.kill()
       outage = "down"
@@ -156,7 +157,7 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
       await redis!.restart()
       outage = "after"
       phase("redis restarted")
-      return { before, duringOutage, atRestart, outageMs: Math.round(performance.now() - killedAt) }
+      return { duringOutage, atRestart, outageMs: Math.round(performance.now() - killedAt) }
     })()
 
     const [loadError, outageFigures] = await Promise.all([loadFailed, fault])
