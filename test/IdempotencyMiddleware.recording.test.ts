@@ -36,30 +36,31 @@ const switchedStore = Effect.gen(function*() {
 })
 
 /** Orders whose handler commits, then the store goes down before its answer is recorded. */
-const setup = Effect.gen(function*() {
-  const { state, store } = yield* switchedStore
-  let runs = 0
-  const router = HttpRouter.empty.pipe(
-    HttpRouter.post(
-      "/orders",
-      Effect.sync(() => {
-        runs++
-        state.down = true // the store dies after the commit, before the answer is recorded
-        return HttpServerResponse.unsafeJson({ id: runs }, { status: 201 })
-      })
+const setup = (options: IdempotencyMiddleware.Options = { lease: "60 seconds" }) =>
+  Effect.gen(function*() {
+    const { state, store } = yield* switchedStore
+    let runs = 0
+    const router = HttpRouter.empty.pipe(
+      HttpRouter.post(
+        "/orders",
+        Effect.sync(() => {
+          runs++
+          state.down = true // the store dies after the commit, before the answer is recorded
+          return HttpServerResponse.unsafeJson({ id: runs }, { status: 201 })
+        })
+      )
     )
-  )
-  const middleware = yield* IdempotencyMiddleware.make({ lease: "60 seconds" }).pipe(
-    Effect.provideService(IdempotencyStore.IdempotencyStore, store)
-  )
-  yield* serve(router.pipe(middleware))
-  return { state, runs: () => runs }
-})
+    const middleware = yield* IdempotencyMiddleware.make(options).pipe(
+      Effect.provideService(IdempotencyStore.IdempotencyStore, store)
+    )
+    yield* serve(router.pipe(middleware))
+    return { state, runs: () => runs }
+  })
 
 describe("IdempotencyMiddleware: an answer the store failed to record", () => {
   it.scoped("is recorded once the store is back, so a retry after the lease is a replay, not a second run", () =>
     Effect.gen(function*() {
-      const { runs, state } = yield* setup
+      const { runs, state } = yield* setup()
       const first = yield* post("/orders", { key: "k" })
       expect(first.status).toBe(201) // the client gets the answer of the handler that ran
       expect(state.completes).toBe(1)
@@ -79,7 +80,7 @@ describe("IdempotencyMiddleware: an answer the store failed to record", () => {
 
   it.scoped("is recorded after an outage longer than the lease when no retry took the key over", () =>
     Effect.gen(function*() {
-      const { runs, state } = yield* setup
+      const { runs, state } = yield* setup()
       expect((yield* post("/orders", { key: "k" })).status).toBe(201)
       yield* TestClock.adjust("90 seconds") // down for longer than the lease
       const attempts = state.completes
@@ -95,7 +96,7 @@ describe("IdempotencyMiddleware: an answer the store failed to record", () => {
 
   it.scoped("stops when the key was taken over: the new owner's answer is the one kept", () =>
     Effect.gen(function*() {
-      const { runs, state } = yield* setup
+      const { runs, state } = yield* setup()
       expect((yield* post("/orders", { key: "k" })).status).toBe(201)
       yield* TestClock.adjust("61 seconds") // the lease ran out while the store was down
       state.down = false
@@ -112,5 +113,19 @@ describe("IdempotencyMiddleware: an answer the store failed to record", () => {
       const replay = yield* post("/orders", { key: "k" })
       expect(replay.headers["idempotent-replayed"]).toBe("true")
       expect(JSON.parse(replay.body)).toEqual({ id: 2 })
+    }).pipe(Effect.provide(TestServer)))
+
+  it.scoped("is given up once the record's ttl has passed: a store that never comes back is not tried forever", () =>
+    Effect.gen(function*() {
+      const { state } = yield* setup({ lease: "10 seconds", ttl: "2 minutes" })
+      expect((yield* post("/orders", { key: "k" })).status).toBe(201)
+      yield* TestClock.adjust("60 seconds")
+      const midway = state.completes
+      expect(midway).toBeGreaterThan(30) // about one attempt a second
+      yield* TestClock.adjust("70 seconds") // past the ttl
+      const last = state.completes
+      expect(last).toBeGreaterThan(midway)
+      yield* TestClock.adjust("10 minutes")
+      expect(state.completes).toBe(last)
     }).pipe(Effect.provide(TestServer)))
 })
