@@ -183,7 +183,7 @@ export const make = <RS>(options: Options<RS> = {}) => {
     ))
   }
 
-  /** The first pause before recording again, and the longest: a fraction of the lease, at most a second. */
+  /** The pauses between attempts to record an answer: from 100 ms, doubling, to a second (`lease / 4` if shorter). */
   const retryCapMillis = Math.max(1, Math.min(1000, leaseMillis / 4))
   const retryFirstMillis = Math.min(100, retryCapMillis)
 
