@@ -1,6 +1,7 @@
 /**
  * `npm run serve -- --port 8080 [--store memory|sqlite|postgres|redis] [--db orders.db] [--rate 20:5] [--lease 60000]
- * [--api-keys key=customer,...] [--shed adaptive] [--capacity 4:20]`
+ * [--api-keys key=customer,...] [--shed adaptive] [--capacity 4:20] [--redis-url redis://…] [--clock-skew 500]
+ * [--rate-on-error allow|deny]`
  *
  * Starts the orders service (examples/orders.ts) on 127.0.0.1 and prints `listening on http://127.0.0.1:<port>`.
  */
@@ -10,7 +11,7 @@ import { Console, Effect, Layer } from "effect"
 import { createServer } from "node:http"
 import { AdaptiveLimiter } from "../src/index.js"
 import { makeOrdersApp } from "./orders.js"
-import { parseArgs, storeLayers } from "./support/serveOptions.js"
+import { parseArgs, skewedClock, storeLayers } from "./support/serveOptions.js"
 
 const args = parseArgs(process.argv.slice(2))
 
@@ -37,6 +38,7 @@ const main = Effect.gen(function*() {
 
 main.pipe(
   Effect.scoped,
+  args.clockSkewMillis === 0 ? (effect) => effect : Effect.withClock(skewedClock(args.clockSkewMillis)),
   Effect.provide(Layer.merge(
     NodeHttpServer.layer(createServer, { port: args.port, host: "127.0.0.1" }),
     storeLayers(args)

@@ -1,6 +1,6 @@
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
-import { Layer, Redacted } from "effect"
+import { Clock, Effect, Layer, Redacted } from "effect"
 import * as IdempotencyStoreRedis from "../../src/IdempotencyStore/Redis.js"
 import * as IdempotencyStoreSql from "../../src/IdempotencyStore/Sql.js"
 import { IdempotencyStore, RateLimiterStore } from "../../src/index.js"
@@ -19,11 +19,18 @@ export interface ServeArgs {
   readonly shed: boolean
   /** `--capacity <concurrency>:<ms>`: POST /orders as a resource of fixed capacity. */
   readonly capacity: { readonly concurrency: number; readonly serviceMillis: number } | undefined
+  /** `--redis-url <url>`: the Redis of `--store redis` (default: REDIS_URL, else redis://127.0.0.1:6379). */
+  readonly redisUrl: string | undefined
+  /** `--clock-skew <ms>`: this process' `Clock` runs that far ahead (negative: behind) of the real time. */
+  readonly clockSkewMillis: number
+  /** `--rate-on-error allow|deny`: what the Redis rate limiter decides while Redis fails (default deny). */
+  readonly rateOnError: "allow" | "deny"
 }
 
 const usage = "usage: npm run serve -- [--port <p>] [--store memory|sqlite|postgres|redis] [--db <path>] " +
   "[--rate <capacity>:<refillPerSecond>] [--lease <ms>] [--api-keys <key>=<customer>,...] " +
-  "[--shed adaptive] [--capacity <concurrency>:<ms per request>]\n" +
+  "[--shed adaptive] [--capacity <concurrency>:<ms per request>] [--redis-url <url>] [--clock-skew <ms>] " +
+  "[--rate-on-error allow|deny]\n" +
   "Stops on SIGINT or SIGTERM: stops accepting connections, lets the requests in flight finish, exits."
 
 const fail = (message: string): never => {
@@ -43,6 +50,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     process.exit(0)
   }
   const options = ["--port", "--store", "--db", "--rate", "--lease", "--api-keys", "--shed", "--capacity"]
+  options.push("--redis-url", "--clock-skew", "--rate-on-error")
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!
     if (!options.includes(arg)) fail(arg.startsWith("-") ? `unknown option ${arg}` : `unexpected argument ${arg}`)
@@ -78,7 +86,16 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     : capacityMatch !== null && capacityMatch !== undefined && Number(capacityMatch[1]) >= 1
     ? { concurrency: Number(capacityMatch[1]), serviceMillis: Number(capacityMatch[2]) }
     : fail("bad --capacity, expected <concurrency>:<ms per request>, e.g. 4:20")
+  const redisUrlText = get("redis-url")
+  if (redisUrlText !== undefined && !/^rediss?:\/\//.test(redisUrlText)) fail("bad --redis-url, expected redis://…")
+  const skewText = get("clock-skew") ?? "0"
+  const clockSkewMillis = /^-?\d{1,7}$/.test(skewText) ? Number(skewText) : fail("bad --clock-skew, expected <ms>")
+  const rateOnError = get("rate-on-error") ?? "deny"
+  if (rateOnError !== "allow" && rateOnError !== "deny") fail(`unknown --rate-on-error ${rateOnError}`)
   return {
+    redisUrl: redisUrlText,
+    clockSkewMillis,
+    rateOnError: rateOnError as ServeArgs["rateOnError"],
     shed: shedText !== undefined,
     capacity,
     port,
@@ -87,6 +104,23 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     rate,
     leaseMillis,
     apiKeys
+  }
+}
+
+/**
+ * The real clock shifted by `skewMillis` (`--clock-skew`): what a process whose clock is off sees. The
+ * library reads time only from `Clock`, so the rate limiter and the idempotency store see it too.
+ */
+export const skewedClock = (skewMillis: number): Clock.Clock => {
+  const real = Clock.make()
+  const nanos = BigInt(skewMillis) * 1_000_000n
+  return {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => real.unsafeCurrentTimeMillis() + skewMillis,
+    unsafeCurrentTimeNanos: () => real.unsafeCurrentTimeNanos() + nanos,
+    currentTimeMillis: Effect.sync(() => real.unsafeCurrentTimeMillis() + skewMillis),
+    currentTimeNanos: Effect.sync(() => real.unsafeCurrentTimeNanos() + nanos),
+    sleep: (duration) => real.sleep(duration)
   }
 }
 
@@ -116,8 +150,8 @@ export const storeLayers = (
       )
     case "redis":
       return Layer.merge(
-        IdempotencyStoreRedis.layer({ url: redisUrl() }),
-        RateLimiterStoreRedis.layer({ url: redisUrl() })
+        IdempotencyStoreRedis.layer({ url: args.redisUrl ?? redisUrl() }),
+        RateLimiterStoreRedis.layer({ url: args.redisUrl ?? redisUrl(), onError: args.rateOnError })
       )
   }
 }

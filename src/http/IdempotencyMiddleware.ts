@@ -21,7 +21,9 @@
  * connection, or a deadline that passes, ends only the *wait* for it, never the handler, and its answer is
  * stored for the retry. Until its answer is read and stored, its lease is renewed every `lease / 3`, so
  * another request takes the key over only when the renewals stop: its process died, or the store was
- * unreachable for a whole lease. The key is released (a retry runs the handler again) only when the handler
+ * unreachable for a whole lease. An answer the store fails to record (it went down after the handler ran) is
+ * still sent, and recorded again in the background, at most a second apart, until the store takes it: a store
+ * back within the lease records it before a retry may take the key over. The key is released (a retry runs the handler again) only when the handler
  * failed with a typed error (it reports that it did nothing) or answered a status that is not stored. A
  * defect — in the handler, or while its body is read — is stored as the 500 the server answered (unless
  * `storeServerErrors` is off).

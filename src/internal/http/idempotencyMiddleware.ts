@@ -1,6 +1,6 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Duration, Effect, type Either, Exit, Fiber } from "effect"
+import { Cause, Clock, Duration, Effect, type Either, Exit, Fiber, Random } from "effect"
 import { createHash } from "node:crypto"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
@@ -115,13 +115,18 @@ export const make = <RS>(options: Options<RS> = {}) => {
       Effect.catchAll((e) => Effect.as(logStoreFailure("renew", e, redact), true)),
       Effect.repeat({ while: (stillOwned) => stillOwned })
     )
+    // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
+    // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
+    // client gets its answer: see `recordLater`.
     const complete = (stored: StoredResponse) =>
-      store.complete(ref, stored, ttl).pipe(
-        Effect.flatMap((owned) =>
-          owned ? Effect.void : Effect.logWarning("idempotency: claim was taken over before completion")
-        ),
-        Effect.catchAll((e) => logStoreFailure("complete", e, redact))
-      )
+      Effect.matchEffect(store.complete(ref, stored, ttl), {
+        onSuccess: (owned) => owned ? Effect.void : takenOver,
+        onFailure: (e) =>
+          Effect.zipRight(
+            logStoreFailure("complete", e, redact, "; trying again until it is recorded"),
+            Effect.asVoid(Effect.forkDaemon(recordLater(store, ref, stored)))
+          )
+      })
     /** No one else will see this failure when the client has gone: say it here (the cause, never the key). */
     const unseen = (cause: Cause.Cause<unknown>) =>
       waiter.gone ? Effect.logError("idempotency: a handler whose client had gone failed", cause) : Effect.void
@@ -178,8 +183,48 @@ export const make = <RS>(options: Options<RS> = {}) => {
     ))
   }
 
+  /** The pauses between attempts to record an answer: from 100 ms, doubling, to a second (`lease / 4` if shorter). */
+  const retryCapMillis = Math.max(1, Math.min(1000, leaseMillis / 4))
+  const retryFirstMillis = Math.min(100, retryCapMillis)
+
+  /**
+   * Records the answer of a handler that ran after `complete` failed: again and again, with a growing pause
+   * (doubling from 100 ms to at most a second, or `lease / 4` when shorter; jittered by ±20 %), until the
+   * store accepts it, says the claim was taken over, or the record's `ttl` has passed (it would be gone).
+   * The stores accept the completion of the claim's owner even after its lease lapsed, as long as no one
+   * took the key over: a store back within the lease (the usual short outage) records the answer before
+   * any retry can run the handler again; a longer outage leaves a race with the first retry after it.
+   */
+  const recordLater = (store: Store, ref: ClaimRef, stored: StoredResponse): Effect.Effect<void> =>
+    Effect.gen(function*() {
+      const redact = decide.redactor(ref.key, ref.scope)
+      const giveUpAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(ttl)
+      let pause = retryFirstMillis
+      for (let attempt = 2;; attempt++) {
+        yield* Effect.sleep(Duration.millis(pause * (yield* Random.nextRange(0.8, 1.2))))
+        const result = yield* Effect.either(store.complete(ref, stored, ttl))
+        if (result._tag === "Right") {
+          return yield* result.right
+            ? Effect.logInfo(`idempotency: a handler's answer was recorded at attempt ${attempt}`)
+            : Effect.logWarning(
+              "idempotency: the store refused a handler's answer: an earlier attempt whose reply was lost " +
+                "recorded it, or the key was taken over"
+            )
+        }
+        if ((yield* Clock.currentTimeMillis) + pause >= giveUpAt) {
+          return yield* Effect.logError(
+            `idempotency: a handler's answer could not be recorded within the ttl (${attempt} attempts); ` +
+              `a retry with its key may run it again: ${redact(decide.describe(result.left))}`
+          )
+        }
+        pause = Math.min(pause * 2, retryCapMillis)
+      }
+    })
+
   return Effect.map(IdempotencyStore, withStore)
 }
+
+const takenOver = Effect.logWarning("idempotency: claim was taken over before completion")
 
 /**
  * Runs `effect` in a fiber of its own that no one else holds (like `Effect.forkDaemon`), started at once on
@@ -219,5 +264,6 @@ const refused = (
 const logStoreFailure = (
   operation: IdempotencyStoreError["operation"],
   error: unknown,
-  redact: (text: string) => string
-) => Effect.logWarning(`idempotency: the store failed (${operation}): ${redact(decide.describe(error))}`)
+  redact: (text: string) => string,
+  then = ""
+) => Effect.logWarning(`idempotency: the store failed (${operation}): ${redact(decide.describe(error))}${then}`)
