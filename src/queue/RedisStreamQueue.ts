@@ -15,13 +15,18 @@
  * library's one Redis adapter, as the Redis stores' do: scripts run as `EVALSHA` (reloaded after a
  * `NOSCRIPT`) and every call has a deadline (`timeout`). This entry point
  * (`effect-resilience/RedisStreamQueue`) imports `ioredis` (an optional peer dependency); the package
- * root does not. On a Redis Cluster, put the stream name in a hash tag (`{orders}`) so the derived keys share
- * a slot.
+ * root does not.
+ *
+ * Redis Cluster: pass a `Cluster` client. Every script touches the stream with its derived keys, so they share
+ * its slot by construction: a stream name with a hash tag (`{orders}`) keeps the names above
+ * (`{orders}:dlq`, …); any other name `orders` gets `{orders}:dlq`, `{orders}:dlq:ids` and `{orders}:errors`
+ * on a Cluster (the tag `{orders}` hashes as the whole key `orders` does). A name with a `}` but no hash tag
+ * is rejected on a Cluster. On one node the names are always the ones above. See docs/redis.md.
  *
  * @since 0.1.0
  */
 import type { Duration, Effect } from "effect"
-import type { Redis } from "ioredis"
+import type { Cluster, Redis } from "ioredis"
 import * as internal from "../internal/queue/redisStreamQueue.js"
 import type { QueueError, QueueSource } from "./QueueSource.js"
 
@@ -30,9 +35,9 @@ import type { QueueError, QueueSource } from "./QueueSource.js"
  * @category models
  */
 export interface RedisOptions {
-  /** An `ioredis` client you own (not one in subscriber mode). */
-  readonly redis: Redis
-  /** The stream key. */
+  /** An `ioredis` client you own (not one in subscriber mode): a `Redis`, or a `Cluster`. */
+  readonly redis: Redis | Cluster
+  /** The stream key (not empty). */
   readonly stream: string
   /**
    * How long a delivered entry may stay pending before another consumer may take it over. At least

@@ -163,7 +163,7 @@ const stopAll = async (nodes: ReadonlyArray<Node>, dir: string) => {
   await Promise.all(nodes.map((node) =>
     node.exited() !== undefined ? undefined : new Promise<void>((resolve) => {
       // a real deadline for a process to exit on SIGTERM, then it is killed
-      // eslint-disable-next-line no-restricted-globals
+
       const kill = setTimeout(() => node.process.kill("SIGKILL"), 3000)
       node.process.once("exit", () => {
         clearTimeout(kill)
@@ -199,8 +199,10 @@ const start = async (): Promise<Running> => {
       const probe = plainClient(port)
       try {
         // answering PING, or exited (a port taken meanwhile: another one is chosen)
-        await until(`redis-server on ${port} did not start`, async () =>
-          node.exited() !== undefined || await probe.ping() === "PONG")
+        await until(
+          `redis-server on ${port} did not start`,
+          async () => node.exited() !== undefined || await probe.ping() === "PONG"
+        )
       } finally {
         probe.disconnect()
       }
@@ -237,7 +239,8 @@ const start = async (): Promise<Running> => {
           await ready(c)
           return c
         }),
-        (c) => Effect.promise(() => c.quit().catch(() => undefined)).pipe(Effect.ensuring(Effect.sync(() => c.disconnect())))
+        (c) =>
+          Effect.promise(() => c.quit().catch(() => undefined)).pipe(Effect.ensuring(Effect.sync(() => c.disconnect())))
       )
     return { cluster: { ports, client, connect, masters }, stop }
   } catch (error) {

@@ -1,0 +1,217 @@
+/**
+ * The Redis backends against a real 3-master Redis Cluster, started once for this file (see
+ * ./support/redisCluster.ts): the same contract suites as the single-node runs (`*.redis.test.ts`,
+ * `queue/redis.test.ts`), then what only a Cluster shows — keys spread over the nodes, every script's keys in
+ * one slot (asked of the server: `CLUSTER KEYSLOT`), scripts reloaded node by node after `SCRIPT FLUSH`.
+ *
+ * One more suite is one more line in the body below, on `cluster.layer((client) => …)` (a layer on the shared
+ * client) or `cluster.connect()` (a client of the test's own).
+ */
+import { expect, it } from "@effect/vitest"
+import { Duration, Effect } from "effect"
+import type { Cluster, Redis } from "ioredis"
+import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
+import { IdempotencyStore, RateLimiterStore } from "../src/index.js"
+import { keyOf as idempotencyKey } from "../src/internal/idempotencyStore/redis.js"
+import { streamKeys } from "../src/internal/queue/redisStreamQueue.js"
+import { keyOf as limiterKey } from "../src/internal/rateLimiterStore/redis.js"
+import * as RedisStreamQueue from "../src/queue/RedisStreamQueue.js"
+import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
+import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
+import { redisStreamQueueSuite } from "./queue/redisSuite.js"
+import { rateLimiterSuite } from "./rateLimiterSuite.js"
+import { eventually } from "./support/eventually.js"
+import { describeRedisCluster } from "./support/redisCluster.js"
+import { fractionalSlidingWindow } from "./support/slidingWindow.js"
+
+let streams = 0
+
+/** The slot the server assigns to a key. */
+const slotOf = (client: Cluster, key: string): Promise<number> => client.cluster("KEYSLOT", key) as Promise<number>
+
+const slotsOf = (client: Cluster, keys: ReadonlyArray<string>) => Promise.all(keys.map((k) => slotOf(client, k)))
+
+/** How many keys each master holds. */
+const keysPerMaster = (masters: ReadonlyArray<Redis>) => Promise.all(masters.map((m) => m.dbsize()))
+
+describeRedisCluster("Redis Cluster", (cluster) => {
+  // the contract suites, as on one node (TestClock stands still while Redis expires keys in real time: a
+  // generous margin keeps the rate limiter's keys for the whole test)
+  const limiterStore = cluster.layer((client) => RateLimiterStoreRedis.layer({ client, expiryMargin: "1 minute" }))
+  const idempotencyStore = cluster.layer((client) => IdempotencyStoreRedis.layer({ client }))
+  rateLimiterSuite("redis cluster", limiterStore)
+  fractionalSlidingWindow("redis cluster", limiterStore)
+  idempotencyStoreSuite("redis cluster", idempotencyStore)
+  // stream names without a hash tag: their derived keys share the stream's slot by construction
+  redisStreamQueueSuite("redis cluster", {
+    connect: cluster.connect(),
+    freshStream: () => `queue-${++streams}`,
+    soakMessages: Number(process.env.SOAK_N ?? 2_000)
+  })
+
+  it.effect("the stores' keys spread over every master; each script's keys are in one slot", () =>
+    Effect.gen(function*() {
+      const { client, masters } = cluster.get()
+      const before = yield* Effect.promise(() => keysPerMaster(masters))
+      const names = Array.from({ length: 30 }, (_, i) => `spread-${i}`)
+      yield* Effect.flatMap(
+        RateLimiterStore.RateLimiterStore,
+        (store) =>
+          Effect.forEach(names, (name) => store.tokenBucket("k", 1, { name, capacity: 5, refillPerSecond: 1 }, 0))
+      ).pipe(Effect.provide(limiterStore))
+      yield* Effect.flatMap(
+        IdempotencyStore.IdempotencyStore,
+        (store) =>
+          Effect.forEach(
+            names,
+            (key) =>
+              store.claim({ scope: "s", key, fingerprint: "f", ttl: Duration.hours(1), lease: Duration.minutes(1) })
+          )
+      ).pipe(
+        Effect.provide(idempotencyStore)
+      )
+      const after = yield* Effect.promise(() => keysPerMaster(masters))
+      // 60 keys over 3 masters: each gained some (a store that put every key in one slot would fail this)
+      after.forEach((n, i) => expect(n).toBeGreaterThan(before[i]!))
+
+      // the keys of one limiter and key (one per algorithm) share a slot, and only the tag decides it
+      for (const [name, key] of [["api", "user-42"], ["{x}", "}{"], ["a:b", "c"]]) {
+        const keys = (["tb", "fw", "sw"] as const).map((a) => limiterKey("rl:", a, name!, key!))
+        expect(new Set(yield* Effect.promise(() => slotsOf(client, keys))).size).toBe(1)
+      }
+      // an idempotency record is one key: its hash tag is the whole identity
+      expect(yield* Effect.promise(() => slotOf(client, idempotencyKey("idem:", "tenant:1", "k")))).toBe(
+        yield* Effect.promise(() => slotOf(client, idempotencyKey("other:", "tenant:1", "k")))
+      )
+      // a stream queue's keys: one slot, with or without a hash tag in the name
+      for (const stream of ["orders", "{orders}", "{tenant-1}.orders", "a{b", "x:y"]) {
+        const k = streamKeys(stream, true)
+        const slots = yield* Effect.promise(() => slotsOf(client, [k.stream, k.dlq, k.index, k.errors]))
+        expect(new Set(slots).size).toBe(1)
+      }
+    }))
+
+  it.effect("stream keys: unchanged on one node and for a hash-tagged name; a name that cannot be tagged is rejected", () =>
+    Effect.gen(function*() {
+      expect(streamKeys("orders", false)).toEqual({
+        stream: "orders",
+        dlq: "orders:dlq",
+        index: "orders:dlq:ids",
+        errors: "orders:errors"
+      })
+      expect(streamKeys("orders", true)).toEqual({
+        stream: "orders",
+        dlq: "{orders}:dlq",
+        index: "{orders}:dlq:ids",
+        errors: "{orders}:errors"
+      })
+      expect(streamKeys("{orders}", true)).toEqual(streamKeys("{orders}", false))
+      expect(streamKeys("{orders}", true).dlq).toBe("{orders}:dlq")
+      const redis = cluster.get().client
+      // no hash tag and a "}" (or an empty tag "{}"): no key can share its slot by tag — loud at construction
+      for (const stream of ["a}b", "x{}y"]) {
+        expect(() => RedisStreamQueue.make({ redis, stream, visibilityTimeout: "1 second" })).toThrow(/hash tag/)
+        expect(streamKeys(stream, false).dlq).toBe(`${stream}:dlq`) // one node: fine as it always was
+      }
+      expect(() => RedisStreamQueue.make({ redis, stream: "", visibilityTimeout: "1 second" })).toThrow(/non-empty/)
+      // a tagged name works on the Cluster as it is
+      const source = yield* RedisStreamQueue.make<number>({
+        redis,
+        stream: "{tagged}:q",
+        visibilityTimeout: "1 second"
+      })
+      yield* source.send([{ id: "m", body: 1 }])
+      const [m] = yield* source.receive(1)
+      yield* source.deadLetter(m!, "to see the key")
+      expect(yield* Effect.promise(() => redis.xlen("{tagged}:q:dlq"))).toBe(1)
+    }))
+
+  it.effect("the stores reload their scripts node by node after SCRIPT FLUSH on every master (NOSCRIPT)", () =>
+    Effect.gen(function*() {
+      const { masters } = cluster.get()
+      const names = Array.from({ length: 12 }, (_, i) => `noscript-${i}`)
+      const decide = Effect.flatMap(
+        RateLimiterStore.RateLimiterStore,
+        (store) =>
+          Effect.forEach(names, (name) =>
+            Effect.map(
+              store.fixedWindow("k", 1, { name, limit: 2, windowMillis: 60_000 }, 0),
+              (d) => d.allowed
+            ))
+      ).pipe(Effect.provide(limiterStore))
+      const claim = Effect.flatMap(
+        IdempotencyStore.IdempotencyStore,
+        (store) =>
+          Effect.forEach(names, (key) =>
+            Effect.map(
+              store.claim({
+                scope: "noscript",
+                key,
+                fingerprint: "f",
+                ttl: Duration.hours(1),
+                lease: Duration.hours(1)
+              }),
+              (r) => r._tag
+            ))
+      ).pipe(Effect.provide(idempotencyStore))
+      expect(yield* decide).toEqual(names.map(() => true))
+      expect(yield* claim).toEqual(names.map(() => "Claimed"))
+      yield* Effect.promise(() => Promise.all(masters.map((m) => m.script("FLUSH"))))
+      // the second request of each window: counted on top of the first, so the state survived the flush
+      expect(yield* decide).toEqual(names.map(() => true))
+      expect(yield* decide).toEqual(names.map(() => false))
+      expect(yield* claim).toEqual(names.map(() => "InProgress"))
+    }))
+
+  it.effect("a store given the Cluster's startup nodes (`cluster`) connects, decides, and closes its client when released", () =>
+    Effect.gen(function*() {
+      const { ports } = cluster.get()
+      const layer = RateLimiterStoreRedis.layer({
+        cluster: ports.map((port) => ({ host: "127.0.0.1", port })),
+        expiryMargin: "1 minute"
+      })
+      const decisions = yield* Effect.flatMap(
+        RateLimiterStore.RateLimiterStore,
+        (store) =>
+          Effect.forEach(
+            ["a", "b", "c", "d"],
+            (name) => store.tokenBucket("k", 2, { name: `startup-${name}`, capacity: 3, refillPerSecond: 1 }, 0)
+          )
+      ).pipe(
+        Effect.provide(layer)
+      )
+      expect(decisions.map((d) => [d.allowed, d.remaining])).toEqual([[true, 1], [true, 1], [true, 1], [true, 1]])
+      const idem = yield* Effect.flatMap(
+        IdempotencyStore.IdempotencyStore,
+        (store) =>
+          store.claim({
+            scope: "s",
+            key: "startup",
+            fingerprint: "f",
+            ttl: Duration.hours(1),
+            lease: Duration.hours(1)
+          })
+      ).pipe(Effect.provide(IdempotencyStoreRedis.layer({ cluster: [`redis://127.0.0.1:${ports[0]}`] })))
+      expect(idem._tag).toBe("Claimed")
+      expect(() => RateLimiterStoreRedis.layer({ cluster: [] })).toThrow(/non-empty/)
+      expect(() => IdempotencyStoreRedis.layer({} as { url: string })).toThrow(/exactly one of client, url or cluster/)
+      // a layer that owns its Cluster client closes it when released: the masters' connections go back down
+      const { masters } = cluster.get()
+      const connections = Effect.promise(() =>
+        Promise.all(masters.map((m) => m.client("LIST") as Promise<string>)).then((lists) =>
+          lists.reduce((n, list) => n + list.trim().split("\n").length, 0)
+        )
+      )
+      const before = yield* connections
+      const during = yield* Effect.flatMap(
+        RateLimiterStore.RateLimiterStore,
+        (store) =>
+          Effect.zipRight(
+            store.fixedWindow("k", 1, { name: "startup-close", limit: 1, windowMillis: 1000 }, 0),
+            connections
+          )
+      ).pipe(Effect.provide(RateLimiterStoreRedis.layer({ cluster: [{ host: "127.0.0.1", port: ports[1]! }] })))
+      expect(during).toBeGreaterThan(before)
+      yield* eventually(Effect.map(connections, (n) => n <= before))
+    }))
+})
