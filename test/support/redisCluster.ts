@@ -119,7 +119,23 @@ const startNode = (dir: string, port: number): Node => {
   child.stderr!.on("data", keep)
   child.on("error", (error) => void (exit = String(error)))
   child.on("exit", (code, signal) => void (exit = `exited (${signal ?? code})`))
+  if (child.pid !== undefined) watchdog(child.pid, dir)
   return { port, process: child, output: () => output, exited: () => exit }
+}
+
+/**
+ * A detached shell that outlives this process if it is killed (a signal runs no "exit" handler): once this
+ * process is gone while the node still runs, it kills the node and removes the directory. It ends with the node.
+ */
+const watchdog = (node: number, dir: string) => {
+  const script = `while kill -0 "$2" 2>/dev/null; do
+  if ! kill -0 "$1" 2>/dev/null; then kill -9 "$2"; rm -rf "$3"; exit 0; fi
+  sleep 0.5
+done`
+  spawn("sh", ["-c", script, "redis-cluster-watchdog", String(process.pid), String(node), dir], {
+    detached: true,
+    stdio: "ignore"
+  }).unref()
 }
 
 /** Polls `condition` (a promise) until it holds: 30 s of real time at most, a hang fails. */
@@ -130,7 +146,8 @@ const until = (what: string, condition: () => Promise<boolean>) =>
   )
 
 const plainClient = (port: number) => {
-  const client = new Redis(port, HOST, { maxRetriesPerRequest: 1, retryStrategy: () => 50 })
+  // a command timeout: something else listening on the port (not Redis) must not hang a probe
+  const client = new Redis(port, HOST, { maxRetriesPerRequest: 1, retryStrategy: () => 50, commandTimeout: 2000 })
   client.on("error", () => {})
   return client
 }
@@ -141,10 +158,20 @@ const clusterClient = (ports: ReadonlyArray<number>, options: ClusterOptions = {
   return client
 }
 
+/** Resolves once the client loaded the slots (its "ready"); fails after 30 s of real time, or if it ends. */
 const ready = (client: Cluster): Promise<void> =>
   client.status === "ready" ? Promise.resolve() : new Promise((resolve, reject) => {
-    client.once("ready", () => resolve())
-    client.once("end", () => reject(new Error("the Cluster client ended before it was ready")))
+    // a real deadline: a client that never gets ready must fail the start (which then stops the nodes)
+
+    const timer = setTimeout(() => reject(new Error(`the Cluster client was not ready within 30 s`)), 30_000)
+    client.once("ready", () => {
+      clearTimeout(timer)
+      resolve()
+    })
+    client.once("end", () => {
+      clearTimeout(timer)
+      reject(new Error("the Cluster client ended before it was ready"))
+    })
   })
 
 /** The fields of `CLUSTER INFO`. */
