@@ -306,7 +306,10 @@ export const describeRedisCluster = (name: string, body: (cluster: ClusterRef) =
   }
   return describe(name, () => {
     beforeAll(async () => {
+      const started = performance.now()
       running = await start()
+      const millis = Math.round(performance.now() - started)
+      console.log(`[redis cluster] 3 masters on ${running.cluster.ports.join(", ")}, ready in ${millis} ms`)
     }, 90_000)
     afterAll(async () => {
       await running?.stop()
