@@ -17,11 +17,12 @@
  * (`effect-resilience/RedisStreamQueue`) imports `ioredis` (an optional peer dependency); the package
  * root does not.
  *
- * Redis Cluster: pass a `Cluster` client. Every script touches the stream with its derived keys, so they share
- * its slot by construction: a stream name with a hash tag (`{orders}`) keeps the names above
- * (`{orders}:dlq`, …); any other name `orders` gets `{orders}:dlq`, `{orders}:dlq:ids` and `{orders}:errors`
- * on a Cluster (the tag `{orders}` hashes as the whole key `orders` does). A name with a `}` but no hash tag
- * is rejected on a Cluster. On one node the names are always the ones above. See docs/redis.md.
+ * Redis Cluster: pass a `Cluster` client. Scripts touch the stream and its derived keys together, so these
+ * must share one slot, and they do by construction: a stream name with a hash tag (`{orders}`) keeps the
+ * names above (`{orders}:dlq`, …); any other name `orders` gets `{orders}:dlq`, `{orders}:dlq:ids` and
+ * `{orders}:errors` on a Cluster (the tag `{orders}` hashes as the whole key `orders` does). A name with a `}`
+ * but no hash tag is rejected on a Cluster. On one node the names are always the ones above. See
+ * docs/redis.md.
  *
  * @since 0.1.0
  */
@@ -64,6 +65,9 @@ export interface RedisOptions {
 
 /**
  * Builds the source, creating the consumer group (`XGROUP CREATE ... MKSTREAM`) if it does not exist.
+ *
+ * Throws `IllegalArgumentException` when called with an empty stream name, a visibility timeout under a
+ * millisecond, a malformed duration, or — on a `Cluster` client — a stream name whose keys cannot share a slot.
  *
  * @example
  * ```ts
