@@ -195,23 +195,26 @@ describeRedisCluster("Redis Cluster", (cluster) => {
       expect(idem._tag).toBe("Claimed")
       expect(() => RateLimiterStoreRedis.layer({ cluster: [] })).toThrow(/non-empty/)
       expect(() => IdempotencyStoreRedis.layer({} as { url: string })).toThrow(/exactly one of client, url or cluster/)
-      // a layer that owns its Cluster client closes it when released: the masters' connections go back down
+      // a layer that owns its Cluster client closes it when released: its named connections are gone
       const { masters } = cluster.get()
-      const connections = Effect.promise(() =>
+      const connectionName = `owned-${process.pid}`
+      const named = Effect.promise(() =>
         Promise.all(masters.map((m) => m.client("LIST") as Promise<string>)).then((lists) =>
-          lists.reduce((n, list) => n + list.trim().split("\n").length, 0)
+          lists.flatMap((list) => list.split("\n")).filter((line) => line.includes(` name=${connectionName} `)).length
         )
       )
-      const before = yield* connections
       const during = yield* Effect.flatMap(
         RateLimiterStore.RateLimiterStore,
         (store) =>
           Effect.zipRight(
             store.fixedWindow("k", 1, { name: "startup-close", limit: 1, windowMillis: 1000 }, 0),
-            connections
+            named
           )
-      ).pipe(Effect.provide(RateLimiterStoreRedis.layer({ cluster: [{ host: "127.0.0.1", port: ports[1]! }] })))
-      expect(during).toBeGreaterThan(before)
-      yield* eventually(Effect.map(connections, (n) => n <= before))
+      ).pipe(Effect.provide(RateLimiterStoreRedis.layer({
+        cluster: [{ host: "127.0.0.1", port: ports[1]! }],
+        clusterOptions: { redisOptions: { connectionName } }
+      })))
+      expect(during).toBeGreaterThan(0)
+      yield* eventually(Effect.map(named, (n) => n === 0))
     }))
 })
