@@ -2,7 +2,8 @@
  * The Redis backends against a real 3-master Redis Cluster, started once for this file (see
  * ./support/redisCluster.ts): the same contract suites as the single-node runs (`*.redis.test.ts`,
  * `queue/redis.test.ts`), then what only a Cluster shows — keys spread over the nodes, every script's keys in
- * one slot (asked of the server: `CLUSTER KEYSLOT`), scripts reloaded node by node after `SCRIPT FLUSH`.
+ * one slot (asked of the server: `CLUSTER KEYSLOT`), a slot moved to another master mid-run (`ASK`, `MOVED`,
+ * `TRYAGAIN`), scripts reloaded node by node after `SCRIPT FLUSH`.
  *
  * One more suite is one more line in the body below, on `cluster.layer((client) => …)` (a layer on the shared
  * client) or `cluster.connect()` (a client of the test's own).
@@ -33,6 +34,26 @@ const slotsOf = (client: Cluster, keys: ReadonlyArray<string>) => Promise.all(ke
 
 /** How many keys each master holds. */
 const keysPerMaster = (masters: ReadonlyArray<Redis>) => Promise.all(masters.map((m) => m.dbsize()))
+
+/**
+ * Starts moving `slot` to the next master, as `redis-cli --cluster reshard` does: the target imports it, the
+ * owner migrates it, its keys go over with `MIGRATE` — from now on the owner answers `ASK` for them. The
+ * returned function ends the move (`SETSLOT … NODE` on every master): then the old owner answers `MOVED`.
+ */
+const beginMove = async (masters: ReadonlyArray<Redis>, ports: ReadonlyArray<number>, slot: number) => {
+  const ids = await Promise.all(masters.map((m) => m.call("CLUSTER", "MYID") as Promise<string>))
+  const ranges = await masters[0]!.call("CLUSTER", "SLOTS") as Array<[number, number, [string, number, string]]>
+  const owner = ranges.find(([first, last]) => slot >= first && slot <= last)![2][2]
+  const from = ids.indexOf(owner)
+  const to = (from + 1) % masters.length
+  await masters[to]!.call("CLUSTER", "SETSLOT", slot, "IMPORTING", ids[from]!)
+  await masters[from]!.call("CLUSTER", "SETSLOT", slot, "MIGRATING", ids[to]!)
+  const keys = await masters[from]!.call("CLUSTER", "GETKEYSINSLOT", slot, 1000) as Array<string>
+  if (keys.length > 0) await masters[from]!.call("MIGRATE", "127.0.0.1", ports[to]!, "", 0, 5000, "KEYS", ...keys)
+  return async () => {
+    for (const i of [to, from, ...masters.keys()]) await masters[i]!.call("CLUSTER", "SETSLOT", slot, "NODE", ids[to]!)
+  }
+}
 
 describeRedisCluster("Redis Cluster", (cluster) => {
   // the contract suites, as on one node (TestClock stands still while Redis expires keys in real time: a
@@ -125,6 +146,69 @@ describeRedisCluster("Redis Cluster", (cluster) => {
       yield* source.deadLetter(m!, "to see the key")
       expect(yield* Effect.promise(() => redis.xlen("{tagged}:q:dlq"))).toBe(1)
     }))
+
+  it.live("a slot moved to another master (ASK while it migrates, MOVED after): every backend follows, state and all", () =>
+    Effect.gen(function*() {
+      const { client, masters, ports } = cluster.get()
+      const move = (key: string) =>
+        Effect.promise(() => slotOf(client, key).then((slot) => beginMove(masters, ports, slot)))
+      const end = (finish: () => Promise<void>) => Effect.promise(finish)
+
+      // rate limiter: a fixed window of 3, one request per phase
+      const params = { name: "moving", limit: 3, windowMillis: 600_000 }
+      const decide = Effect.flatMap(
+        RateLimiterStore.RateLimiterStore,
+        (store) => Effect.map(store.fixedWindow("k", 1, params, 1000), (d) => [d.allowed, d.remaining])
+      ).pipe(Effect.provide(limiterStore))
+      expect(yield* decide).toEqual([true, 2])
+      const finishLimiter = yield* move(limiterKey("rl:", "fw", "moving", "k"))
+      expect(yield* decide).toEqual([true, 1]) // ASK: the key is on the new master already
+      yield* end(finishLimiter)
+      expect(yield* decide).toEqual([true, 0]) // MOVED: the client learns the new owner
+      expect(yield* decide).toEqual([false, 0])
+
+      // idempotency store: a claim made before the move is found during and after it
+      const request = { scope: "s", key: "moving", fingerprint: "f", ttl: Duration.hours(1), lease: Duration.hours(1) }
+      const claimed = yield* Effect.flatMap(IdempotencyStore.IdempotencyStore, (store) =>
+        Effect.gen(function*() {
+          const first = yield* store.claim(request)
+          if (first._tag !== "Claimed") return yield* Effect.dieMessage(`claimed? ${first._tag}`)
+          const finish = yield* move(idempotencyKey("idem:", "s", "moving"))
+          const during = yield* store.claim(request)
+          yield* end(finish)
+          const ref = { scope: "s", key: "moving", token: first.token }
+          const completed = yield* store.complete(
+            ref,
+            { status: 201, headers: {}, body: new Uint8Array([1]) },
+            Duration.hours(1)
+          )
+          const after = yield* store.claim(request)
+          return [during._tag, completed, after._tag]
+        })).pipe(Effect.provide(idempotencyStore))
+      expect(claimed).toEqual(["InProgress", true, "Completed"])
+
+      // stream queue: the stream, its group, its pending entries and its dead letters move together
+      const redis = yield* cluster.connect()
+      const stream = "moving-queue"
+      const source = yield* RedisStreamQueue.make<number>({ redis, stream, visibilityTimeout: "1 minute" })
+      yield* source.send([1, 2, 3].map((n) => ({ id: `m${n}`, body: n })))
+      const [a] = yield* source.receive(1)
+      const finishQueue = yield* move(stream)
+      const [b] = yield* source.receive(1) // one key, on the new master already: ASK, then served
+      // a script or transaction over the stream and keys that do not exist yet (the DLQ, the errors): Redis
+      // answers TRYAGAIN until the slot has moved, and the call fails once the client gave up, changing nothing
+      expect((yield* Effect.flip(source.deadLetter(b!, "poison"))).operation).toBe("deadLetter")
+      expect((yield* Effect.flip(source.ack(a!))).operation).toBe("ack")
+      yield* end(finishQueue)
+      // …and both work once it has: nothing of the failed calls was applied (a and b are still pending)
+      expect(yield* source.deadLetter(b!, "poison")).toBe(true)
+      expect(yield* source.ack(a!)).toBe(true)
+      const [c] = yield* source.receive(5)
+      expect(yield* source.ack(c!)).toBe(true)
+      expect([a!.id, b!.id, c!.id]).toEqual(["m1", "m2", "m3"])
+      expect((yield* source.deadLetters.list()).map((d) => d.id)).toEqual(["m2"])
+      expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
+    }).pipe(Effect.scoped))
 
   it.effect("the stores reload their scripts node by node after SCRIPT FLUSH on every master (NOSCRIPT)", () =>
     Effect.gen(function*() {
