@@ -36,7 +36,8 @@ const integration = [
   "test/ServerMiddleware.test.ts",
   "test/ResilientHttpClient.test.ts",
   "test/docs/security.test.ts",
-  "test/faults.test.ts"
+  "test/faults.test.ts",
+  "test/redisCluster.test.ts"
 ]
 
 // `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests.

@@ -10,9 +10,10 @@ import * as internal from "../internal/idempotencyStore/redis.js"
 import type * as redisOptions from "../internal/redis/options.js"
 
 /**
- * Options of the Redis store: either a client you own (`client`, an ioredis `Redis` or `Cluster`, never
- * closed by the layer), or a `url` the layer connects to and disconnects from when it is released
- * (`redisOptions` are passed to ioredis).
+ * Options of the Redis store: exactly one of a client you own (`client`, an ioredis `Redis` or `Cluster`,
+ * never closed by the layer), a `url` of one node, or the startup nodes of a Redis Cluster (`cluster`, with
+ * optional `clusterOptions`); the layer connects to the last two itself and disconnects when it is released
+ * (`redisOptions` / `clusterOptions` are passed to ioredis). Keys and slots: `docs/redis.md`.
  *
  * - `prefix`: put before every key (default `"idem:"`); must not contain `{` or `}`.
  * - `timeout`: a call that Redis has not answered by then fails with `IdempotencyStoreError` (default 2 seconds).
@@ -30,7 +31,8 @@ export type Options = redisOptions.Connection & redisOptions.CommonOptions
  * and TTLs are decided with the caller's `Clock`. Every Redis error or timeout becomes an
  * `IdempotencyStoreError`, on which the middleware answers 503. See `docs/stores.md`.
  *
- * Throws `IllegalArgumentException` for a prefix with braces or a malformed duration.
+ * Throws `IllegalArgumentException` for options naming no connection (or more than one), a prefix with
+ * braces or a malformed duration.
  *
  * @example
  * ```ts

@@ -10,9 +10,10 @@ import type * as redisOptions from "../internal/redis/options.js"
 import type { RateLimiterStore } from "../RateLimiterStore.js"
 
 /**
- * Options of the Redis store: either a client you own (`client`, an ioredis `Redis` or `Cluster`, never
- * closed by the layer), or a `url` the layer connects to and disconnects from when it is released
- * (`redisOptions` are passed to ioredis).
+ * Options of the Redis store: exactly one of a client you own (`client`, an ioredis `Redis` or `Cluster`,
+ * never closed by the layer), a `url` of one node, or the startup nodes of a Redis Cluster (`cluster`, with
+ * optional `clusterOptions`); the layer connects to the last two itself and disconnects when it is released
+ * (`redisOptions` / `clusterOptions` are passed to ioredis). Keys and slots: `docs/redis.md`.
  *
  * - `prefix`: put before every key (default `"rl:"`); must not contain `{` or `}`.
  * - `timeout`: a decision Redis has not answered by then counts as an outage (default 1 second).
@@ -32,7 +33,8 @@ export type Options = redisOptions.Connection & redisOptions.RateLimiterOptions
  * exactly what the memory store computes, at the `nowMillis` the limiter passes; idle keys expire on their
  * own (`PX`). Keys of one limiter and key share a Cluster hash tag. See `docs/stores.md`.
  *
- * Throws `IllegalArgumentException` for a prefix with braces, an unknown `onError` or a malformed duration.
+ * Throws `IllegalArgumentException` for options naming no connection (or more than one), a prefix with
+ * braces, an unknown `onError` or a malformed duration.
  *
  * @example
  * ```ts

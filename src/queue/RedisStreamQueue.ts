@@ -15,13 +15,19 @@
  * library's one Redis adapter, as the Redis stores' do: scripts run as `EVALSHA` (reloaded after a
  * `NOSCRIPT`) and every call has a deadline (`timeout`). This entry point
  * (`effect-resilience/RedisStreamQueue`) imports `ioredis` (an optional peer dependency); the package
- * root does not. On a Redis Cluster, put the stream name in a hash tag (`{orders}`) so the derived keys share
- * a slot.
+ * root does not.
+ *
+ * Redis Cluster: pass a `Cluster` client. Scripts touch the stream and its derived keys together, so these
+ * must share one slot, and they do by construction: a stream name with a hash tag (`{orders}`) keeps the
+ * names above (`{orders}:dlq`, …); any other name `orders` gets `{orders}:dlq`, `{orders}:dlq:ids` and
+ * `{orders}:errors` on a Cluster (the tag `{orders}` hashes as the whole key `orders` does). A name with a `}`
+ * but no hash tag is rejected on a Cluster. On one node the names are always the ones above. See
+ * docs/redis.md.
  *
  * @since 0.1.0
  */
 import type { Duration, Effect } from "effect"
-import type { Redis } from "ioredis"
+import type { Cluster, Redis } from "ioredis"
 import * as internal from "../internal/queue/redisStreamQueue.js"
 import type { QueueError, QueueSource } from "./QueueSource.js"
 
@@ -30,9 +36,9 @@ import type { QueueError, QueueSource } from "./QueueSource.js"
  * @category models
  */
 export interface RedisOptions {
-  /** An `ioredis` client you own (not one in subscriber mode). */
-  readonly redis: Redis
-  /** The stream key. */
+  /** An `ioredis` client you own (not one in subscriber mode): a `Redis`, or a `Cluster`. */
+  readonly redis: Redis | Cluster
+  /** The stream key (not empty). */
   readonly stream: string
   /**
    * How long a delivered entry may stay pending before another consumer may take it over. At least
@@ -59,6 +65,9 @@ export interface RedisOptions {
 
 /**
  * Builds the source, creating the consumer group (`XGROUP CREATE ... MKSTREAM`) if it does not exist.
+ *
+ * Throws `IllegalArgumentException` when called with an empty stream name, a visibility timeout under a
+ * millisecond, a malformed duration, or — on a `Cluster` client — a stream name whose keys cannot share a slot.
  *
  * @example
  * ```ts

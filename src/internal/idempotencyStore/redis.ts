@@ -18,7 +18,14 @@ import { randomBytes } from "node:crypto"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { IdempotencyStore, IdempotencyStoreError } from "../idempotencyStore.js"
 import * as redis from "../redis/client.js"
-import { type CommonOptions, escapePart, idempotencyDefaults, resolve, type Resolved } from "../redis/options.js"
+import {
+  checkConnection,
+  type CommonOptions,
+  escapePart,
+  idempotencyDefaults,
+  resolve,
+  type Resolved
+} from "../redis/options.js"
 
 export type Options = redis.ClientOptions & CommonOptions
 
@@ -193,6 +200,7 @@ export const make = (client: redis.Client, options: Resolved): Store => {
 }
 
 export const layer = (options: Options): Layer.Layer<IdempotencyStore> => {
+  checkConnection("IdempotencyStore/Redis", options)
   const resolved = resolve("IdempotencyStore/Redis", options, idempotencyDefaults)
   return Layer.scoped(
     IdempotencyStore,

@@ -3,10 +3,19 @@ import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import type { Message, QueueSource, ReleaseOptions } from "../../queue/QueueSource.js"
 import type { RedisOptions } from "../../queue/RedisStreamQueue.js"
 import * as redisClient from "../redis/client.js"
+import { hashTagOf } from "../redis/options.js"
 import * as validate from "../validate.js"
 import { deadLettered, labels, observeDepth } from "./metrics.js"
 import { QueueError } from "./queueSource.js"
-import { DEAD_LETTER, PURGE, PURGE_ENTRIES, REDRIVE, REDRIVE_ENTRIES, RELEASE } from "./redisStreamScripts.js"
+import {
+  CREATE_GROUP,
+  DEAD_LETTER,
+  PURGE,
+  PURGE_ENTRIES,
+  REDRIVE,
+  REDRIVE_ENTRIES,
+  RELEASE
+} from "./redisStreamScripts.js"
 import {
   corruptReason,
   listLimit,
@@ -33,6 +42,39 @@ const fieldsOf = (list: ReadonlyArray<string>): Record<string, string> => {
 
 const enqueuedAt = (entryId: string) => Number(entryId.slice(0, entryId.indexOf("-")))
 
+/** The keys of one queue: the stream, its dead-letter stream, the DLQ's index by message id, the release errors. */
+export interface StreamKeys {
+  readonly stream: string
+  readonly dlq: string
+  readonly index: string
+  readonly errors: string
+}
+
+/**
+ * The keys of the queue on `stream`. The scripts touch several of them in one call, so on a Redis Cluster
+ * they must share the stream's slot. On one node they are `<stream>:dlq`, `<stream>:dlq:ids` and
+ * `<stream>:errors`, as they always were; so they are on a Cluster when the stream has a hash tag
+ * (`{orders}` → `{orders}:dlq`: one slot). A stream without one is hashed whole, which is exactly what the
+ * tag `{<stream>}` hashes: on a Cluster its keys are `{<stream>}:dlq`, … — one slot by construction. A name
+ * with no tag but a `}` cannot be put in a tag (a tag ends at the first `}`): rejected on a Cluster.
+ */
+export const streamKeys = (stream: string, cluster: boolean): StreamKeys => {
+  if (typeof stream !== "string" || stream.length === 0) {
+    validate.invalid(`RedisStreamQueue stream must be a non-empty string, got ${JSON.stringify(stream)}`)
+  }
+  let base = stream
+  if (cluster && hashTagOf(stream) === undefined) {
+    if (stream.includes("}")) {
+      validate.invalid(
+        `RedisStreamQueue stream ${JSON.stringify(stream)} has no hash tag and contains "}", so on a Redis ` +
+          `Cluster its derived keys cannot share its slot: put a hash tag in the name, e.g. "{orders}"`
+      )
+    }
+    base = `{${stream}}`
+  }
+  return { stream, dlq: `${base}:dlq`, index: `${base}:dlq:ids`, errors: `${base}:errors` }
+}
+
 /**
  * Visibility is Redis's: a pending entry whose idle time (since its last delivery, by the server's clock)
  * reaches the visibility timeout is taken over by the next `XAUTOCLAIM`, which also bumps its delivery
@@ -43,12 +85,13 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
   const reclaimInterval = options.reclaimInterval === undefined
     ? Math.min(Math.max(1, Math.floor(visibility / 2)), 5_000)
     : validate.millis("RedisStreamQueue reclaimInterval", options.reclaimInterval, { finite: true })
-  const { redis: client, stream } = options
+  const client = options.redis
+  const { dlq: dlqKey, errors: errorsKey, index: indexKey, stream } = streamKeys(
+    options.stream,
+    client.isCluster === true
+  )
   const group = options.group ?? "consumers"
   const name = options.name ?? stream
-  const dlqKey = `${stream}:dlq`
-  const indexKey = `${stream}:dlq:ids`
-  const errorsKey = `${stream}:errors`
   const tags = labels(name)
   const setDepth = observeDepth(tags.base)
   const fail = (operation: string) => (cause: unknown) => new QueueError({ queue: name, operation, cause })
@@ -64,9 +107,8 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
 
   return Effect.gen(function*() {
     const consumer = options.consumer ?? `consumer-${yield* randomId}`
-    yield* call("create group", () => client.call("XGROUP", "CREATE", stream, group, "0", "MKSTREAM")).pipe(
-      Effect.catchIf((e) => String(e.cause).includes("BUSYGROUP"), () => Effect.void)
-    )
+    // a script, not XGROUP: ioredis cannot tell XGROUP's key, and would send it to any Cluster node
+    yield* run("create group", CREATE_GROUP, [stream], [group])
 
     let cursor = "0-0"
     let lastReclaimAt = -Infinity

@@ -4,6 +4,15 @@
  */
 import * as redisClient from "../redis/client.js"
 
+// KEYS[1] stream; ARGV group. Creates the group at the start of the stream (and the stream), unless it exists.
+export const CREATE_GROUP = redisClient.script(`
+local r = redis.pcall('XGROUP', 'CREATE', KEYS[1], ARGV[1], '0', 'MKSTREAM')
+if type(r) == 'table' and r.err then
+  if string.find(r.err, 'BUSYGROUP', 1, true) then return 0 end
+  return r
+end
+return 1`)
+
 // Fencing: a release or dead-letter applies only while the entry is pending for this consumer with the
 // delivery count of the receipt; XAUTOCLAIM by anyone (ourselves included) bumps the count.
 export const RELEASE = redisClient.script(`

@@ -17,7 +17,13 @@ import { Effect, identity, Layer } from "effect"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
 import { RateLimiterStore } from "../rateLimiterStore.js"
 import * as redis from "../redis/client.js"
-import { escapePart, type RateLimiterOptions, type ResolvedRateLimiter, resolveRateLimiter } from "../redis/options.js"
+import {
+  checkConnection,
+  escapePart,
+  type RateLimiterOptions,
+  type ResolvedRateLimiter,
+  resolveRateLimiter
+} from "../redis/options.js"
 
 export type Options = redis.ClientOptions & RateLimiterOptions
 
@@ -216,6 +222,7 @@ export const make = (
 }
 
 export const layer = (options: Options): Layer.Layer<RateLimiterStore> => {
+  checkConnection("RateLimiterStore/Redis", options)
   const resolved = resolveRateLimiter(options)
   return Layer.scoped(
     RateLimiterStore,

@@ -7,7 +7,7 @@
  */
 import { Effect } from "effect"
 import type { Scope } from "effect"
-import { type Cluster, Redis } from "ioredis"
+import { Cluster, Redis } from "ioredis"
 import { createHash } from "node:crypto"
 import type { Connection } from "./options.js"
 
@@ -16,18 +16,24 @@ export type Client = Redis | Cluster
 export type ClientOptions = Connection
 
 /**
- * The caller's client as it is (never closed here), or a new client for `url` that is closed with the
- * scope. A client made here fails fast while Redis is down instead of queueing commands for a long
- * reconnect (one retry per command); every call has its own deadline anyway (`request`).
+ * The caller's client as it is (never closed here), or a new client for `url` (one node) or `cluster`
+ * (startup nodes of a Redis Cluster) that is closed with the scope. A client made here fails fast while
+ * Redis is down instead of queueing commands for a long reconnect (one retry per command); every call has
+ * its own deadline anyway (`request`).
  */
 export const acquire = (options: ClientOptions): Effect.Effect<Client, never, Scope.Scope> => {
   if ("client" in options) return Effect.succeed(options.client)
   return Effect.acquireRelease(
     Effect.sync(() => {
-      const client = new Redis(options.url, {
-        maxRetriesPerRequest: 1,
-        ...options.redisOptions
-      })
+      const client: Client = "cluster" in options
+        ? new Cluster([...options.cluster], {
+          ...options.clusterOptions,
+          redisOptions: { maxRetriesPerRequest: 1, ...options.clusterOptions?.redisOptions }
+        })
+        : new Redis(options.url, {
+          maxRetriesPerRequest: 1,
+          ...options.redisOptions
+        })
       // connection errors surface through the commands that fail; without a listener ioredis prints each one
       client.on("error", () => {})
       return client
