@@ -488,7 +488,7 @@ export const build = (
 
     publishGauge()
     fleetFallback.unsafeUpdate(0, labels)
-    yield* redis.subscribe(client, keys.channel, onMessage)
+    yield* redis.subscribe(client, keys.channel, fleet.timeoutMillis, onMessage)
     // learn the fleet's state before the first call (or fall back at once when Redis does not answer)
     yield* flush
 

@@ -188,23 +188,27 @@ local function px(ms) return string.format("%.0f", math.max(1, math.ceil(ms))) e
 
 /**
  * Listens to one pub/sub channel on a connection of its own (a `duplicate` of `client`, so it works for
- * `Redis` and `Cluster` alike), closed with the scope. ioredis reconnects and resubscribes by itself after
- * an outage; messages missed meanwhile are lost, so a listener must not depend on every one.
+ * `Redis` and `Cluster` alike), closed with the scope. Returns once Redis confirmed the subscription, or
+ * after `timeoutMillis` (ioredis then subscribes when it connects). ioredis reconnects and resubscribes by
+ * itself after an outage; messages published meanwhile are lost, so a listener must not depend on every one.
  */
 export const subscribe = (
   client: Client,
   channel: string,
+  timeoutMillis: number,
   onMessage: (message: string) => void
 ): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.asVoid(Effect.acquireRelease(
-    Effect.sync(() => {
-      const subscriber = client.duplicate()
-      subscriber.on("error", () => {})
-      subscriber.on("message", (from: string, message: string) => {
-        if (from === channel) onMessage(message)
-      })
-      subscriber.subscribe(channel).catch(() => undefined)
-      return subscriber
-    }),
-    (subscriber) => Effect.sync(() => subscriber.disconnect())
-  ))
+  Effect.flatMap(
+    Effect.acquireRelease(
+      Effect.sync(() => {
+        const subscriber = client.duplicate()
+        subscriber.on("error", () => {})
+        subscriber.on("message", (from: string, message: string) => {
+          if (from === channel) onMessage(message)
+        })
+        return subscriber
+      }),
+      (subscriber) => Effect.sync(() => subscriber.disconnect())
+    ),
+    (subscriber) => Effect.ignore(call(() => subscriber.subscribe(channel), timeoutMillis, () => undefined, (e) => e))
+  )
