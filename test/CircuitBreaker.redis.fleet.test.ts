@@ -1,16 +1,16 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { eventually } from "./support/eventually.js"
 import {
   dependency,
   inFallback,
   kill,
   lastState,
-  replica,
   type Replica,
+  replica,
   startRedisServer,
   transitions
 } from "./support/breakerFleet.js"
+import { eventually } from "./support/eventually.js"
 import { closedPort } from "./support/redis.js"
 
 // Three processes (examples/fleet/replica.ts) share one fleet breaker on a redis-server of this test's own,
@@ -35,7 +35,8 @@ const loadOff = (replicas: ReadonlyArray<Replica>) =>
   Effect.gen(function*() {
     const seen = replicas.map((r) => r.events.length)
     yield* toEach(replicas, "load off")
-    yield* all(replicas, (r) => r.events.slice(seen[replicas.indexOf(r)]).some((e) => e.event === "load" && e.on === false))
+    yield* all(replicas, (r) =>
+      r.events.slice(seen[replicas.indexOf(r)]).some((e) => e.event === "load" && e.on === false))
   })
 
 /** The time of the first transition to `to` at or after `since`. */
@@ -125,12 +126,14 @@ describe("three processes share one breaker on Redis", () => {
         yield* all(replicas, inFallback)
         const okBefore = yield* Effect.forEach(replicas, (r) => r.stats)
         yield* eventually(
-          Effect.map(Effect.forEach(replicas, (r) => r.stats), (now) => now.every((s, i) => s.ok - okBefore[i]!.ok >= 50)),
+          Effect.map(Effect.forEach(replicas, (r) => r.stats), (now) =>
+            now.every((s, i) => s.ok - okBefore[i]!.ok >= 50)),
           { within: "30 seconds" }
         )
         dep.mode = "fail"
         const localFailAt = Date.now()
-        yield* all(replicas, (r) => firstTo(r, "open", localFailAt) !== undefined)
+        yield* all(replicas, (r) =>
+          firstTo(r, "open", localFailAt) !== undefined)
         dep.mode = "ok"
         yield* all(replicas, (r) => lastState(r) === "closed")
 
@@ -143,7 +146,9 @@ describe("three processes share one breaker on Redis", () => {
         const sharedFailAt = Date.now()
         yield* all(replicas, (r) => firstTo(r, "open", sharedFailAt) !== undefined)
         const strays = dep.calls.filter((c) => c.at >= sharedFailAt && c.replica !== r1!.id)
-        if (strays.length > 0) console.log(JSON.stringify({ strays, sharedFailAt, r2: r2!.events.slice(-8), r3: r3!.events.slice(-8) }))
+        if (strays.length > 0) {
+          console.log(JSON.stringify({ strays, sharedFailAt, r2: r2!.events.slice(-8), r3: r3!.events.slice(-8) }))
+        }
         expect(strays.length).toBe(0)
 
         // the breaker itself never failed a call

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Metric, TestClock } from "effect"
 import { Redis } from "ioredis"
-import { CircuitBreaker } from "../src/index.js"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
+import { CircuitBreaker } from "../src/index.js"
 import { keysOf } from "../src/internal/circuitBreaker/redis.js"
 import { breakerRedisSuite, isCircuitOpen } from "./breakerRedisSuite.js"
 import { eventually } from "./support/eventually.js"
@@ -119,7 +119,9 @@ describeRedis("CircuitBreaker/Redis", () => {
       expect(yield* breaker.protect(ok)).toBe("ok")
       for (let i = 0; i < 3; i++) {
         const exit = yield* Effect.exit(breaker.protect(boom))
-        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)._tag === "Some" && !isCircuitOpen(exit)).toBe(true)
+        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)._tag === "Some" && !isCircuitOpen(exit)).toBe(
+          true
+        )
       }
       expect(yield* breaker.state).toBe("open")
       expect(isCircuitOpen(yield* Effect.exit(breaker.protect(ok)))).toBe(true)

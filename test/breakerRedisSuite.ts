@@ -6,8 +6,8 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Schedule, TestClock } from "effect"
-import { CircuitBreaker } from "../src/index.js"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
+import { CircuitBreaker } from "../src/index.js"
 import type { Connection } from "../src/internal/redis/options.js"
 import { eventually, untilSleeping } from "./support/eventually.js"
 
@@ -104,7 +104,11 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
 
     it.scoped("half-open: at most halfOpenPermits trials fleet-wide; their successes close every replica", () =>
       Effect.gen(function*() {
-        const { all: [a, b, c] } = yield* replicas(3, { trip: CircuitBreaker.consecutive(2), openFor: "5 seconds", halfOpenPermits: 2 })
+        const { all: [a, b, c] } = yield* replicas(3, {
+          trip: CircuitBreaker.consecutive(2),
+          openFor: "5 seconds",
+          halfOpenPermits: 2
+        })
         yield* times(2, a!.protect(boom))
         yield* flushAll(3)
         for (const r of [a!, b!, c!]) yield* stateIs(r, "open")
@@ -114,8 +118,13 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
         let ran = 0
         const trialCall = Effect.zipRight(Effect.sync(() => ran++), Effect.as(Deferred.await(gate), "ok"))
         // five callers on three replicas: two get a permit, three are refused
-        const fibers = yield* Effect.forEach([a!, b!, c!, a!, b!], (r) => Effect.fork(Effect.exit(r.protect(trialCall))))
-        yield* eventually(Effect.map(Effect.forEach(fibers, Fiber.poll), (ps) => ps.filter((p) => p._tag === "Some").length === 3))
+        const fibers = yield* Effect.forEach(
+          [a!, b!, c!, a!, b!],
+          (r) => Effect.fork(Effect.exit(r.protect(trialCall)))
+        )
+        yield* eventually(
+          Effect.map(Effect.forEach(fibers, Fiber.poll), (ps) => ps.filter((p) => p._tag === "Some").length === 3)
+        )
         expect(ran).toBe(2)
         yield* Deferred.succeed(gate, undefined)
         const exits = yield* Effect.forEach(fibers, Fiber.join)

@@ -128,7 +128,12 @@ export const record = (d: Deltas, failed: boolean, slow: boolean, asked: number)
 }
 
 export const clear = (d: Deltas): void => {
-  d.calls = d.failures = d.slow = d.trailing = d.asked = 0
+  d.calls =
+    d.failures =
+    d.slow =
+    d.trailing =
+    d.asked =
+      0
   d.sawSuccess = false
 }
 

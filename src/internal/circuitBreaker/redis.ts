@@ -436,13 +436,20 @@ export const build = (
         run("acquire", at, view.epoch, 0, noCounts).pipe(
           Effect.matchEffect({
             onFailure: (cause) =>
-              Effect.zipRight(fallBack(cause), Effect.suspend(() => local === undefined ? restore(self) : restore(local.breaker.protect(self)))),
+              Effect.zipRight(
+                fallBack(cause),
+                Effect.suspend(() => local === undefined ? restore(self) : restore(local.breaker.protect(self)))
+              ),
             onSuccess: (reply): Effect.Effect<A, E | CircuitOpen, R> => {
               apply(reply.view, true)
               if (!reply.granted) {
+                const at = now()
+                // another replica's trial closed it meanwhile: a closed call after all
+                if (mode === "fleet" && Fleet.stateAt(view, at) === "closed") return restore(runClosed(self))
+                // every permit is taken: refuse without asking Redis again until the next flush
                 deniedEpoch = reply.view.epoch
-                deniedUntil = now() + fleet.trialLeaseMillis
-                return reject(Fleet.retryAfterMillis(reply.view, now()))
+                deniedUntil = at + fleet.flushIntervalMillis
+                return reject(Fleet.retryAfterMillis(reply.view, at))
               }
               const epoch = reply.view.epoch
               const startedAt = now()
@@ -478,7 +485,10 @@ export const build = (
         return run(op, now(), view.epoch, 0, noCounts).pipe(
           Effect.matchEffect({
             onFailure: (cause) =>
-              Effect.zipRight(fallBack(cause), Effect.suspend(() => local === undefined ? Effect.void : local.breaker[op])),
+              Effect.zipRight(
+                fallBack(cause),
+                Effect.suspend(() => local === undefined ? Effect.void : local.breaker[op])
+              ),
             onSuccess: (reply) => Effect.sync(() => apply(reply.view, true))
           })
         )
