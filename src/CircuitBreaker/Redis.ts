@@ -59,8 +59,8 @@ export interface Options extends Omit<CircuitBreakerModule.Options, "name" | "in
 
 /**
  * Builds a fleet breaker that lives as long as the scope: the same `CircuitBreaker` as `CircuitBreaker.make`
- * builds. It reads the fleet's state once before returning (at most `timeout`; a Redis that does not answer
- * makes it start on its local breaker). Throws `IllegalArgumentException` for invalid options, a missing
+ * builds. Before returning it subscribes to the breaker's channel and reads the fleet's state (waiting at most
+ * `timeout` for each; a Redis that does not answer makes it start on its local breaker). Throws `IllegalArgumentException` for invalid options, a missing
  * `name` or a missing `redis`.
  *
  * @example
