@@ -1,11 +1,12 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Metric, TestClock } from "effect"
+import { Cause, Clock, Effect, Exit, Logger, Metric, Scope, TestClock } from "effect"
 import { Redis } from "ioredis"
+import { createServer, type Socket } from "node:net"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
 import { CircuitBreaker } from "../src/index.js"
 import { keysOf } from "../src/internal/circuitBreaker/redis.js"
 import { breakerRedisSuite, isCircuitOpen } from "./breakerRedisSuite.js"
-import { eventually } from "./support/eventually.js"
+import { eventually, untilSleeping } from "./support/eventually.js"
 import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { describeRedis } from "./support/services.js"
 
@@ -21,6 +22,38 @@ const hashTag = (key: string): string => {
   const open = key.indexOf("{")
   const close = open === -1 ? -1 : key.indexOf("}", open + 1)
   return close > open + 1 ? key.slice(open + 1, close) : key
+}
+
+/** A TCP server that accepts connections and never answers: a hung Redis. */
+const blackHole = Effect.acquireRelease(
+  Effect.async<{ port: number; close: () => void }>((resume) => {
+    const sockets = new Set<Socket>()
+    const server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on("error", () => {})
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      resume(Effect.succeed({
+        port: typeof address === "object" && address !== null ? address.port : 0,
+        close: () => {
+          for (const s of sockets) s.destroy()
+          server.close()
+        }
+      }))
+    })
+  }),
+  (hole) => Effect.sync(() => hole.close())
+)
+
+/** A logger that keeps the messages of warnings and infos. */
+const capture = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => {
+    const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+    lines.push(`${logLevel.label} ${text}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
 }
 
 const boom = Effect.fail("boom")
@@ -128,6 +161,65 @@ describeRedis("CircuitBreaker/Redis", () => {
       const fallbacks = CircuitBreakerRedis.fleetFallbacksTotal.pipe(Metric.tagged("breaker", name))
       expect((yield* Metric.value(fallbacks)).count).toBe(1)
     }).pipe(Effect.scoped))
+
+  it.scoped("closing the scope flushes the counts left: the last replica's failures still reach the fleet", () =>
+    Effect.gen(function*() {
+      const options = {
+        trip: CircuitBreaker.consecutive(3),
+        openFor: "1 minute",
+        name: fresh("last"),
+        prefix,
+        redis: { client: shared }
+      } as const
+      const b = yield* CircuitBreakerRedis.make(options)
+      const scope = yield* Scope.make()
+      const a = yield* Scope.extend(CircuitBreakerRedis.make(options), scope)
+      for (let i = 0; i < 3; i++) yield* Effect.exit(a.protect(boom))
+      expect(yield* b.state).toBe("closed")
+      yield* Scope.close(scope, Exit.void)
+      yield* eventually(Effect.map(b.state, (s) => s === "open"))
+    }))
+
+  it.live("a hung Redis: the breaker is built within its timeouts and calls never wait for Redis", () =>
+    Effect.gen(function*() {
+      const hole = yield* blackHole
+      const started = performance.now()
+      const breaker = yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.consecutive(3),
+        openFor: "1 minute",
+        name: fresh("hung"),
+        prefix,
+        redis: { url: `redis://127.0.0.1:${hole.port}`, redisOptions: { maxRetriesPerRequest: null } },
+        timeout: "200 millis"
+      })
+      // subscribing and the first read each wait for `timeout`, then give up (a slow machine adds a little)
+      expect(performance.now() - started).toBeLessThan(5_000)
+      for (let i = 0; i < 100; i++) expect(yield* breaker.protect(ok)).toBe("ok")
+      for (let i = 0; i < 3; i++) yield* Effect.exit(breaker.protect(boom))
+      expect(isCircuitOpen(yield* Effect.exit(breaker.protect(ok)))).toBe(true)
+    }).pipe(Effect.scoped))
+
+  it.scoped("an outage is logged once, not once per failed flush", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const { layer, lines } = capture()
+      yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.consecutive(3),
+        openFor: "1 minute",
+        name: fresh("log"),
+        prefix,
+        redis: { url: `redis://127.0.0.1:${port}` },
+        timeout: "200 millis"
+      }).pipe(Effect.provide(layer))
+      // five more flushes, each failing: the flush fiber sleeps again once each is over
+      for (let i = 0; i < 5; i++) {
+        yield* TestClock.adjust("100 millis")
+        yield* untilSleeping((yield* Clock.currentTimeMillis) + 100)
+      }
+      const outage = lines.filter((l) => l.includes("Redis failed"))
+      expect(outage).toHaveLength(1)
+      expect(outage[0]).toMatch(/^WARN /)
+    }))
 
   describe("wiring mistakes are loud", () => {
     it("a missing name, an empty name or a missing connection throws IllegalArgumentException", () => {

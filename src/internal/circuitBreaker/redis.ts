@@ -417,18 +417,20 @@ export const build = (
     }
 
     /** Reports a trial's end; a Redis failure switches to the local breaker (the call's result stands). */
-    const report = (epoch: number, outcome: Machine.Outcome, startedAt: number): Effect.Effect<void> =>
-      Effect.suspend(() => {
+    const report = (epoch: number, outcome: Machine.Outcome, startedAt: number): Effect.Effect<void> => {
+      const asked = outcome === "failure" ? askedMillis : 0 // what `classify` just read from this trial's failure
+      return Effect.suspend(() => {
         const at = now()
         const slow = slowMillis !== undefined && at - startedAt > slowMillis
         const op = outcome === "ignored" ? "release" : outcome === "failure" || slow ? "failure" : "success"
-        return run(op, at, epoch, outcome === "failure" ? askedMillis : 0, noCounts).pipe(
+        return run(op, at, epoch, asked, noCounts).pipe(
           Effect.matchEffect({
             onFailure: fallBack,
             onSuccess: (reply) => Effect.sync(() => apply(reply.view, true))
           })
         )
       })
+    }
 
     /** Half-open: take a permit in Redis, run as a trial, report the outcome. */
     const trial = <A, E, R>(self: Effect.Effect<A, E, R>, at: number): Effect.Effect<A, E | CircuitOpen, R> =>
