@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Effect, Exit, Logger, Metric, Scope, TestClock } from "effect"
+import { Cause, Clock, Context, Effect, Exit, Logger, Metric, Scope, TestClock } from "effect"
 import { Redis } from "ioredis"
 import { createServer, type Socket } from "node:net"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
@@ -219,6 +219,30 @@ describeRedis("CircuitBreaker/Redis", () => {
       const outage = lines.filter((l) => l.includes("Redis failed"))
       expect(outage).toHaveLength(1)
       expect(outage[0]).toMatch(/^WARN /)
+    }))
+
+  it.effect("layer: the same breaker for a tag, shared by two layers of the same name", () =>
+    Effect.gen(function*() {
+      class A extends Context.Tag("A")<A, CircuitBreaker.CircuitBreaker>() {}
+      class B extends Context.Tag("B")<B, CircuitBreaker.CircuitBreaker>() {}
+      const options = {
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 minute",
+        name: fresh("layer"),
+        prefix,
+        redis: { client: shared }
+      } as const
+      yield* Effect.gen(function*() {
+        const a = yield* A
+        const b = yield* B
+        yield* Effect.exit(a.protect(boom))
+        yield* Effect.exit(a.protect(boom))
+        yield* TestClock.adjust("100 millis")
+        yield* eventually(Effect.map(b.state, (s) => s === "open"))
+      }).pipe(
+        Effect.provide(CircuitBreakerRedis.layer(A, options)),
+        Effect.provide(CircuitBreakerRedis.layer(B, options))
+      )
     }))
 
   describe("wiring mistakes are loud", () => {

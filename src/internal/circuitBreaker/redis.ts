@@ -216,9 +216,9 @@ export const build = (
       }
     }
 
-    /** Takes a newer view of the fleet (from a reply or a message). */
-    const apply = (next: Fleet.View, authoritative: boolean) => {
-      if (!Fleet.supersedes(view, next) && !(authoritative && next.inc !== view.inc)) return
+    /** Takes a newer view of the fleet (from a reply or a message); an older one (a late reply) is ignored. */
+    const apply = (next: Fleet.View) => {
+      if (!Fleet.supersedes(view, next)) return
       if (next.epoch !== view.epoch || next.inc !== view.inc) {
         // the counts of the period that ended say nothing about the new one
         Fleet.clear(deltas)
@@ -231,7 +231,7 @@ export const build = (
 
     const onMessage = (message: string) => {
       const next = Fleet.fromMessage(message)
-      if (next !== undefined && !disposed) apply(next, false)
+      if (next !== undefined && !disposed) apply(next)
     }
 
     /** The `openFor` delay of the fleet's opening number `n` (its schedule stepped `n` times from the start). */
@@ -343,7 +343,7 @@ export const build = (
           onSuccess: (reply) => {
             if (disposed) return Effect.void
             if (mode === "local") return rejoin(reply)
-            apply(reply.view, true)
+            apply(reply.view)
             return Effect.void
           }
         }),
@@ -426,7 +426,7 @@ export const build = (
         return run(op, at, epoch, asked, noCounts).pipe(
           Effect.matchEffect({
             onFailure: fallBack,
-            onSuccess: (reply) => Effect.sync(() => apply(reply.view, true))
+            onSuccess: (reply) => Effect.sync(() => apply(reply.view))
           })
         )
       })
@@ -443,7 +443,7 @@ export const build = (
                 Effect.suspend(() => local === undefined ? restore(self) : restore(local.breaker.protect(self)))
               ),
             onSuccess: (reply): Effect.Effect<A, E | CircuitOpen, R> => {
-              apply(reply.view, true)
+              apply(reply.view)
               if (!reply.granted) {
                 const at = now()
                 // another replica's trial closed it meanwhile: a closed call after all
@@ -491,7 +491,7 @@ export const build = (
                 fallBack(cause),
                 Effect.suspend(() => local === undefined ? Effect.void : local.breaker[op])
               ),
-            onSuccess: (reply) => Effect.sync(() => apply(reply.view, true))
+            onSuccess: (reply) => Effect.sync(() => apply(reply.view))
           })
         )
       })
