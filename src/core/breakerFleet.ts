@@ -4,7 +4,8 @@
  * what state a view means at a given time, and the per-replica deltas a replica counts between two flushes.
  *
  * The fleet's decisions themselves (adding deltas to the shared window, opening, permits) run in Redis,
- * in one Lua script (`internal/circuitBreaker/redisScript.ts`); this module is the replica's side of it.
+ * in one Lua script (`internal/circuitBreaker/redisScript.ts`), atomically; {@link step} is their reference
+ * in TypeScript, which the script follows line for line.
  */
 import type { State } from "./breaker.js"
 import type { Trip } from "./breakerWindow.js"
@@ -165,4 +166,197 @@ export const policyArgs = (trip: Trip): [string, string, string, string, string,
   return w._tag === "Count"
     ? ["n", String(w.calls), "0", String(trip.threshold), String(trip.minimumCalls), slow]
     : ["t", String(w.millis / w.buckets), String(w.buckets), String(trip.threshold), String(trip.minimumCalls), slow]
+}
+
+/**
+ * The fleet state as the script keeps it in Redis, and the script's semantics as a pure function
+ * ({@link step}): the reference the Lua script (`internal/circuitBreaker/redisScript.ts`) follows line for
+ * line, and that the Redis tests compare it with. Mutable and internal to the tests; replicas never use it.
+ */
+export interface Shared {
+  inc: string | undefined
+  epoch: number
+  state: State
+  openUntil: number
+  isolated: boolean
+  openings: number
+  changedAt: number
+  /** Half-open permits taken (trials running or succeeded) and succeeded, and when the last one's lease ends. */
+  taken: number
+  succeeded: number
+  lease: number
+  /** consecutive: the run of failures; count window: chunks [calls, failures, slow], newest first; time: buckets. */
+  run: number
+  chunks: Array<[number, number, number]>
+  buckets: Map<number, [number, number, number]>
+}
+
+export const emptyShared = (): Shared => ({
+  inc: undefined,
+  epoch: 0,
+  state: "closed",
+  openUntil: 0,
+  isolated: false,
+  openings: 0,
+  changedAt: 0,
+  taken: 0,
+  succeeded: 0,
+  lease: 0,
+  run: 0,
+  chunks: [],
+  buckets: new Map()
+})
+
+export type Op = "flush" | "acquire" | "release" | "success" | "failure" | "isolate" | "reset"
+
+export interface StepInput {
+  readonly op: Op
+  readonly now: number
+  /** The epoch the caller's counts or trial belong to; -1 when it knows none. */
+  readonly epoch: number
+  readonly token: string
+  readonly delay: number
+  readonly asked: number
+  readonly permits: number
+  readonly leaseMillis: number
+  readonly trip: Trip
+  readonly deltas: Deltas
+}
+
+export interface StepResult {
+  readonly granted: boolean
+  readonly view: View
+  /** Whether the script publishes the view. */
+  readonly published: boolean
+}
+
+const emptyWindow = (s: Shared) => {
+  s.run = 0
+  s.chunks = []
+  s.buckets = new Map()
+}
+
+/** Adds a flush's counts to the window; true when the trip policy says open. */
+const addCounts = (s: Shared, trip: Trip, d: Deltas, now: number): boolean => {
+  if (trip._tag === "Consecutive") {
+    s.run = d.sawSuccess ? d.trailing : s.run + d.trailing
+    return s.run >= trip.failures
+  }
+  let c = 0
+  let f = 0
+  let sl = 0
+  const w = trip.window
+  if (w._tag === "Count") {
+    s.chunks.unshift([d.calls, d.failures, d.slow])
+    for (let i = 0; i < s.chunks.length; i++) {
+      const [a, b, e] = s.chunks[i]!
+      if (c + a >= w.calls) {
+        const k = (w.calls - c) / a
+        c = w.calls
+        f += b * k
+        sl += e * k
+        s.chunks.length = i + 1
+        break
+      }
+      c += a
+      f += b
+      sl += e
+    }
+  } else {
+    const bucketMillis = w.millis / w.buckets
+    const b = Math.floor(now / bucketMillis)
+    const bucket = s.buckets.get(b) ?? [0, 0, 0]
+    s.buckets.set(b, [bucket[0] + d.calls, bucket[1] + d.failures, bucket[2] + d.slow])
+    for (const [index, [bc, bf, bs]] of s.buckets) {
+      if (index <= b - w.buckets) {
+        s.buckets.delete(index)
+      } else {
+        c += bc
+        f += bf
+        sl += bs
+      }
+    }
+  }
+  const slowRate = trip.slowCall?.rateThreshold ?? 0
+  return c >= trip.minimumCalls && c > 0 && (f / c >= trip.threshold || (slowRate > 0 && sl / c >= slowRate))
+}
+
+/** One run of the script on `s` (updated in place). */
+export const step = (s: Shared, input: StepInput): StepResult => {
+  const { now } = input
+  if (s.inc === undefined) s.inc = input.token
+  let published = false
+  let granted = false
+  const enter = (to: State) => {
+    s.epoch++
+    s.state = to
+    s.changedAt = now
+    s.taken = s.succeeded = s.lease = 0
+    published = true
+  }
+  const open = () => {
+    enter("open")
+    s.openings++
+    s.openUntil = now + Math.max(input.delay, input.asked)
+    emptyWindow(s)
+  }
+  const close = () => {
+    enter("closed")
+    s.openings = 0
+    s.isolated = false
+    emptyWindow(s)
+  }
+  if (s.state === "open" && !s.isolated && now >= s.openUntil) enter("half-open")
+  const current = input.epoch === s.epoch
+  switch (input.op) {
+    case "flush":
+      if (s.state === "closed" && input.deltas.calls > 0 && (input.epoch === -1 || current)) {
+        if (addCounts(s, input.trip, input.deltas, now)) open()
+      }
+      break
+    case "acquire":
+      if (s.state === "half-open") {
+        if (s.taken >= input.permits && now >= s.lease) s.taken = s.succeeded
+        if (s.taken < input.permits) {
+          s.taken++
+          s.lease = now + input.leaseMillis
+          granted = true
+        }
+      }
+      break
+    case "release":
+      if (s.state === "half-open" && current && s.taken > s.succeeded) s.taken--
+      break
+    case "success":
+      if (s.state === "half-open" && current) {
+        s.succeeded++
+        if (s.succeeded >= input.permits) close()
+      }
+      break
+    case "failure":
+      if (s.state === "half-open" && current) open()
+      break
+    case "isolate":
+      if (!s.isolated) {
+        if (s.state !== "open") enter("open")
+        s.isolated = true
+        published = true
+      }
+      break
+    case "reset":
+      close()
+  }
+  return {
+    granted,
+    published,
+    view: {
+      inc: s.inc,
+      epoch: s.epoch,
+      state: s.state,
+      openUntil: s.openUntil,
+      isolated: s.isolated,
+      openings: s.openings,
+      changedAt: s.changedAt
+    }
+  }
 }

@@ -1,5 +1,6 @@
 /**
- * The fleet breaker's one Lua script. Every operation reads the fleet state, applies the lazy
+ * The fleet breaker's one Lua script: `core/breakerFleet.ts` `step`, line for line (the Redis tests compare
+ * the two, operation for operation; keep them in step). Every operation reads the fleet state, applies the lazy
  * open → half-open move (at the caller's `now`), does its part, saves, publishes a transition on the
  * breaker's channel, and replies `{granted, inc, epoch, state, openUntil, isolated, openings, changedAt}`.
  *
