@@ -306,9 +306,12 @@ export const build = (
         fleetFallback.unsafeUpdate(1, labels)
         fleetFallbacks.unsafeUpdate(1, labels)
         return Effect.logWarning(
-          `circuit breaker ${fleet.name}: Redis failed, this replica uses its own breaker until Redis answers`,
-          cause
-        ).pipe(Effect.annotateLogs({ breaker: fleet.name, state: shown }))
+          `circuit breaker ${fleet.name}: Redis failed, this replica uses its own breaker until Redis answers`
+        ).pipe(Effect.annotateLogs({
+          breaker: fleet.name,
+          state: shown,
+          error: cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
+        }))
       })
 
     const rejoin = (reply: Reply): Effect.Effect<void> =>
