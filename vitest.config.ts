@@ -24,6 +24,7 @@ const alias = Object.entries(paths)
  */
 const integration = [
   "test/**/*.redis.test.ts",
+  "test/CircuitBreaker.redis.fleet.test.ts",
   "test/**/*.sql.test.ts",
   "test/queue/pg.test.ts",
   "test/queue/redis.test.ts",

@@ -34,6 +34,7 @@ const pkg = JSON.parse(readFileSync(join(root, "package.json"), "utf8"))
 
 /** The entries that import an optional peer, and the peers their users install. */
 const backends = {
+  "./CircuitBreaker/Redis": ["ioredis"],
   "./Consumer/Sql": ["@effect/sql"],
   "./IdempotencyStore/Redis": ["ioredis"],
   "./IdempotencyStore/Sql": ["@effect/sql"],

@@ -1,0 +1,570 @@
+/**
+ * The fleet breaker: one breaker state shared by every replica that uses the same `name`, kept in Redis.
+ *
+ * - closed: calls run with no Redis round trip; their outcomes are counted locally (`core/breakerFleet.ts`
+ *   deltas) and flushed every `flushInterval`, or after `flushEvery` calls, by one Lua script that adds them
+ *   to the fleet's window, opens the fleet breaker when the policy says so and replies the fleet state;
+ * - a replica learns a transition from the reply of its own flush or, at once, from the pub/sub message the
+ *   script publishes;
+ * - half-open: every trial takes a permit in Redis (one round trip) and reports its outcome (another);
+ * - Redis failing or slower than `timeout`: the replica switches to a local breaker (same policy), seeded
+ *   with the fleet state it last knew, and rejoins when a flush is answered again.
+ */
+import type { Context, Fiber, Scope } from "effect"
+import {
+  Cause,
+  Duration,
+  Effect,
+  Exit,
+  FiberId,
+  Layer,
+  MetricLabel,
+  PubSub,
+  Queue,
+  Random,
+  Runtime,
+  Scope as ScopeModule,
+  Stream
+} from "effect"
+import type { CircuitBreaker, Options as LocalOptions, Snapshot, State, Transition } from "../../CircuitBreaker.js"
+import type { Options } from "../../CircuitBreaker/Redis.js"
+import * as Machine from "../../core/breaker.js"
+import * as Fleet from "../../core/breakerFleet.js"
+import * as Window from "../../core/breakerWindow.js"
+import * as redis from "../redis/client.js"
+import { escapePart } from "../redis/options.js"
+import * as validate from "../validate.js"
+import { buildInternal, type Env, env } from "./breaker.js"
+import { type CircuitOpen, circuitOpen } from "./errors.js"
+import { fleetFallback, fleetFallbacks, rejections, stateGauge, transitions } from "./metrics.js"
+import { type Config, resolve, stepSync } from "./policy.js"
+import { fleetScript } from "./redisScript.js"
+
+export interface FleetConfig {
+  readonly name: string
+  readonly prefix: string
+  readonly flushIntervalMillis: number
+  readonly flushEvery: number
+  readonly timeoutMillis: number
+  readonly trialLeaseMillis: number
+}
+
+const what = "CircuitBreaker/Redis"
+
+export const resolveFleet = (options: Options): { readonly config: Config; readonly fleet: FleetConfig } => {
+  if (typeof options !== "object" || options === null) validate.invalid(`${what} options are required`)
+  const name = options.name
+  if (typeof name !== "string" || name === "") {
+    validate.invalid(
+      `${what} needs a name: replicas share a breaker by its name (got ${
+        name === undefined ? "no name" : JSON.stringify(name)
+      })`
+    )
+  }
+  const connection = options.redis as { readonly url?: unknown; readonly client?: unknown } | undefined
+  if (
+    typeof connection !== "object" || connection === null ||
+    (typeof connection.url !== "string" && (typeof connection.client !== "object" || connection.client === null))
+  ) {
+    validate.invalid(`${what} needs redis: { url } or redis: { client }`)
+  }
+  const prefix = options.prefix ?? "cb:"
+  if (typeof prefix !== "string" || /[{}]/.test(prefix)) {
+    validate.invalid(`${what} prefix must be a string without "{" or "}", got ${String(prefix)}`)
+  }
+  const millis = (key: string, input: Duration.DurationInput | undefined, fallback: number) => {
+    if (input === undefined) return fallback
+    const ms = validate.millis(`${what} ${key}`, input, { finite: true })
+    if (ms <= 0) validate.invalid(`${what} ${key} must be longer than zero`)
+    return ms
+  }
+  const fleet: FleetConfig = {
+    name,
+    prefix,
+    flushIntervalMillis: millis("flushInterval", options.flushInterval, 100),
+    flushEvery: validate.positiveInt(`${what} flushEvery`, options.flushEvery ?? 1000),
+    timeoutMillis: millis("timeout", options.timeout, 500),
+    trialLeaseMillis: millis("trialLease", options.trialLease, 30_000)
+  }
+  const local: LocalOptions = {
+    trip: options.trip,
+    openFor: options.openFor,
+    name,
+    ...(options.halfOpenPermits === undefined ? {} : { halfOpenPermits: options.halfOpenPermits }),
+    ...(options.isFailure === undefined ? {} : { isFailure: options.isFailure }),
+    ...(options.openForAtLeast === undefined ? {} : { openForAtLeast: options.openForAtLeast }),
+    ...(options.onTransition === undefined ? {} : { onTransition: options.onTransition })
+  }
+  return { config: resolve(local), fleet }
+}
+
+/** The keys and channel of one fleet breaker: one hash tag, so one Cluster slot. */
+export const keysOf = (prefix: string, name: string) => {
+  const base = `${prefix}{${escapePart(name)}}`
+  return { state: base, window: `${base}:w`, channel: `${base}:events` }
+}
+
+const retryAfterOf = (millis: number): Duration.Duration =>
+  millis === 0 ? Duration.zero : millis === Infinity ? Duration.infinity : Duration.millis(millis)
+
+interface ClosedHandlers {
+  readonly onSuccess: (a: unknown) => Effect.Effect<unknown, unknown>
+  readonly onFailure: (cause: Cause.Cause<unknown>) => Effect.Effect<unknown, unknown>
+}
+
+/** A script reply: whether a permit was granted, and the fleet view. */
+interface Reply {
+  readonly granted: boolean
+  readonly view: Fleet.View
+}
+
+const decodeReply = (reply: unknown): Reply => {
+  if (!Array.isArray(reply) || reply.length !== 8) throw new Error(`unexpected script reply: ${String(reply)}`)
+  const view = Fleet.fromFields(reply.slice(1))
+  if (view === undefined) throw new Error(`unexpected script reply: ${reply.join(",")}`)
+  return { granted: reply[0] === 1, view }
+}
+
+export const make = (options: Options): Effect.Effect<CircuitBreaker, never, Scope.Scope> => {
+  const resolved = resolveFleet(options)
+  return Effect.flatMap(env, (e) => build(resolved.config, resolved.fleet, options.redis, e))
+}
+
+export const layer = <I>(tag: Context.Tag<I, CircuitBreaker>, options: Options): Layer.Layer<I> => {
+  const resolved = resolveFleet(options)
+  return Layer.scoped(tag, Effect.flatMap(env, (e) => build(resolved.config, resolved.fleet, options.redis, e)))
+}
+
+interface LocalBreaker {
+  readonly breaker: CircuitBreaker
+  readonly scope: Scope.CloseableScope
+}
+
+export const build = (
+  config: Config,
+  fleet: FleetConfig,
+  connection: redis.ClientOptions,
+  e: Env
+): Effect.Effect<CircuitBreaker, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const { clock, runtime } = e
+    const client = yield* redis.acquire(connection)
+    const changesHub = yield* PubSub.unbounded<Transition>()
+    const { isFailure, labels, openForAtLeast, permits, schedule, slowMillis } = config
+    const keys = keysOf(fleet.prefix, fleet.name)
+    const scriptKeys = [keys.state, keys.window]
+    const policy = Fleet.policyArgs(config.trip)
+    const token = `${(yield* Random.nextInt).toString(36)}${(yield* clock.currentTimeMillis).toString(36)}`
+    const permitsArg = String(permits)
+    const leaseArg = String(fleet.trialLeaseMillis)
+
+    const now = () => clock.unsafeCurrentTimeMillis()
+
+    let view: Fleet.View = Fleet.unknown
+    let mode: "fleet" | "local" = "fleet"
+    let local: LocalBreaker | undefined
+    // the state callers see and transitions are reported for
+    let shown: State = "closed"
+    let disposed = false
+    let flushing = false
+    let timer: Fiber.RuntimeFiber<void> | undefined
+    // the epoch in which this replica was refused a permit (every permit taken), and until when to believe it
+    let deniedEpoch = -2
+    let deniedUntil = 0
+    const deltas = Fleet.makeDeltas()
+    let closedHandlers: ClosedHandlers | undefined
+    let askedMillis = 0
+
+    const publishGauge = () => {
+      if (!disposed) stateGauge.unsafeUpdate(Machine.gaugeValue(shown), labels)
+    }
+
+    /** Shows `to`; a change is a transition (counted unless the local breaker counted it already). */
+    const show = (to: State, at: number, count: boolean) => {
+      const from = shown
+      if (from === to) return
+      shown = to
+      publishGauge()
+      if (count) transitions.unsafeUpdate(1, [...labels, MetricLabel.make("from", from), MetricLabel.make("to", to)])
+      changesHub.unsafeOffer({ from, to, at })
+    }
+
+    const cancelTimer = () => {
+      if (timer !== undefined) {
+        timer.unsafeInterruptAsFork(FiberId.none)
+        timer = undefined
+      }
+    }
+
+    /** Shows the fleet view's state at `at` (fleet mode), arming the timer that half-opens an open view. */
+    const sync = (at: number) => {
+      if (mode !== "fleet") return
+      const state = Fleet.stateAt(view, at)
+      show(state, at, true)
+      if (state === "open" && !view.isolated && timer === undefined && !disposed) {
+        const delay = Math.max(0, view.openUntil - at)
+        timer = Runtime.runFork(
+          runtime,
+          Effect.zipRight(
+            clock.sleep(Duration.millis(delay)),
+            Effect.sync(() => {
+              timer = undefined
+              sync(now())
+            })
+          )
+        )
+      }
+    }
+
+    /** Takes a newer view of the fleet (from a reply or a message); an older one (a late reply) is ignored. */
+    const apply = (next: Fleet.View) => {
+      if (!Fleet.supersedes(view, next)) return
+      if (next.epoch !== view.epoch || next.inc !== view.inc) {
+        // the counts of the period that ended say nothing about the new one
+        Fleet.clear(deltas)
+        closedHandlers = undefined
+        cancelTimer()
+      }
+      view = next
+      sync(now())
+    }
+
+    const onMessage = (message: string) => {
+      const next = Fleet.fromMessage(message)
+      if (next !== undefined && !disposed) apply(next)
+    }
+
+    /** The `openFor` delay of the fleet's opening number `n` (its schedule stepped `n` times from the start). */
+    const delayOf = (n: number, at: number): number => {
+      if (schedule === undefined) return config.openForMillis
+      let state = schedule.initial
+      let delay = config.openForMillis
+      for (let i = 1; i <= Math.min(n, 1000); i++) {
+        const r = stepSync(runtime, schedule, at, i, state)
+        if (r._tag !== "Delay") break
+        state = r.state
+        delay = r.millis
+      }
+      return delay
+    }
+
+    const run = (op: string, at: number, epoch: number, asked: number, counts: ReadonlyArray<string>) =>
+      redis.runScript(
+        client,
+        fleetScript,
+        scriptKeys,
+        [
+          op,
+          String(at),
+          String(epoch),
+          token,
+          keys.channel,
+          String(delayOf(view.openings + 1, at)),
+          String(asked),
+          permitsArg,
+          leaseArg,
+          ...policy,
+          ...counts
+        ],
+        false,
+        fleet.timeoutMillis,
+        decodeReply,
+        (cause) => cause
+      )
+
+    const noCounts = ["0", "0", "0", "0", "0"]
+
+    // ---- falling back to a local breaker, and rejoining ----
+
+    /** Switches to a local breaker seeded with the last known fleet state; one log line per switch. */
+    const fallBack = (cause: unknown): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (mode === "local" || disposed) return Effect.void
+        mode = "local"
+        cancelTimer()
+        Fleet.clear(deltas)
+        const at = now()
+        const scope = Runtime.runSync(runtime, ScopeModule.make())
+        const seed: Snapshot = { ...Fleet.saved(view, at), window: null as unknown as Snapshot["window"] }
+        const built = Runtime.runSync(
+          runtime,
+          ScopeModule.extend(
+            Effect.gen(function*() {
+              const b = yield* buildInternal({ ...config, initialState: seed, onTransition: undefined }, e)
+              const queue = yield* b.breaker.subscribe
+              yield* Queue.take(queue).pipe(
+                Effect.flatMap((t) => Effect.sync(() => show(t.to, t.at, false))),
+                Effect.forever,
+                Effect.forkScoped
+              )
+              return b.breaker
+            }),
+            scope
+          )
+        )
+        local = { breaker: built, scope }
+        fleetFallback.unsafeUpdate(1, labels)
+        fleetFallbacks.unsafeUpdate(1, labels)
+        return Effect.logWarning(
+          `circuit breaker ${fleet.name}: Redis failed, this replica uses its own breaker until Redis answers`
+        ).pipe(Effect.annotateLogs({
+          breaker: fleet.name,
+          state: shown,
+          error: cause instanceof Error ? `${cause.name}: ${cause.message}` : String(cause)
+        }))
+      })
+
+    const rejoin = (reply: Reply): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        const l = local
+        mode = "fleet"
+        local = undefined
+        view = reply.view
+        Fleet.clear(deltas)
+        closedHandlers = undefined
+        fleetFallback.unsafeUpdate(0, labels)
+        sync(now())
+        return Effect.zipRight(
+          l === undefined ? Effect.void : ScopeModule.close(l.scope, Exit.void),
+          Effect.logInfo(`circuit breaker ${fleet.name}: Redis answers again, this replica shares the fleet's state`)
+            .pipe(Effect.annotateLogs({ breaker: fleet.name, state: shown }))
+        )
+      })
+
+    // ---- flushing ----
+
+    const flush: Effect.Effect<void> = Effect.suspend(() => {
+      if (flushing || disposed) return Effect.void
+      flushing = true
+      const at = now()
+      const epoch = view.epoch
+      const asked = deltas.asked
+      const counts = mode === "fleet" ? Fleet.take(deltas) : noCounts
+      return run("flush", at, epoch, asked, counts).pipe(
+        Effect.matchEffect({
+          onFailure: fallBack,
+          onSuccess: (reply) => {
+            if (disposed) return Effect.void
+            if (mode === "local") return rejoin(reply)
+            apply(reply.view)
+            return Effect.void
+          }
+        }),
+        Effect.ensuring(Effect.sync(() => {
+          flushing = false
+        }))
+      )
+    })
+
+    const kick = () => {
+      if (!flushing && !disposed) Runtime.runFork(runtime, flush)
+    }
+
+    // ---- calls ----
+
+    const classify = (cause: Cause.Cause<unknown>): Machine.Outcome => {
+      if (Cause.isInterruptedOnly(cause)) return "ignored"
+      askedMillis = 0
+      if (Cause.isDie(cause)) return "failure"
+      const failure = Cause.failureOption(cause)
+      if (failure._tag === "None") return "ignored"
+      if (!isFailure(failure.value)) return "success"
+      if (openForAtLeast !== undefined) {
+        const asked = openForAtLeast(failure.value)
+        const millis = asked === undefined ? 0 : Duration.toMillis(asked)
+        askedMillis = millis > 0 && Number.isFinite(millis) ? millis : 0
+      }
+      return "failure"
+    }
+
+    /** Counts a closed call admitted in epoch `epoch` (a call from an earlier period does not count). */
+    const recordClosed = (epoch: number, outcome: Machine.Outcome, startedAt: number) => {
+      if (outcome === "ignored" || epoch !== view.epoch || mode !== "fleet") return
+      const slow = slowMillis !== undefined && now() - startedAt > slowMillis
+      if (Fleet.record(deltas, outcome === "failure", slow, askedMillis) >= fleet.flushEvery) kick()
+    }
+
+    const makeClosedHandlers = (epoch: number): ClosedHandlers => ({
+      onSuccess: (a: unknown) => {
+        recordClosed(epoch, "success", 0)
+        return Effect.succeed(a)
+      },
+      onFailure: (cause: Cause.Cause<unknown>) => {
+        recordClosed(epoch, classify(cause), 0)
+        return Effect.failCause(cause)
+      }
+    })
+
+    const runClosed = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+      if (slowMillis === undefined) {
+        const h = closedHandlers ??= makeClosedHandlers(view.epoch)
+        return Effect.matchCauseEffect(self, h) as Effect.Effect<A, E, R>
+      }
+      const startedAt = now()
+      const epoch = view.epoch
+      return Effect.matchCauseEffect(self, {
+        onSuccess: (a: A) => {
+          recordClosed(epoch, "success", startedAt)
+          return Effect.succeed(a)
+        },
+        onFailure: (cause: Cause.Cause<E>) => {
+          recordClosed(epoch, classify(cause), startedAt)
+          return Effect.failCause(cause)
+        }
+      })
+    }
+
+    const reject = (retryAfterMillis: number): Effect.Effect<never, CircuitOpen> => {
+      rejections.unsafeUpdate(1, labels)
+      return Effect.fail(circuitOpen(retryAfterOf(retryAfterMillis)))
+    }
+
+    /** Reports a trial's end; a Redis failure switches to the local breaker (the call's result stands). */
+    const report = (epoch: number, outcome: Machine.Outcome, startedAt: number): Effect.Effect<void> => {
+      const asked = outcome === "failure" ? askedMillis : 0 // what `classify` just read from this trial's failure
+      return Effect.suspend(() => {
+        const at = now()
+        const slow = slowMillis !== undefined && at - startedAt > slowMillis
+        const op = outcome === "ignored" ? "release" : outcome === "failure" || slow ? "failure" : "success"
+        return run(op, at, epoch, asked, noCounts).pipe(
+          Effect.matchEffect({
+            onFailure: fallBack,
+            onSuccess: (reply) => Effect.sync(() => apply(reply.view))
+          })
+        )
+      })
+    }
+
+    /** Half-open: take a permit in Redis, run as a trial, report the outcome. */
+    const trial = <A, E, R>(self: Effect.Effect<A, E, R>, at: number): Effect.Effect<A, E | CircuitOpen, R> =>
+      Effect.uninterruptibleMask((restore) =>
+        run("acquire", at, view.epoch, 0, noCounts).pipe(
+          Effect.matchEffect({
+            onFailure: (cause) =>
+              Effect.zipRight(
+                fallBack(cause),
+                Effect.suspend(() => local === undefined ? restore(self) : restore(local.breaker.protect(self)))
+              ),
+            onSuccess: (reply): Effect.Effect<A, E | CircuitOpen, R> => {
+              apply(reply.view)
+              if (!reply.granted) {
+                const at = now()
+                // another replica's trial closed it meanwhile: a closed call after all
+                if (mode === "fleet" && Fleet.stateAt(view, at) === "closed") return restore(runClosed(self))
+                // every permit is taken: refuse without asking Redis again until the next flush
+                deniedEpoch = reply.view.epoch
+                deniedUntil = at + fleet.flushIntervalMillis
+                return reject(Fleet.retryAfterMillis(reply.view, at))
+              }
+              const epoch = reply.view.epoch
+              const startedAt = now()
+              return Effect.matchCauseEffect(restore(self), {
+                onSuccess: (a: A) => Effect.as(report(epoch, "success", startedAt), a),
+                onFailure: (cause: Cause.Cause<E>) =>
+                  Effect.zipRight(report(epoch, classify(cause), startedAt), Effect.failCause(cause))
+              })
+            }
+          })
+        )
+      )
+
+    const guarded = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> => {
+      if (mode === "local" && local !== undefined) return local.breaker.protect(self)
+      const at = now()
+      sync(at)
+      const state = Fleet.stateAt(view, at)
+      if (state === "closed") return runClosed(self)
+      if (state === "open") return reject(Fleet.retryAfterMillis(view, at))
+      // half-open: every permit of this period is taken (as far as this replica knows)
+      if (deniedEpoch === view.epoch && at < deniedUntil) return reject(0)
+      return trial(self, at)
+    }
+
+    // the hot path: closed in fleet mode runs the call with the period's shared handlers
+    const protect = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
+      Effect.suspend(() => shown === "closed" && mode === "fleet" ? runClosed(self) : guarded(self))
+
+    const control = (op: "isolate" | "reset"): Effect.Effect<void> =>
+      Effect.suspend(() => {
+        if (mode === "local" && local !== undefined) return local.breaker[op]
+        return run(op, now(), view.epoch, 0, noCounts).pipe(
+          Effect.matchEffect({
+            onFailure: (cause) =>
+              Effect.zipRight(
+                fallBack(cause),
+                Effect.suspend(() => local === undefined ? Effect.void : local.breaker[op])
+              ),
+            onSuccess: (reply) => Effect.sync(() => apply(reply.view))
+          })
+        )
+      })
+
+    // ---- life cycle ----
+
+    publishGauge()
+    fleetFallback.unsafeUpdate(0, labels)
+    yield* redis.subscribe(client, keys.channel, fleet.timeoutMillis, onMessage)
+    // learn the fleet's state before the first call (or fall back at once when Redis does not answer)
+    yield* flush
+
+    const onTransition = config.onTransition
+    if (onTransition !== undefined) {
+      const subscription = yield* PubSub.subscribe(changesHub)
+      yield* Queue.take(subscription).pipe(
+        Effect.flatMap((t) =>
+          Effect.catchAllCause(
+            Effect.suspend(() => onTransition(t)),
+            (cause) => Effect.logWarning("circuit breaker: onTransition failed", cause)
+          )
+        ),
+        Effect.forever,
+        Effect.interruptible,
+        Effect.forkScoped
+      )
+    }
+
+    yield* Effect.forkScoped(
+      Effect.forever(Effect.zipRight(clock.sleep(Duration.millis(fleet.flushIntervalMillis)), flush))
+    )
+
+    // registered last, so it runs first: flush what is left (best effort, within `timeout`) before the
+    // subscriber and the client go
+    yield* Effect.addFinalizer(() =>
+      Effect.suspend(() => {
+        const last = mode === "fleet" && deltas.calls > 0 && !flushing ? Effect.ignore(flush) : Effect.void
+        return Effect.zipRight(
+          last,
+          Effect.suspend(() => {
+            disposed = true
+            cancelTimer()
+            const l = local
+            local = undefined
+            return Effect.zipRight(
+              l === undefined ? Effect.void : ScopeModule.close(l.scope, Exit.void),
+              changesHub.shutdown
+            )
+          })
+        )
+      })
+    )
+
+    const breaker: CircuitBreaker = {
+      protect,
+      state: Effect.suspend(() => {
+        if (mode === "local" && local !== undefined) return local.breaker.state
+        const at = now()
+        sync(at)
+        return Effect.succeed(Fleet.stateAt(view, at))
+      }),
+      changes: Stream.fromPubSub(changesHub),
+      subscribe: PubSub.subscribe(changesHub),
+      isolate: control("isolate"),
+      reset: control("reset"),
+      snapshot: Effect.suspend(() => {
+        if (mode === "local" && local !== undefined) return local.breaker.snapshot
+        const at = now()
+        return Effect.succeed<Snapshot>({ ...Fleet.saved(view, at), window: Window.snapshot(Window.make(config.trip)) })
+      })
+    }
+    return breaker
+  })

@@ -1,0 +1,179 @@
+/**
+ * The fleet breaker's one Lua script: `core/breakerFleet.ts` `step`, line for line (the Redis tests compare
+ * the two, operation for operation; keep them in step). Every operation reads the fleet state, applies the lazy
+ * open → half-open move (at the caller's `now`), does its part, saves, publishes a transition on the
+ * breaker's channel, and replies `{granted, inc, epoch, state, openUntil, isolated, openings, changedAt}`.
+ *
+ * KEYS[1] the state hash `<prefix>{<name>}`; KEYS[2] the window `<prefix>{<name>}:w` (same hash tag, so one
+ * Cluster slot): a string (the run of failures, consecutive), a list of `calls:failures:slow` chunks,
+ * newest first (count window), or a hash of `c<bucket>`, `f<bucket>`, `s<bucket>` counters (time window).
+ *
+ * ARGV: 1 op (flush | acquire | release | success | failure | isolate | reset), 2 now, 3 the epoch the
+ * caller's deltas or trial belong to (-1: none known), 4 the incarnation token to use if the state is new,
+ * 5 channel, 6 the openFor delay of the next opening, 7 the longest openForAtLeast asked, 8 halfOpenPermits,
+ * 9 trial lease (ms), 10..15 the trip policy (`core/breakerFleet.ts` policyArgs), 16..20 the deltas
+ * (calls, failures, slow, trailing failures, saw a success).
+ */
+import * as redis from "../redis/client.js"
+
+export const fleetScript = redis.script(`
+local function num(x) return string.format("%.17g", x) end
+local H, W = KEYS[1], KEYS[2]
+local op = ARGV[1]
+local now = tonumber(ARGV[2])
+local known = tonumber(ARGV[3])
+local v = redis.call("HMGET", H, "inc", "epoch", "state", "until", "iso", "openings", "at", "taken", "succ", "lease")
+local inc = v[1]
+local dirty = false
+if not inc then inc = ARGV[4]; dirty = true end
+local epoch = tonumber(v[2]) or 0
+local state = v[3] or "closed"
+local untilT = tonumber(v[4]) or 0
+local iso = v[5] or "0"
+local openings = tonumber(v[6]) or 0
+local at = tonumber(v[7]) or 0
+local taken = tonumber(v[8]) or 0
+local succ = tonumber(v[9]) or 0
+local lease = tonumber(v[10]) or 0
+local publish = false
+local granted = 0
+local permits = tonumber(ARGV[8])
+
+local function enter(to)
+  epoch = epoch + 1
+  state = to
+  at = now
+  taken = 0
+  succ = 0
+  lease = 0
+  dirty = true
+  publish = true
+end
+local function open()
+  enter("open")
+  openings = openings + 1
+  untilT = now + math.max(tonumber(ARGV[6]), tonumber(ARGV[7]))
+  redis.call("DEL", W)
+end
+local function close()
+  enter("closed")
+  openings = 0
+  iso = "0"
+  redis.call("DEL", W)
+end
+
+-- an open breaker whose time is up is half-open, whoever notices it first
+if state == "open" and iso == "0" and now >= untilT then enter("half-open") end
+
+if op == "flush" then
+  local calls = tonumber(ARGV[16])
+  if state == "closed" and calls > 0 and (known == -1 or known == epoch) then
+    local kind = ARGV[10]
+    local tripped = false
+    if kind == "c" then
+      local run = tonumber(redis.call("GET", W) or "0")
+      if ARGV[20] == "1" then run = tonumber(ARGV[19]) else run = run + tonumber(ARGV[19]) end
+      redis.call("SET", W, run, "PX", 86400000)
+      tripped = run >= tonumber(ARGV[11])
+    else
+      local c, f, s = 0, 0, 0
+      if kind == "n" then
+        local size = tonumber(ARGV[11])
+        redis.call("LPUSH", W, ARGV[16] .. ":" .. ARGV[17] .. ":" .. ARGV[18])
+        local items = redis.call("LRANGE", W, 0, -1)
+        for i, item in ipairs(items) do
+          local i1 = string.find(item, ":", 1, true)
+          local i2 = string.find(item, ":", i1 + 1, true)
+          local a = tonumber(string.sub(item, 1, i1 - 1))
+          local b = tonumber(string.sub(item, i1 + 1, i2 - 1))
+          local d = tonumber(string.sub(item, i2 + 1))
+          if c + a >= size then
+            -- the oldest chunk still in the window counts in proportion to the part of it that fits
+            local k = (size - c) / a
+            c = size
+            f = f + b * k
+            s = s + d * k
+            redis.call("LTRIM", W, 0, i - 1)
+            break
+          end
+          c = c + a
+          f = f + b
+          s = s + d
+        end
+        redis.call("PEXPIRE", W, 86400000)
+      else
+        local bm = tonumber(ARGV[11])
+        local size = tonumber(ARGV[12])
+        local b = math.floor(now / bm)
+        redis.call("HINCRBY", W, "c" .. b, calls)
+        if tonumber(ARGV[17]) > 0 then redis.call("HINCRBY", W, "f" .. b, ARGV[17]) end
+        if tonumber(ARGV[18]) > 0 then redis.call("HINCRBY", W, "s" .. b, ARGV[18]) end
+        local all = redis.call("HGETALL", W)
+        for i = 1, #all, 2 do
+          local name = all[i]
+          local idx = tonumber(string.sub(name, 2))
+          if idx <= b - size then
+            redis.call("HDEL", W, name)
+          else
+            local n = tonumber(all[i + 1])
+            local t = string.sub(name, 1, 1)
+            if t == "c" then c = c + n elseif t == "f" then f = f + n else s = s + n end
+          end
+        end
+        redis.call("PEXPIRE", W, math.ceil(bm * size) + 60000)
+      end
+      local slowRate = tonumber(ARGV[15])
+      tripped = c >= tonumber(ARGV[14]) and c > 0 and
+        (f / c >= tonumber(ARGV[13]) or (slowRate > 0 and s / c >= slowRate))
+    end
+    if tripped then open() end
+  end
+elseif op == "acquire" then
+  if state == "half-open" then
+    -- permits of trials that never reported (their replica died) are freed when their lease runs out
+    if taken >= permits and now >= lease then taken = succ end
+    if taken < permits then
+      taken = taken + 1
+      lease = now + tonumber(ARGV[9])
+      granted = 1
+      dirty = true
+    end
+  end
+elseif op == "release" then
+  if state == "half-open" and known == epoch and taken > succ then
+    taken = taken - 1
+    dirty = true
+  end
+elseif op == "success" then
+  if state == "half-open" and known == epoch then
+    succ = succ + 1
+    dirty = true
+    if succ >= permits then close() end
+  end
+elseif op == "failure" then
+  if state == "half-open" and known == epoch then open() end
+elseif op == "isolate" then
+  if iso ~= "1" then
+    if state ~= "open" then enter("open") end
+    iso = "1"
+    dirty = true
+    publish = true
+  end
+elseif op == "reset" then
+  close()
+end
+
+if dirty then
+  redis.call("HSET", H, "inc", inc, "epoch", epoch, "state", state, "until", num(untilT), "iso", iso,
+    "openings", openings, "at", num(at), "taken", taken, "succ", succ, "lease", num(lease))
+  if iso == "1" then
+    redis.call("PERSIST", H)
+  else
+    -- an idle breaker's state goes away a day after it last changed (or after it stops being open)
+    redis.call("PEXPIRE", H, math.ceil(math.max(0, untilT - now)) + 86400000)
+  end
+end
+local view = {inc, num(epoch), state, num(untilT), iso, num(openings), num(at)}
+if publish then redis.call("PUBLISH", ARGV[5], table.concat(view, "|")) end
+return {granted, view[1], view[2], view[3], view[4], view[5], view[6], view[7]}
+`)

@@ -1,0 +1,379 @@
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Cause, Clock, Context, Effect, Exit, FastCheck as fc, Logger, Metric, Scope, TestClock } from "effect"
+import { Redis } from "ioredis"
+import { createServer, type Socket } from "node:net"
+import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
+import * as Fleet from "../src/core/breakerFleet.js"
+import type { Trip } from "../src/core/breakerWindow.js"
+import { CircuitBreaker } from "../src/index.js"
+import { keysOf } from "../src/internal/circuitBreaker/redis.js"
+import { fleetScript } from "../src/internal/circuitBreaker/redisScript.js"
+import * as redisClient from "../src/internal/redis/client.js"
+import { breakerRedisSuite, isCircuitOpen } from "./breakerRedisSuite.js"
+import { eventually, untilSleeping } from "./support/eventually.js"
+import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { describeRedis } from "./support/services.js"
+
+const prefix = uniquePrefix("cb")
+const shared = new Redis(REDIS_URL, { lazyConnect: true })
+shared.on("error", () => {})
+
+let counter = 0
+const fresh = (what: string) => `${what}-${process.pid}-${++counter}`
+
+/** Where Redis Cluster hashes a key: the text between the first `{` and the next `}`, if not empty. */
+const hashTag = (key: string): string => {
+  const open = key.indexOf("{")
+  const close = open === -1 ? -1 : key.indexOf("}", open + 1)
+  return close > open + 1 ? key.slice(open + 1, close) : key
+}
+
+/** A TCP server that accepts connections and never answers: a hung Redis. */
+const blackHole = Effect.acquireRelease(
+  Effect.async<{ port: number; close: () => void }>((resume) => {
+    const sockets = new Set<Socket>()
+    const server = createServer((socket) => {
+      sockets.add(socket)
+      socket.on("error", () => {})
+    })
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address()
+      resume(Effect.succeed({
+        port: typeof address === "object" && address !== null ? address.port : 0,
+        close: () => {
+          for (const s of sockets) s.destroy()
+          server.close()
+        }
+      }))
+    })
+  }),
+  (hole) => Effect.sync(() => hole.close())
+)
+
+/** A logger that keeps the messages of warnings and infos. */
+const capture = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => {
+    const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+    lines.push(`${logLevel.label} ${text}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+}
+
+const boom = Effect.fail("boom")
+const ok = Effect.succeed("ok")
+
+describeRedis("CircuitBreaker/Redis", () => {
+  afterAll(async () => {
+    // the breaker never closes a client it was given
+    expect(await shared.ping()).toBe("PONG")
+    shared.disconnect()
+    await deleteKeys(prefix)
+  })
+
+  breakerRedisSuite("single node, a shared client", { connection: () => ({ client: shared }), prefix })
+  breakerRedisSuite("single node, a url per replica", { connection: () => ({ url: REDIS_URL }), prefix })
+
+  const trips: ReadonlyArray<Trip> = [
+    { _tag: "Consecutive", failures: 3 },
+    {
+      _tag: "FailureRate",
+      threshold: 0.5,
+      minimumCalls: 5,
+      window: { _tag: "Count", calls: 10 },
+      slowCall: { millis: 100, rateThreshold: 0.6 }
+    },
+    {
+      _tag: "FailureRate",
+      threshold: 0.4,
+      minimumCalls: 4,
+      window: { _tag: "Time", millis: 1000, buckets: 4 },
+      slowCall: undefined
+    }
+  ]
+
+  const deltasArb = fc.integer({ min: 0, max: 6 }).chain((calls) =>
+    fc.integer({ min: 0, max: calls }).chain((failures) =>
+      fc.record({
+        calls: fc.constant(calls),
+        failures: fc.constant(failures),
+        slow: fc.integer({ min: 0, max: calls }),
+        // a success among the calls iff not all failed; with none, every failure is after the last success
+        trailing: calls > failures ? fc.integer({ min: 0, max: failures }) : fc.constant(failures),
+        sawSuccess: fc.constant(calls > failures),
+        asked: fc.constantFrom(0, 0, 700)
+      })
+    )
+  )
+
+  it.effect.prop(
+    "the script decides exactly as core/breakerFleet's model, operation for operation",
+    {
+      trip: fc.integer({ min: 0, max: trips.length - 1 }),
+      start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
+      steps: fc.array(
+        fc.record({
+          op: fc.constantFrom<Fleet.Op>(
+            "flush",
+            "flush",
+            "flush",
+            "acquire",
+            "acquire",
+            "release",
+            "success",
+            "success",
+            "failure",
+            "isolate",
+            "reset"
+          ),
+          // 250, 500 and 1000 hit the boundaries: a bucket, openFor, a trial's lease
+          delay: fc.oneof(fc.constantFrom(0, 250, 500, 1000), fc.integer({ min: 0, max: 700 })),
+          epoch: fc.constantFrom("current", "current", "current", "stale", "unknown"),
+          deltas: deltasArb
+        }),
+        { minLength: 1, maxLength: 40 }
+      )
+    },
+    ({ start, steps, trip }) =>
+      Effect.gen(function*() {
+        const policy = trips[trip]!
+        const keys = keysOf(prefix, fresh("model"))
+        const model = Fleet.emptyShared()
+        let now = start
+        for (const { delay, deltas, epoch, op } of steps) {
+          now += delay
+          const known = epoch === "unknown" ? -1 : epoch === "stale" ? model.epoch - 1 : model.epoch
+          const input: Fleet.StepInput = {
+            op,
+            now,
+            epoch: known,
+            token: "t0",
+            delay: 500,
+            asked: deltas.asked,
+            permits: 2,
+            leaseMillis: 1000,
+            trip: policy,
+            deltas: { ...deltas }
+          }
+          const args = [
+            op,
+            String(now),
+            String(known),
+            "t0",
+            keys.channel,
+            "500",
+            String(deltas.asked),
+            "2",
+            "1000",
+            ...Fleet.policyArgs(policy),
+            ...Fleet.take({ ...deltas })
+          ]
+          const actual = yield* redisClient.runScript(
+            shared,
+            fleetScript,
+            [keys.state, keys.window],
+            args,
+            false,
+            5000,
+            (reply) => reply as ReadonlyArray<unknown>,
+            (e) => e
+          )
+          const expected = Fleet.step(model, input)
+          expect({ granted: actual[0] === 1, view: Fleet.fromFields(actual.slice(1)) }).toEqual({
+            granted: expected.granted,
+            view: expected.view
+          })
+        }
+      }),
+    { fastCheck: { numRuns: 150 } }
+  )
+
+  it.scoped("a closed breaker pays no Redis round trip per call: one script per flush, whatever the calls", () =>
+    Effect.gen(function*() {
+      const client = new Redis(REDIS_URL)
+      yield* Effect.addFinalizer(() => Effect.sync(() => client.disconnect()))
+      let scripts = 0
+      const evalsha = client.evalsha.bind(client)
+      client.evalsha = ((...args: Parameters<typeof client.evalsha>) => {
+        scripts++
+        return evalsha(...args)
+      }) as typeof client.evalsha
+      const breaker = yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.consecutive(5),
+        openFor: "1 second",
+        name: fresh("hot"),
+        prefix,
+        redis: { client },
+        flushEvery: 100_000
+      })
+      const atStart = scripts // the state read before the breaker is returned
+      expect(atStart).toBe(1)
+      for (let i = 0; i < 1000; i++) yield* breaker.protect(ok)
+      expect(scripts).toBe(atStart)
+      yield* TestClock.adjust("100 millis")
+      yield* eventually(Effect.sync(() => scripts === atStart + 1))
+    }))
+
+  it.scoped("flushEvery: a replica flushes after that many calls without waiting for the interval", () =>
+    Effect.gen(function*() {
+      const name = fresh("every")
+      const options = {
+        trip: CircuitBreaker.consecutive(10),
+        openFor: "1 second",
+        name,
+        prefix,
+        redis: { client: shared },
+        flushEvery: 10
+      } as const
+      const a = yield* CircuitBreakerRedis.make(options)
+      const b = yield* CircuitBreakerRedis.make(options)
+      for (let i = 0; i < 10; i++) yield* Effect.exit(a.protect(boom))
+      // TestClock never moves: the 10th call's flush opened the fleet, and b hears it by pub/sub
+      yield* eventually(Effect.map(b.state, (s) => s === "open"))
+    }))
+
+  it.scoped("its keys share the breaker's hash tag (one Cluster slot), and the channel is named after them", () =>
+    Effect.gen(function*() {
+      const name = fresh("keys:{odd}")
+      const breaker = yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 100, window: { duration: "10 seconds" } }),
+        openFor: "1 second",
+        name,
+        prefix,
+        redis: { client: shared }
+      })
+      yield* Effect.exit(breaker.protect(boom))
+      yield* TestClock.adjust("100 millis")
+      const keys = keysOf(prefix, name)
+      yield* eventually(Effect.promise(() => shared.exists(keys.window).then((n) => n === 1)))
+      expect(yield* Effect.promise(() => shared.exists(keys.state))).toBe(1)
+      expect(hashTag(keys.state)).toBe(hashTag(keys.window))
+      expect(hashTag(keys.state)).toBe("keys%3A%7Bodd%7D-" + name.split("-").slice(1).join("-"))
+      expect(yield* Effect.promise(() => shared.hget(keys.state, "state"))).toBe("closed")
+      expect(yield* Effect.promise(() => shared.hgetall(keys.window))).toEqual({ c0: "1", f0: "1" })
+    }))
+
+  it.live("Redis unreachable: every call runs through the local breaker, which trips on its own; never an error of its own", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const name = fresh("down")
+      const breaker = yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.consecutive(3),
+        openFor: "1 minute",
+        name,
+        prefix,
+        redis: { url: `redis://127.0.0.1:${port}` },
+        timeout: "200 millis"
+      })
+      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.tagged("breaker", name))
+      expect((yield* Metric.value(gauge)).value).toBe(1)
+      expect(yield* breaker.protect(ok)).toBe("ok")
+      for (let i = 0; i < 3; i++) {
+        const exit = yield* Effect.exit(breaker.protect(boom))
+        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)._tag === "Some" && !isCircuitOpen(exit)).toBe(
+          true
+        )
+      }
+      expect(yield* breaker.state).toBe("open")
+      expect(isCircuitOpen(yield* Effect.exit(breaker.protect(ok)))).toBe(true)
+      const fallbacks = CircuitBreakerRedis.fleetFallbacksTotal.pipe(Metric.tagged("breaker", name))
+      expect((yield* Metric.value(fallbacks)).count).toBe(1)
+    }).pipe(Effect.scoped))
+
+  it.scoped("closing the scope flushes the counts left: the last replica's failures still reach the fleet", () =>
+    Effect.gen(function*() {
+      const options = {
+        trip: CircuitBreaker.consecutive(3),
+        openFor: "1 minute",
+        name: fresh("last"),
+        prefix,
+        redis: { client: shared }
+      } as const
+      const b = yield* CircuitBreakerRedis.make(options)
+      const scope = yield* Scope.make()
+      const a = yield* Scope.extend(CircuitBreakerRedis.make(options), scope)
+      for (let i = 0; i < 3; i++) yield* Effect.exit(a.protect(boom))
+      expect(yield* b.state).toBe("closed")
+      yield* Scope.close(scope, Exit.void)
+      yield* eventually(Effect.map(b.state, (s) => s === "open"))
+    }))
+
+  it.live("a hung Redis: the breaker is built within its timeouts and calls never wait for Redis", () =>
+    Effect.gen(function*() {
+      const hole = yield* blackHole
+      const started = performance.now()
+      const breaker = yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.consecutive(3),
+        openFor: "1 minute",
+        name: fresh("hung"),
+        prefix,
+        redis: { url: `redis://127.0.0.1:${hole.port}`, redisOptions: { maxRetriesPerRequest: null } },
+        timeout: "200 millis"
+      })
+      // subscribing and the first read each wait for `timeout`, then give up (a slow machine adds a little)
+      expect(performance.now() - started).toBeLessThan(5_000)
+      for (let i = 0; i < 100; i++) expect(yield* breaker.protect(ok)).toBe("ok")
+      for (let i = 0; i < 3; i++) yield* Effect.exit(breaker.protect(boom))
+      expect(isCircuitOpen(yield* Effect.exit(breaker.protect(ok)))).toBe(true)
+    }).pipe(Effect.scoped))
+
+  it.scoped("an outage is logged once, not once per failed flush", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const { layer, lines } = capture()
+      yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.consecutive(3),
+        openFor: "1 minute",
+        name: fresh("log"),
+        prefix,
+        redis: { url: `redis://127.0.0.1:${port}` },
+        timeout: "200 millis"
+      }).pipe(Effect.provide(layer))
+      // five more flushes, each failing: the flush fiber sleeps again once each is over
+      for (let i = 0; i < 5; i++) {
+        yield* TestClock.adjust("100 millis")
+        yield* untilSleeping((yield* Clock.currentTimeMillis) + 100)
+      }
+      const outage = lines.filter((l) => l.includes("Redis failed"))
+      expect(outage).toHaveLength(1)
+      expect(outage[0]).toMatch(/^WARN /)
+    }))
+
+  it.effect("layer: the same breaker for a tag, shared by two layers of the same name", () =>
+    Effect.gen(function*() {
+      class A extends Context.Tag("A")<A, CircuitBreaker.CircuitBreaker>() {}
+      class B extends Context.Tag("B")<B, CircuitBreaker.CircuitBreaker>() {}
+      const options = {
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 minute",
+        name: fresh("layer"),
+        prefix,
+        redis: { client: shared }
+      } as const
+      yield* Effect.gen(function*() {
+        const a = yield* A
+        const b = yield* B
+        yield* Effect.exit(a.protect(boom))
+        yield* Effect.exit(a.protect(boom))
+        yield* TestClock.adjust("100 millis")
+        yield* eventually(Effect.map(b.state, (s) => s === "open"))
+      }).pipe(
+        Effect.provide(CircuitBreakerRedis.layer(A, options)),
+        Effect.provide(CircuitBreakerRedis.layer(B, options))
+      )
+    }))
+
+  describe("wiring mistakes are loud", () => {
+    it("a missing name, an empty name or a missing connection throws IllegalArgumentException", () => {
+      const base = { trip: CircuitBreaker.consecutive(3), openFor: "1 second" } as const
+      expect(() => CircuitBreakerRedis.make({ ...base, redis: { url: REDIS_URL } } as never)).toThrow(/needs a name/)
+      expect(() => CircuitBreakerRedis.make({ ...base, name: "", redis: { url: REDIS_URL } })).toThrow(/needs a name/)
+      expect(() => CircuitBreakerRedis.make({ ...base, name: "x" } as never)).toThrow(/needs redis/)
+      expect(() => CircuitBreakerRedis.make({ ...base, name: "x", prefix: "a{", redis: { url: REDIS_URL } })).toThrow(
+        /prefix/
+      )
+      expect(() => CircuitBreakerRedis.make({ ...base, name: "x", flushInterval: 0, redis: { url: REDIS_URL } }))
+        .toThrow(/flushInterval/)
+    })
+  })
+})

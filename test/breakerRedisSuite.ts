@@ -1,0 +1,226 @@
+/**
+ * The fleet breaker's contract, run against any Redis deployment: single node in
+ * `CircuitBreaker.redis.test.ts`, a Redis Cluster in the cluster tests. Every test builds two or three
+ * "replicas" (breakers with the same name) in one process on `TestClock`: the flush fiber sleeps on it, the
+ * script gets its time, and what travels through Redis (replies, pub/sub) is waited for with `eventually`.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Schedule, TestClock } from "effect"
+import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
+import { CircuitBreaker } from "../src/index.js"
+import type { Connection } from "../src/internal/redis/options.js"
+import { eventually, untilSleeping } from "./support/eventually.js"
+
+let counter = 0
+/** A breaker name no other test (or run of the suite) uses. */
+const fresh = (what: string) => `${what}-${process.pid}-${Date.now().toString(36)}-${++counter}`
+
+const boom = Effect.fail("boom")
+const ok = Effect.succeed("ok")
+
+export const isCircuitOpen = (exit: Exit.Exit<unknown, unknown>): boolean =>
+  Exit.isFailure(exit) &&
+  Cause.failureOption(exit.cause).pipe((o) => o._tag === "Some" && o.value instanceof CircuitBreaker.CircuitOpen)
+
+const stateIs = (breaker: CircuitBreaker.CircuitBreaker, state: CircuitBreaker.State) =>
+  eventually(Effect.map(breaker.state, (s) => s === state), { within: "10 seconds" })
+
+const times = <A, E>(n: number, self: Effect.Effect<A, E>) => Effect.exit(Effect.repeatN(Effect.exit(self), n - 1))
+
+/**
+ * Moves TestClock by one flush interval, so each of the `n` replicas' flush fibers sends its counts, and
+ * waits until every one has its answer (it then sleeps until the next interval).
+ */
+const flushAll = (n: number) =>
+  Effect.gen(function*() {
+    yield* TestClock.adjust("100 millis")
+    const t = yield* Clock.currentTimeMillis
+    yield* untilSleeping(t + 100, n)
+  })
+
+export interface SuiteOptions {
+  /** The connection each replica gets (a client may be shared: the breaker never closes one it was given). */
+  readonly connection: () => Connection
+  /** Key prefix of this run; must not contain braces. */
+  readonly prefix: string
+}
+
+export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
+  const replicas = (
+    n: number,
+    options: Omit<CircuitBreakerRedis.Options, "redis" | "name" | "prefix">,
+    name = fresh("cb")
+  ) =>
+    Effect.gen(function*() {
+      const all: Array<CircuitBreaker.CircuitBreaker> = []
+      for (let i = 0; i < n; i++) {
+        all.push(
+          yield* CircuitBreakerRedis.make({
+            ...options,
+            name,
+            prefix: suite.prefix,
+            redis: suite.connection(),
+            flushInterval: "100 millis",
+            flushEvery: 100_000,
+            timeout: "2 seconds"
+          })
+        )
+      }
+      return { all, name }
+    })
+
+  const rate = CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 10, window: { duration: "10 seconds" } })
+
+  describe(`CircuitBreaker/Redis contract (${label})`, () => {
+    it.scoped("the fleet's failure rate opens every replica, though no replica crossed it alone", () =>
+      Effect.gen(function*() {
+        const { all: [a, b, c] } = yield* replicas(3, { trip: rate, openFor: "10 seconds" })
+        // 4 + 4 failures and 4 successes: 8 of 12 failed fleet-wide; each replica alone is under minimumCalls
+        yield* times(4, a!.protect(boom))
+        yield* times(4, b!.protect(boom))
+        yield* times(4, c!.protect(ok))
+        expect(yield* a!.state).toBe("closed")
+        yield* flushAll(3)
+        for (const r of [a!, b!, c!]) yield* stateIs(r, "open")
+        for (const r of [a!, b!, c!]) {
+          const exit = yield* Effect.exit(r.protect(ok))
+          expect(isCircuitOpen(exit)).toBe(true)
+        }
+      }))
+
+    it.scoped("below the threshold fleet-wide, nobody opens", () =>
+      Effect.gen(function*() {
+        const { all: [a, b], name } = yield* replicas(2, { trip: rate, openFor: "10 seconds" })
+        yield* times(4, a!.protect(boom))
+        yield* times(8, b!.protect(ok))
+        yield* flushAll(2)
+        yield* flushAll(2)
+        // a third replica's flush reads the fleet's state: still closed with 4 of 12 failed
+        const { all: [c] } = yield* replicas(1, { trip: rate, openFor: "10 seconds" }, name)
+        expect(yield* c!.state).toBe("closed")
+        expect(yield* a!.state).toBe("closed")
+        expect(yield* b!.state).toBe("closed")
+      }))
+
+    it.scoped("half-open: at most halfOpenPermits trials fleet-wide; their successes close every replica", () =>
+      Effect.gen(function*() {
+        const { all: [a, b, c] } = yield* replicas(3, {
+          trip: CircuitBreaker.consecutive(2),
+          openFor: "5 seconds",
+          halfOpenPermits: 2
+        })
+        yield* times(2, a!.protect(boom))
+        yield* flushAll(3)
+        for (const r of [a!, b!, c!]) yield* stateIs(r, "open")
+        yield* TestClock.adjust("5 seconds")
+        for (const r of [a!, b!, c!]) yield* stateIs(r, "half-open")
+        const gate = yield* Deferred.make<void>()
+        let ran = 0
+        const trialCall = Effect.zipRight(Effect.sync(() => ran++), Effect.as(Deferred.await(gate), "ok"))
+        // five callers on three replicas: two get a permit, three are refused
+        const fibers = yield* Effect.forEach(
+          [a!, b!, c!, a!, b!],
+          (r) => Effect.fork(Effect.exit(r.protect(trialCall)))
+        )
+        yield* eventually(
+          Effect.map(Effect.forEach(fibers, Fiber.poll), (ps) => ps.filter((p) => p._tag === "Some").length === 3)
+        )
+        expect(ran).toBe(2)
+        yield* Deferred.succeed(gate, undefined)
+        const exits = yield* Effect.forEach(fibers, Fiber.join)
+        expect(exits.filter(Exit.isSuccess).length).toBe(2)
+        expect(exits.filter(isCircuitOpen).length).toBe(3)
+        for (const r of [a!, b!, c!]) yield* stateIs(r, "closed")
+      }))
+
+    it.scoped("a failed trial reopens every replica, for the schedule's next delay", () =>
+      Effect.gen(function*() {
+        const openFor = Schedule.exponential("1 second")
+        const { all: [a, b] } = yield* replicas(2, { trip: CircuitBreaker.consecutive(1), openFor })
+        yield* Effect.exit(a!.protect(boom))
+        yield* flushAll(2)
+        yield* stateIs(b!, "open")
+        yield* TestClock.adjust("1 second")
+        yield* stateIs(b!, "half-open")
+        const exit = yield* Effect.exit(b!.protect(boom))
+        expect(Exit.isFailure(exit) && !isCircuitOpen(exit)).toBe(true)
+        yield* stateIs(a!, "open")
+        // the second opening lasts 2 seconds
+        const rejected = yield* Effect.exit(a!.protect(ok))
+        expect(isCircuitOpen(rejected)).toBe(true)
+        if (Exit.isFailure(rejected)) {
+          const e = Cause.failureOption(rejected.cause)
+          const retryAfter = e._tag === "Some" ? (e.value as CircuitBreaker.CircuitOpen).retryAfter : Duration.zero
+          expect(Duration.toMillis(retryAfter)).toBe(2000)
+        }
+        yield* TestClock.adjust("1 second")
+        expect(yield* a!.state).toBe("open")
+        yield* TestClock.adjust("1 second")
+        yield* stateIs(a!, "half-open")
+      }))
+
+    it.scoped("consecutive(n) fleet-wide: failures add up across replicas; a reported success restarts the run", () =>
+      Effect.gen(function*() {
+        const { all: [a, b] } = yield* replicas(2, { trip: CircuitBreaker.consecutive(4), openFor: "10 seconds" })
+        yield* times(2, a!.protect(boom))
+        yield* flushAll(2)
+        // b: a success, then one failure: the fleet's run restarts at 1
+        yield* Effect.exit(b!.protect(ok))
+        yield* Effect.exit(b!.protect(boom))
+        yield* flushAll(2)
+        yield* times(2, a!.protect(boom))
+        yield* flushAll(2)
+        // 1 + 2 = 3 < 4: still closed
+        expect(yield* a!.state).toBe("closed")
+        expect(yield* b!.state).toBe("closed")
+        yield* Effect.exit(b!.protect(boom))
+        yield* flushAll(2)
+        yield* stateIs(a!, "open")
+        yield* stateIs(b!, "open")
+      }))
+
+    it.scoped("a count window: the last `calls` calls fleet-wide", () =>
+      Effect.gen(function*() {
+        const trip = CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 10, window: { calls: 20 } })
+        const { all: [a, b] } = yield* replicas(2, { trip, openFor: "10 seconds" })
+        yield* times(20, a!.protect(ok))
+        yield* flushAll(2)
+        yield* times(9, b!.protect(boom))
+        yield* flushAll(2)
+        // 9 of the last 20 failed
+        expect(yield* a!.state).toBe("closed")
+        yield* Effect.exit(b!.protect(boom))
+        yield* flushAll(2)
+        yield* stateIs(a!, "open")
+      }))
+
+    it.scoped("isolate on one replica holds every replica open; reset closes them all", () =>
+      Effect.gen(function*() {
+        const { all: [a, b] } = yield* replicas(2, { trip: CircuitBreaker.consecutive(5), openFor: "1 second" })
+        yield* a!.isolate
+        yield* stateIs(b!, "open")
+        yield* TestClock.adjust("1 minute")
+        expect(yield* b!.state).toBe("open")
+        const exit = yield* Effect.exit(b!.protect(ok))
+        expect(isCircuitOpen(exit)).toBe(true)
+        yield* b!.reset
+        yield* stateIs(a!, "closed")
+        expect(yield* a!.protect(ok)).toBe("ok")
+      }))
+
+    it.scoped("a replica that starts while the fleet is open starts open, for the time left", () =>
+      Effect.gen(function*() {
+        const options = { trip: CircuitBreaker.consecutive(1), openFor: "10 seconds" } as const
+        const { all: [a], name } = yield* replicas(1, options)
+        yield* Effect.exit(a!.protect(boom))
+        yield* flushAll(1)
+        expect(yield* a!.state).toBe("open")
+        yield* TestClock.adjust("4900 millis")
+        const { all: [late] } = yield* replicas(1, options, name)
+        expect(yield* late!.state).toBe("open")
+        expect(yield* late!.snapshot).toMatchObject({ state: "open", openings: 1, openUntil: 100 + 10_000 })
+        yield* TestClock.adjust("5100 millis")
+        expect(yield* late!.state).toBe("half-open")
+      }))
+  })
+}
