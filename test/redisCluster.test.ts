@@ -18,6 +18,7 @@ import { streamKeys } from "../src/internal/queue/redisStreamQueue.js"
 import { keyOf as limiterKey } from "../src/internal/rateLimiterStore/redis.js"
 import * as RedisStreamQueue from "../src/queue/RedisStreamQueue.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
+import { breakerRedisSuite } from "./breakerRedisSuite.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { redisStreamQueueSuite } from "./queue/redisSuite.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
@@ -69,6 +70,7 @@ describeRedisCluster("Redis Cluster", (cluster) => {
     freshStream: () => `queue-${++streams}`,
     soakMessages: Number(process.env.SOAK_N ?? 2_000)
   })
+  breakerRedisSuite("redis cluster", { connection: () => ({ client: cluster.get().client }), prefix: "cb:" })
 
   it.effect("the stores' keys spread over every master; each script's keys are in one slot", () =>
     Effect.gen(function*() {

@@ -23,7 +23,8 @@ import type * as redisOptions from "../internal/redis/options.js"
  * replica), with a required `name`, and:
  *
  * - `redis`: a client you own (`{ client }`, an ioredis `Redis` or `Cluster`, never closed by the breaker)
- *   or `{ url }` to connect to (closed with the breaker's scope; `redisOptions` go to ioredis). The breaker
+ *   or `{ url }` / `{ cluster }` (startup nodes) to connect to (closed with the breaker's scope;
+ *   `redisOptions` / `clusterOptions` go to ioredis). Exactly one of the three. The breaker
  *   also opens one subscriber connection of its own (a `duplicate` of the client), closed with the scope.
  *
  * `consecutive(n)` counts fleet-wide in flush order: a replica's flush adds its failures to the fleet's run,

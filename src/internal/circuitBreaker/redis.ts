@@ -32,7 +32,7 @@ import * as Machine from "../../core/breaker.js"
 import * as Fleet from "../../core/breakerFleet.js"
 import * as Window from "../../core/breakerWindow.js"
 import * as redis from "../redis/client.js"
-import { escapePart } from "../redis/options.js"
+import { checkConnection, type Connection, escapePart } from "../redis/options.js"
 import * as validate from "../validate.js"
 import { buildInternal, type Env, env } from "./breaker.js"
 import { type CircuitOpen, circuitOpen } from "./errors.js"
@@ -61,13 +61,10 @@ export const resolveFleet = (options: Options): { readonly config: Config; reado
       })`
     )
   }
-  const connection = options.redis as { readonly url?: unknown; readonly client?: unknown } | undefined
-  if (
-    typeof connection !== "object" || connection === null ||
-    (typeof connection.url !== "string" && (typeof connection.client !== "object" || connection.client === null))
-  ) {
-    validate.invalid(`${what} needs redis: { url } or redis: { client }`)
-  }
+  const connection = options.redis as Connection | undefined
+  if (typeof connection !== "object" || connection === null) {
+    validate.invalid(`${what} needs redis: { url }, { client } or { cluster }`)
+  } else checkConnection(what, connection)
   const prefix = options.prefix ?? "cb:"
   if (typeof prefix !== "string" || /[{}]/.test(prefix)) {
     validate.invalid(`${what} prefix must be a string without "{" or "}", got ${String(prefix)}`)
