@@ -171,6 +171,8 @@ export interface TerminatorOptions {
   readonly lockTables: ReadonlyArray<string>
   /** Names what a backend was doing from its current (or, when idle, last) statement. */
   readonly classify: (query: string) => string
+  /** The pause between rounds, in milliseconds: drawn from [min, max]. Default: [30, 120]. */
+  readonly pauseMillis?: readonly [number, number]
 }
 
 export interface Terminations {
@@ -182,7 +184,7 @@ export interface Terminations {
 }
 
 /**
- * Terminates the backends named `applicationName` until interrupted, in rounds 30 to 120 ms apart: every
+ * Terminates the backends named `applicationName` until interrupted, in rounds `pauseMillis` apart: every
  * other round locks one of `lockTables` for 50 to 150 ms and terminates the backends waiting on it (or on
  * anything else); the other rounds terminate every such backend, idle or not, which also hits statements
  * that have committed but whose answer is still on its way. Returns the counts so far.
@@ -229,7 +231,8 @@ export const startTerminator = (options: TerminatorOptions) =>
         } else {
           count(yield* terminate(false))
         }
-        yield* Effect.sleep(yield* Random.nextIntBetween(30, 121))
+        const [min, max] = options.pauseMillis ?? [30, 120]
+        yield* Effect.sleep(yield* Random.nextIntBetween(min, max + 1))
       }).pipe(
         // a lock that timed out (a long transaction of the processes under test) only skips the round
         Effect.catchAll(() => Effect.sleep(50))

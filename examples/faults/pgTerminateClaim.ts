@@ -23,6 +23,9 @@ const LEASE_MILLIS = 1500
 /** The client gives an order up after this long (it then counts as lost). */
 const CLIENT_DEADLINE_MILLIS = 45_000
 
+/** The terminator's pause between rounds (every other round locks the table first), in milliseconds. */
+const PAUSE_MILLIS = [100, 300] as const
+
 /** The idempotency table of `serve --store postgres` (the store's default). */
 const TABLE = "effect_resilience_idempotency"
 
@@ -44,14 +47,14 @@ interface Attempt {
   readonly replayed: boolean
 }
 
-const post = (base: string, key: string, logical: string) =>
+const post = (base: string, key: string, logical: string, timeoutMillis: number) =>
   Effect.promise(async (): Promise<Attempt> => {
     try {
       const response = await fetch(`${base}/orders`, {
         method: "POST",
         headers: { "content-type": "application/json", "idempotency-key": key },
         body: JSON.stringify({ sku: "FAULT-1", qty: 1, logical }),
-        signal: AbortSignal.timeout(10_000)
+        signal: AbortSignal.timeout(timeoutMillis)
       })
       await response.arrayBuffer()
       return { status: response.status, replayed: response.headers.get("idempotent-replayed") === "true" }
@@ -92,7 +95,12 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
         Effect.map(s.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/, "60 seconds"), (line) => /http:\S+/.exec(line)![0]),
       { concurrency: 3 }
     )
-    const terminator = yield* startTerminator({ applicationName: app, lockTables: [TABLE], classify })
+    const terminator = yield* startTerminator({
+      applicationName: app,
+      lockTables: [TABLE],
+      classify,
+      pauseMillis: [PAUSE_MILLIS[0], PAUSE_MILLIS[1]]
+    })
 
     const statuses = new Map<string, number>()
     const seen = (status: string) => statuses.set(status, (statuses.get(status) ?? 0) + 1)
@@ -103,7 +111,9 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
         const logical = `${app}-${i}`
         const key = `key-${logical}`
         for (let attempt = 0;; attempt++) {
-          const answer = yield* post(urls[(i + attempt) % urls.length]!, key, logical)
+          // one attempt in four gives up waiting early, as a client's timeout does: the answer is lost
+          const timeout = Math.random() < 0.25 ? 1 + Math.floor(Math.random() * 30) : 10_000
+          const answer = yield* post(urls[(i + attempt) % urls.length]!, key, logical, timeout)
           seen(answer.status === 201 && answer.replayed ? "201-replayed" : String(answer.status))
           if (answer.status === 201) return true
           if (performance.now() - started > CLIENT_DEADLINE_MILLIS) return false
@@ -129,6 +139,10 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
       if (n === 0) lost++
       if (n > 1) duplicated++
     }
+    // what the servers logged: a completion the store could not save leaves its key to be taken over
+    const logged = (what: string) =>
+      servers.reduce((n, s) => n + s.lines.filter((line) => line.includes(`the store failed (${what})`)).length, 0)
+    if (process.env["H4_DEBUG"]) for (const s of servers) for (const l of s.lines) if (l.includes("failed (complete)")) console.error(l)
     const gaveUp = done.filter((ok) => !ok).length
     const statusText = [...statuses.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([s, n]) => `${s}×${n}`)
       .join(" ")
@@ -138,7 +152,8 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
       offered,
       lost,
       duplicated,
-      notes: `${describeTerminations(terminations)} over ${(loadMillis / 1000).toFixed(1)} s; answers ${statusText}` +
+      notes: `${describeTerminations(terminations)} over ${(loadMillis / 1000).toFixed(1)} s; answers ${statusText}; ` +
+        `store failures logged: claim ${logged("claim")}, complete ${logged("complete")}` +
         (gaveUp > 0 ? `; client gave up on ${gaveUp}` : "") +
         (crashed.length > 0 ? `; exited: ${crashed.join(", ")}` : ""),
       // the fault must really have hit claims, and the servers must have survived it
