@@ -34,7 +34,8 @@ const integration = [
   "test/IdempotencyMiddleware*.test.ts",
   "test/ServerMiddleware.test.ts",
   "test/ResilientHttpClient.test.ts",
-  "test/docs/security.test.ts"
+  "test/docs/security.test.ts",
+  "test/faults.pg.test.ts"
 ]
 
 // `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests.

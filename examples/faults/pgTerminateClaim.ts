@@ -142,7 +142,6 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
     // what the servers logged: a completion the store could not save leaves its key to be taken over
     const logged = (what: string) =>
       servers.reduce((n, s) => n + s.lines.filter((line) => line.includes(`the store failed (${what})`)).length, 0)
-    if (process.env["H4_DEBUG"]) for (const s of servers) for (const l of s.lines) if (l.includes("failed (complete)")) console.error(l)
     const gaveUp = done.filter((ok) => !ok).length
     const statusText = [...statuses.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([s, n]) => `${s}×${n}`)
       .join(" ")
