@@ -8,8 +8,8 @@
  * To hit a statement in flight every time, another transaction locks the table, the store's statement
  * queues behind the lock, and its backend — found in `pg_stat_activity` waiting on that lock — is terminated.
  */
-import { SqlError } from "@effect/sql/SqlError"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
 import { afterAll, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"

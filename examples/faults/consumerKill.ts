@@ -36,7 +36,9 @@ export const run = (
       }
     })
     yield* first.awaitExit.pipe(Effect.timeout("45 seconds"))
-    if (killedOn === undefined) return yield* Effect.fail(new Error(`${first.label} exited before the kill\n${first.output()}`))
+    if (killedOn === undefined) {
+      return yield* Effect.fail(new Error(`${first.label} exited before the kill\n${first.output()}`))
+    }
     const linesOfFirst = first.lines.length
 
     const second = yield* startWorker(q, `${name}_b`, ["--concurrency", "4"])

@@ -64,7 +64,8 @@ export const makeQueue = (
         drained: Effect.map(sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM ${sql(queue)}`, (r) =>
           r[0]!.n === 0),
         effectCounts,
-        deadLettered: Effect.map(source.deadLetters.list({ limit: 10_000 }), (l) => l.map((d) => d.id))
+        deadLettered: Effect.map(source.deadLetters.list({ limit: 10_000 }), (l) =>
+          l.map((d) => d.id))
       }
     }
     const redis = yield* Effect.acquireRelease(

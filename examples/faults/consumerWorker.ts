@@ -14,9 +14,9 @@
  * `--ack-delay-ms`, the window between commit and acknowledgement a crash can hit), `skipped <id>`
  * (already applied: a redelivery), `dead <id>` (moved to the dead-letter queue by this worker).
  */
+import { NodeRuntime } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
-import { NodeRuntime } from "@effect/platform-node"
 import { Effect, Layer, Option, Redacted, type Scope } from "effect"
 import * as Backoff from "effect-resilience/Backoff"
 import * as Consumer from "effect-resilience/Consumer"

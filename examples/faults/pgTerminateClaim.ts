@@ -4,6 +4,7 @@
  * completion. The client retries every order with its own key until it gets its 201 (or a replay of it);
  * afterwards every logical order must exist exactly once across the three processes.
  */
+import * as SqlClient from "@effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
 import type { Fault, FaultRow } from "./fault.js"
 import {
@@ -92,8 +93,16 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
     const urls = yield* Effect.forEach(
       servers,
       (s) =>
-        Effect.map(s.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/, "60 seconds"), (line) => /http:\S+/.exec(line)![0]),
+        Effect.map(
+          s.waitFor(/listening on http:\/\/127\.0\.0\.1:\d+/, "60 seconds"),
+          (line) => /http:\S+/.exec(line)![0]
+        ),
       { concurrency: 3 }
+    )
+    // this run's keys go when it ends (the servers' own cleanup would keep them for their 24 h TTL)
+    const sql = yield* SqlClient.SqlClient
+    yield* Effect.addFinalizer(() =>
+      sql`DELETE FROM ${sql(TABLE)} WHERE key LIKE ${`key-${app}-%`}`.pipe(Effect.ignore)
     )
     const terminator = yield* startTerminator({
       applicationName: app,
@@ -130,7 +139,9 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
     const counts = new Map<string, number>()
     for (const url of urls) {
       const orders = yield* listOrders(url).pipe(Effect.orElseSucceed(() => [] as const))
-      for (const o of orders) if (o.logical?.startsWith(`${app}-`)) counts.set(o.logical, (counts.get(o.logical) ?? 0) + 1)
+      for (const o of orders) {
+        if (o.logical?.startsWith(`${app}-`)) counts.set(o.logical, (counts.get(o.logical) ?? 0) + 1)
+      }
     }
     let lost = 0
     let duplicated = 0
