@@ -19,8 +19,11 @@ import {
 } from "./pgSupport.js"
 
 const MESSAGES = 300
-/** Every 15th message fails with `Failure.fatal`; every 15th from the 8th fails with a plain error. */
-const poisonOf = (i: number) => i % 15 === 0 ? "fatal" as const : i % 15 === 7 ? "fail" as const : undefined
+/**
+ * Every 15th message fails with `Failure.fatal` (dead-lettered at once); every 30th from the 8th fails with a
+ * plain error after writing its effect (rolled back; redelivered until `--max-receives`, then dead-lettered).
+ */
+const poisonOf = (i: number) => i % 15 === 0 ? "fatal" as const : i % 30 === 7 ? "fail" as const : undefined
 
 export const run = (options: { readonly messages?: number } = {}): Promise<ReadonlyArray<FaultRow>> => {
   const offered = options.messages ?? MESSAGES
@@ -41,7 +44,6 @@ export const run = (options: { readonly messages?: number } = {}): Promise<Reado
     const app = `${name}_w`
     const env = { DATABASE_URL: withApplicationName(databaseUrl(), app) }
     const args = ["--concurrency", "4", "--handle-ms", "5", "--max-receives", "10"]
-    const started = performance.now()
     const workers = yield* Effect.all([
       startWorker(q, `${name}_a`, args, env),
       startWorker(q, `${name}_b`, args, env)
@@ -49,10 +51,12 @@ export const run = (options: { readonly messages?: number } = {}): Promise<Reado
     const terminator = yield* startTerminator({
       applicationName: app,
       lockTables: [q.effects, q.queue, q.processed],
-      classify
+      classify,
+      pauseMillis: [60, 180]
     })
     // sent once both workers consume and the terminator runs
     const messages = yield* sendMessages(q, name, offered, poisonOf)
+    const started = performance.now()
     yield* waitUntil("the queue drained under terminations", q.drained, { within: "50 seconds" })
     const millis = performance.now() - started
     const terminations = yield* terminator.stop
