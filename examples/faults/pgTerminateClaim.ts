@@ -44,7 +44,7 @@ const classify = (text: string): string => {
 }
 
 interface Attempt {
-  readonly status: number | "network-error"
+  readonly status: number | "client-timeout" | "network-error"
   readonly replayed: boolean
 }
 
@@ -59,8 +59,9 @@ const post = (base: string, key: string, logical: string, timeoutMillis: number)
       })
       await response.arrayBuffer()
       return { status: response.status, replayed: response.headers.get("idempotent-replayed") === "true" }
-    } catch {
-      return { status: "network-error", replayed: false }
+    } catch (error) {
+      const timedOut = error instanceof Error && error.name === "TimeoutError"
+      return { status: timedOut ? "client-timeout" : "network-error", replayed: false }
     }
   })
 
@@ -158,7 +159,8 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
       .join(" ")
     const midClaim = terminations.byKind["mid-claim"] ?? 0
     const row: FaultRow = {
-      fault: `PostgreSQL backends terminated mid-claim under 3 serve --store postgres (lease ${LEASE_MILLIS} ms)`,
+      fault: "PostgreSQL backends terminated mid-claim under 3 serve --store postgres; keyed POSTs retried " +
+        "(1 attempt in 4 times out early)",
       offered,
       lost,
       duplicated,
