@@ -38,6 +38,7 @@ const integration = [
   "test/ResilientHttpClient.test.ts",
   "test/docs/security.test.ts",
   "test/faults.test.ts",
+  "test/faults.pg.test.ts",
   "test/redisCluster.test.ts"
 ]
 

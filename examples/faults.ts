@@ -7,12 +7,19 @@
  */
 import { pathToFileURL } from "node:url"
 import type { Fault, FaultRow } from "./faults/fault.js"
+import { consumerKillPg, consumerKillRedis } from "./faults/consumerKill.js"
+import { pgTerminateClaim } from "./faults/pgTerminateClaim.js"
+import { pgTerminateConsume } from "./faults/pgTerminateConsume.js"
 import { redisKill } from "./faults/redisKill.js"
 import { clockSkew } from "./faults/skew.js"
 
 /** Every fault, in the order they run: one import and one entry each. */
 export const faults: ReadonlyArray<Fault> = [
   redisKill,
+  pgTerminateClaim,
+  pgTerminateConsume,
+  consumerKillPg,
+  consumerKillRedis,
   clockSkew
 ]
 

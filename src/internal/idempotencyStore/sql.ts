@@ -15,7 +15,27 @@ const COMPLETED = 1
 /** Claims that keep losing races (the row changes between the upsert and the read) give up after this many. */
 const CLAIM_ATTEMPTS = 3
 
+/** Retries of a statement whose connection was lost (see `retryBroken`), 10 ms apart and doubling. */
+const STATEMENT_RETRIES = 5
+const RETRY_BASE = Duration.millis(10)
+
+/** SQLSTATE classes and codes of a lost connection: 08 (connection exception), 57P01-57P03 (shut down). */
+const lostCodes = /^(08...|57P0[123])$/
+/** Node's socket errors and node-postgres's message for a connection closed under a query. */
+const lostErrnos = new Set(["ECONNRESET", "EPIPE", "ECONNREFUSED", "ETIMEDOUT"])
+
+/** Is this failure a connection that went away (worth a retry on another one), not a statement's own error? */
+export const connectionLost = (error: unknown): boolean => {
+  if (!(error instanceof SqlError)) return false
+  const cause: unknown = error.cause
+  if (typeof cause !== "object" || cause === null) return false
+  const code = "code" in cause ? String(cause.code) : ""
+  const message = cause instanceof Error ? cause.message : ""
+  return lostCodes.test(code) || lostErrnos.has(code) || /^Connection terminated/.test(message)
+}
+
 interface ExistingRow {
+  readonly token: string
   readonly fingerprint: string
   readonly state: unknown
   readonly status: unknown
@@ -93,6 +113,24 @@ export const make = (
         Effect.mapError((cause) => new IdempotencyStoreError({ operation, cause }))
       )
 
+    /**
+     * A statement whose connection was lost — terminated by the server (mid-statement or after its commit),
+     * reset, or closed — is tried again after a short pause, at most {@link STATEMENT_RETRIES} times and
+     * always within the operation's timeout. The pause matters: the server closes all of a pool's
+     * connections at once (a restart, a failover, `pg_terminate_backend`), and the driver notices each
+     * one only when it reads from it, so an immediate retry tends to take the next dead idle connection.
+     * Safe because every statement here is fenced by the claim's token: a retry after a lost answer finds
+     * its own work done (see `claimAttempt` and `complete`). Without it, a completion lost to one broken
+     * connection leaves its handled key in progress, and the client's retry runs the handler again once
+     * the lease has run out.
+     */
+    const retryBroken = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
+      Effect.retry(effect, {
+        schedule: Schedule.exponential(RETRY_BASE),
+        times: STATEMENT_RETRIES,
+        while: connectionLost
+      })
+
     // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
     const upsert = (request: ClaimRequest, now: number, token: string) =>
       sql<{ readonly token: string }>`
@@ -109,7 +147,7 @@ export const make = (
 
     const existing = (request: ClaimRequest) =>
       sql<ExistingRow>`
-        SELECT fingerprint, state, status, headers, lease_until, expires_at,
+        SELECT token, fingerprint, state, status, headers, lease_until, expires_at,
           CASE WHEN state = ${COMPLETED} AND fingerprint = ${request.fingerprint} THEN body END AS body
         FROM ${table}
         WHERE scope = ${request.scope} AND key = ${request.key}`
@@ -144,46 +182,81 @@ export const make = (
       }
     }
 
-    const claimAttempt = (request: ClaimRequest, now: number, attempt: number): Effect.Effect<ClaimResult, unknown> => {
-      const token = randomUUID()
-      return Effect.flatMap(upsert(request, now, token), (inserted) =>
+    /**
+     * `token` is one claim's, kept across its retries: a retry after a lost answer (the connection broke
+     * after the upsert committed) finds its own token in the row, and that is this claim's success.
+     */
+    const claimAttempt = (
+      request: ClaimRequest,
+      now: number,
+      token: string,
+      attempt: number
+    ): Effect.Effect<ClaimResult, unknown> =>
+      Effect.flatMap(upsert(request, now, token), (inserted) =>
         inserted.length > 0
           ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
           : Effect.flatMap(existing(request), (rows) =>
             Effect.suspend(() => {
-              const result = classify(request, rows[0], now)
+              const row = rows[0]
+              if (row !== undefined && row.token === token && num(row.state) === IN_PROGRESS) {
+                return Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
+              }
+              const result = classify(request, row, now)
               if (result !== undefined) return Effect.succeed(result)
               return attempt + 1 < CLAIM_ATTEMPTS
-                ? claimAttempt(request, now, attempt + 1)
+                ? claimAttempt(request, now, randomUUID(), attempt + 1)
                 : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
             })))
-    }
 
     const claim = (request: ClaimRequest) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => claimAttempt(request, now, 0)).pipe(failWith("claim"))
+      Effect.flatMap(Clock.currentTimeMillis, (now) => {
+        const token = randomUUID()
+        return retryBroken(claimAttempt(request, now, token, 0))
+      }).pipe(failWith("claim"))
 
     const owner = (ref: ClaimRef, now: number) =>
       sql`scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${IN_PROGRESS}
         AND expires_at > ${now}`
 
+    /** After a failed attempt: the owner's own completion, committed by an attempt whose answer was lost. */
+    const completedBy = (ref: ClaimRef) =>
+      Effect.map(
+        sql`SELECT 1 AS done FROM ${table}
+          WHERE scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${COMPLETED}`,
+        (rows) => rows.length > 0
+      )
+
     const complete = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      Effect.suspend(() => completeOnce(ref, response, ttl)).pipe(failWith("complete"))
+
+    const completeOnce = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
+      let failed = false
+      const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
         sql`
           UPDATE ${table} SET state = ${COMPLETED}, status = ${response.status},
             headers = ${JSON.stringify(response.headers)}, body = ${response.body}, lease_until = 0,
             expires_at = ${instant(now, ttl)}
           WHERE ${owner(ref, now)}
-          RETURNING token`).pipe(Effect.map((rows) => rows.length > 0), failWith("complete"))
+          RETURNING token`).pipe(
+          Effect.flatMap((rows) =>
+            rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
+          ),
+          Effect.tapError(() => Effect.sync(() => (failed = true)))
+        )
+      return retryBroken(attempt)
+    }
 
     const renew = (ref: ClaimRef, lease: Duration.Duration) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      retryBroken(Effect.flatMap(Clock.currentTimeMillis, (now) =>
         sql`
           UPDATE ${table} SET lease_until = ${instant(now, lease)}
           WHERE ${owner(ref, now)}
-          RETURNING token`).pipe(Effect.map((rows) => rows.length > 0), failWith("renew"))
+          RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), failWith("renew"))
 
     const release = (ref: ClaimRef) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw).pipe(
+      retryBroken(
+        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw)
+      ).pipe(
         Effect.asVoid,
         failWith("release")
       )

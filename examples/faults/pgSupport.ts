@@ -1,0 +1,254 @@
+/**
+ * What the PostgreSQL and queue-consumer faults share: the services' URLs, child processes whose output is
+ * read line by line, waiting for a condition, and the terminator that kills PostgreSQL backends by
+ * `application_name` while a scenario runs.
+ */
+import { PgClient } from "@effect/sql-pg"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { Duration, Effect, Fiber, Random, Redacted, type Scope } from "effect"
+import { type ChildProcess, spawn } from "node:child_process"
+import { fileURLToPath } from "node:url"
+
+export const databaseUrl = (): string => process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
+export const redisUrl = (): string => process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379"
+
+/** The same database, with every connection made through this URL named `name` in `pg_stat_activity`. */
+export const withApplicationName = (url: string, name: string): string => {
+  const parsed = new URL(url)
+  parsed.searchParams.set("application_name", name)
+  return parsed.toString()
+}
+
+let names = 0
+/** A lower-case identifier no other run uses: table names, stream names, application names, keys. */
+export const runName = (what: string): string =>
+  `fault_${what}_${process.pid.toString(36)}${Date.now().toString(36)}_${++names}`
+
+/** The fault's own connections (checks and the terminator), never terminated: a different application name. */
+export const adminLayer = (url = databaseUrl()) =>
+  PgClient.layer({ url: Redacted.make(url), connectTimeout: "5 seconds", maxConnections: 4 })
+
+const root = fileURLToPath(new URL("../..", import.meta.url))
+
+export interface Child {
+  readonly label: string
+  readonly child: ChildProcess
+  /** Every line written to stdout so far. */
+  readonly lines: ReadonlyArray<string>
+  /** stdout and stderr, for a failure's message. */
+  readonly output: () => string
+  /** Calls `f` with every later stdout line, synchronously as it arrives (so it can kill the child at once). */
+  readonly onLine: (f: (line: string) => void) => void
+  readonly exited: () => boolean
+  /** Waits for a stdout line matching `pattern` (one already written counts); fails if the child exits first. */
+  readonly waitFor: (pattern: RegExp, within?: Duration.DurationInput) => Effect.Effect<string, Error>
+  /** Waits for the child to exit by itself (or by a signal sent elsewhere). */
+  readonly awaitExit: Effect.Effect<void>
+  /** SIGKILLs the child (if still running) and waits for its exit. */
+  readonly kill: Effect.Effect<void>
+}
+
+/**
+ * Starts `node --import tsx <script> ...args` from the repository root (one process, so a signal reaches
+ * the program itself); the child is SIGKILLed when the scope closes.
+ */
+export const spawnScript = (
+  label: string,
+  script: string,
+  args: ReadonlyArray<string>,
+  env: Record<string, string> = {}
+): Effect.Effect<Child, never, Scope.Scope> =>
+  Effect.acquireRelease(
+    Effect.sync(() => {
+      const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
+        cwd: root,
+        env: { ...process.env, ...env },
+        stdio: ["ignore", "pipe", "pipe"]
+      })
+      const lines: Array<string> = []
+      const listeners: Array<(line: string) => void> = []
+      let all = ""
+      let partial = ""
+      child.stdout!.on("data", (chunk: Buffer) => {
+        const text = chunk.toString()
+        all += text
+        const parts = (partial + text).split("\n")
+        partial = parts.pop()!
+        for (const line of parts) {
+          lines.push(line)
+          for (const f of listeners) f(line)
+        }
+      })
+      child.stderr!.on("data", (chunk: Buffer) => {
+        all = (all + chunk.toString()).slice(-20_000)
+      })
+      child.on("error", (error) => {
+        all += `\nspawn failed: ${error.message}`
+      })
+      const exited = () => child.exitCode !== null || child.signalCode !== null
+      const output = () => `${label}: ${all.slice(-4000)}`
+      const waitFor = (pattern: RegExp, within: Duration.DurationInput = "30 seconds") =>
+        Effect.async<string, Error>((resume) => {
+          const found = lines.find((line) => pattern.test(line))
+          if (found !== undefined) return resume(Effect.succeed(found))
+          if (exited()) return resume(Effect.fail(new Error(`${label} exited before printing ${pattern}\n${output()}`)))
+          let done = false
+          const finish = (effect: Effect.Effect<string, Error>) => {
+            if (done) return
+            done = true
+            clearTimeout(timer)
+            child.off("exit", onExit)
+            resume(effect)
+          }
+          const onExit = () => finish(Effect.fail(new Error(`${label} exited before printing ${pattern}\n${output()}`)))
+          const timer = setTimeout(
+            () => finish(Effect.fail(new Error(`${label} printed no ${pattern} within ${Duration.format(within)}`))),
+            Duration.toMillis(within)
+          )
+          listeners.push((line) => pattern.test(line) && finish(Effect.succeed(line)))
+          child.once("exit", onExit)
+          return Effect.sync(() => {
+            done = true
+            clearTimeout(timer)
+            child.off("exit", onExit)
+          })
+        })
+      const awaitExit = Effect.async<void>((resume) => {
+        if (exited()) return resume(Effect.void)
+        const onExit = () => resume(Effect.void)
+        child.once("exit", onExit)
+        return Effect.sync(() => child.off("exit", onExit))
+      })
+      const kill = Effect.async<void>((resume) => {
+        if (exited()) return resume(Effect.void)
+        child.once("exit", () => resume(Effect.void))
+        child.kill("SIGKILL")
+      })
+      return {
+        label,
+        child,
+        lines,
+        output,
+        onLine: (f: (line: string) => void) => void listeners.push(f),
+        exited,
+        waitFor,
+        awaitExit,
+        kill
+      } satisfies Child
+    }),
+    (child) => child.kill
+  )
+
+/**
+ * Waits until `condition` holds, checking it every `every` of real time; fails after `within` with `what`.
+ * (The faults run in real time: there is no TestClock here.)
+ */
+export const waitUntil = <E, R>(
+  what: string,
+  condition: Effect.Effect<boolean, E, R>,
+  options: { readonly every?: Duration.DurationInput; readonly within?: Duration.DurationInput } = {}
+): Effect.Effect<void, E | Error, R> =>
+  Effect.gen(function*() {
+    const cap = Duration.toMillis(options.within ?? "45 seconds")
+    const started = performance.now()
+    for (;;) {
+      if (yield* condition) return
+      if (performance.now() - started > cap) {
+        return yield* Effect.fail(new Error(`${what}: not so within ${cap} ms`))
+      }
+      yield* Effect.sleep(options.every ?? "100 millis")
+    }
+  })
+
+export interface TerminatorOptions {
+  /** The `application_name` of the backends to terminate (the processes under test connect with it). */
+  readonly applicationName: string
+  /**
+   * Tables to lock now and then (`SHARE ROW EXCLUSIVE`, which blocks inserts, updates and deletes but not
+   * reads) so that the statements touching them queue up; the backends waiting are then terminated, each
+   * one certainly in the middle of its statement (its transaction, if any, open).
+   */
+  readonly lockTables: ReadonlyArray<string>
+  /** Names what a backend was doing from its current (or, when idle, last) statement. */
+  readonly classify: (query: string) => string
+  /** The pause between rounds, in milliseconds: drawn from [min, max]. Default: [30, 120]. */
+  readonly pauseMillis?: readonly [number, number]
+}
+
+export interface Terminations {
+  /** Backends terminated, by what they were doing: `mid-<kind>` for a running statement, `idle`, `idle-in-tx`. */
+  readonly byKind: Readonly<Record<string, number>>
+  readonly total: number
+  /** Rounds that locked a table first. */
+  readonly lockRounds: number
+}
+
+/**
+ * Terminates the backends named `applicationName` until interrupted, in rounds `pauseMillis` apart: every
+ * other round locks one of `lockTables` for 50 to 150 ms and terminates the backends waiting on it (or on
+ * anything else); the other rounds terminate every such backend, idle or not, which also hits statements
+ * that have committed but whose answer is still on its way. Returns the counts so far.
+ */
+export const startTerminator = (options: TerminatorOptions) =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const byKind: Record<string, number> = {}
+    let total = 0
+    let lockRounds = 0
+    const count = (rows: ReadonlyArray<{ readonly state: string | null; readonly query: string | null }>) => {
+      for (const row of rows) {
+        const kind = row.state === "active"
+          ? `mid-${options.classify(row.query ?? "")}`
+          : row.state === "idle in transaction" || row.state === "idle in transaction (aborted)"
+          ? "idle-in-tx"
+          : "idle"
+        byKind[kind] = (byKind[kind] ?? 0) + 1
+        total++
+      }
+    }
+    type Row = { readonly state: string | null; readonly query: string | null }
+    const terminate = (onlyWaiting: boolean) =>
+      sql<Row>`SELECT state, query FROM (
+          SELECT state, query, pg_terminate_backend(pid) AS killed FROM pg_stat_activity
+          WHERE application_name = ${options.applicationName} AND pid <> pg_backend_pid()
+            ${onlyWaiting ? sql`AND state = 'active'` : sql``}
+        ) t WHERE killed`
+    const lockRound = (table: string, holdMillis: number) =>
+      sql.withTransaction(
+        Effect.gen(function*() {
+          yield* sql`SET LOCAL lock_timeout = '500ms'`
+          yield* sql`LOCK TABLE ${sql(table)} IN SHARE ROW EXCLUSIVE MODE`
+          yield* Effect.sleep(holdMillis)
+          count(yield* terminate(true))
+          lockRounds++
+        })
+      )
+    const round = (i: number) =>
+      Effect.gen(function*() {
+        if (i % 2 === 0 && options.lockTables.length > 0) {
+          const table = options.lockTables[(i / 2) % options.lockTables.length]!
+          yield* lockRound(table, yield* Random.nextIntBetween(50, 151))
+        } else {
+          count(yield* terminate(false))
+        }
+        const [min, max] = options.pauseMillis ?? [30, 120]
+        yield* Effect.sleep(yield* Random.nextIntBetween(min, max + 1))
+      }).pipe(
+        // a lock that timed out (a long transaction of the processes under test) only skips the round
+        Effect.catchAll(() => Effect.sleep(50))
+      )
+    let i = 0
+    const fiber = yield* Effect.forkScoped(Effect.forever(Effect.suspend(() => round(i++))))
+    const snapshot = (): Terminations => ({ byKind: { ...byKind }, total, lockRounds })
+    return {
+      snapshot,
+      /** Stops terminating (waits for the round in progress to end) and returns the counts. */
+      stop: Effect.as(Fiber.interrupt(fiber), undefined).pipe(Effect.map(() => snapshot()))
+    }
+  })
+
+/** `mid-claim 12, idle 40, ...`, largest first. */
+export const describeTerminations = (t: Terminations): string =>
+  `${t.total} backends terminated (${
+    Object.entries(t.byKind).sort(([, a], [, b]) => b - a).map(([k, n]) => `${k} ${n}`).join(", ")
+  })`

@@ -1,0 +1,37 @@
+/**
+ * The PostgreSQL and queue-consumer faults of `npm run faults` (examples/faults/pg*.ts, consumerKill.ts),
+ * each run once with real processes against the machine's PostgreSQL (`DATABASE_URL`) and Redis
+ * (`REDIS_URL`): every row must show nothing lost, nothing duplicated, and no broken bound. A fault takes
+ * 5 to 35 s, hence the long timeouts.
+ */
+import { expect, it } from "@effect/vitest"
+import { consumerKillPg, consumerKillRedis } from "../examples/faults/consumerKill.js"
+import type { Fault } from "../examples/faults/fault.js"
+import { pgTerminateClaim } from "../examples/faults/pgTerminateClaim.js"
+import { pgTerminateConsume } from "../examples/faults/pgTerminateConsume.js"
+import { describeWith, type Service } from "./support/services.js"
+
+const faults: ReadonlyArray<readonly [Fault, ReadonlyArray<Service>]> = [
+  [pgTerminateClaim, ["postgres"]],
+  [pgTerminateConsume, ["postgres"]],
+  [consumerKillPg, ["postgres"]],
+  [consumerKillRedis, ["postgres", "redis"]]
+]
+
+for (const [fault, services] of faults) {
+  describeWith(services, `fault ${fault.name}`, () => {
+    it("survives: nothing lost, nothing duplicated", async () => {
+      const rows = await fault.run()
+      expect(rows.length).toBeGreaterThan(0)
+      for (const row of rows) {
+        // the whole row in the message: its notes say what happened
+        expect({ lost: row.lost, duplicated: row.duplicated, ok: row.ok !== false, row }).toMatchObject({
+          lost: 0,
+          duplicated: 0,
+          ok: true
+        })
+        expect(row.offered).toBeGreaterThan(0)
+      }
+    }, 150_000)
+  })
+}
