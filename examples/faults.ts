@@ -6,8 +6,8 @@
  * `--json` also prints the rows as JSON, as the last line. The figures are in docs/reliability.md.
  */
 import { pathToFileURL } from "node:url"
-import type { Fault, FaultRow } from "./faults/fault.js"
 import { consumerKillPg, consumerKillRedis } from "./faults/consumerKill.js"
+import type { Fault, FaultRow } from "./faults/fault.js"
 import { pgTerminateClaim } from "./faults/pgTerminateClaim.js"
 import { pgTerminateConsume } from "./faults/pgTerminateConsume.js"
 import { redisKill } from "./faults/redisKill.js"

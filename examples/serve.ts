@@ -9,24 +9,18 @@ import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
 import { createServer } from "node:http"
-import { AdaptiveLimiter } from "../src/index.js"
 import { makeOrdersApp } from "./orders.js"
 import { parseArgs, skewedClock, storeLayers } from "./support/serveOptions.js"
 
 const args = parseArgs(process.argv.slice(2))
-
-// TEMPORARY for measurement
-const vegasOverride = () => JSON.parse(process.env.XVEGAS ?? "{\"alpha\":2,\"beta\":4}")
 
 const main = Effect.gen(function*() {
   const { app } = yield* makeOrdersApp({
     rate: { capacity: args.rate.capacity, refillPerSecond: args.rate.refill },
     idempotency: { lease: args.leaseMillis },
     ...(args.apiKeys === undefined ? {} : { apiKeys: args.apiKeys }),
-    // Vegas aiming at two to four requests queued beyond the ones being served: see docs/overload.md, "Real processes"
-    ...(args.shed
-      ? { shed: { limiter: { algorithm: AdaptiveLimiter.vegas(vegasOverride()), minLimit: 1, maxLimit: 1000 } } }
-      : {}),
+    // LoadShedMiddleware's own algorithm (Vegas, a short queue): see docs/overload.md, "Real processes"
+    ...(args.shed ? { shed: { limiter: { minLimit: 1, maxLimit: 1000 } } } : {}),
     ...(args.capacity === undefined ? {} : { capacity: args.capacity })
   })
   yield* HttpServer.serveEffect(app)

@@ -10,6 +10,9 @@ import { problem } from "./problem.js"
 
 export const overloadedType = "urn:effect-resilience:problem:overloaded"
 
+/** See `Options.limiter`: a short queue, and a no-load latency re-measured rarely (a server's own is stable). */
+const defaultAlgorithm = adaptiveLimiter.vegas({ alpha: 2, beta: 4, probeMultiplier: 1000 })
+
 export const make = <R = never>(options: Options<R> = {}) => {
   const header = (options.header ?? defaultHeader).toLowerCase()
   if (header === "") validate.invalid("LoadShedMiddleware header must be a header name")
@@ -23,7 +26,7 @@ export const make = <R = never>(options: Options<R> = {}) => {
   }
   const limiterOptions = {
     shares: shed.defaultShares,
-    algorithm: adaptiveLimiter.vegas(),
+    algorithm: defaultAlgorithm,
     ...options.limiter,
     name: options.limiter?.name ?? "load-shed"
   }
