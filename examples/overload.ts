@@ -13,8 +13,8 @@
  * `{ "capacity": …, "rows": [...] }`.
  */
 import { parseArgs } from "node:util"
+import { startServe } from "./faults/support.js"
 import { offer, percentile, summarize, type Summary, unloaded } from "./overload/loadgen.js"
-import { startServe } from "./support/serveProcess.js"
 
 export interface Row extends Summary {
   readonly shed: boolean

@@ -24,13 +24,14 @@ import * as internal from "../internal/http/loadShedMiddleware.js"
  */
 export interface Options<R = never> {
   /**
-   * The admission limiter's options. Default: `vegas({ alpha: 2, beta: 4, probeMultiplier: 1000 })` from 20
-   * concurrent requests, no queue, and the shares `{ default: 0.9, sheddable: 0.7 }`; its metrics are labelled
-   * `limiter` = `"load-shed"` unless you name it. Vegas, because it aims at a short queue beyond the no-load
-   * latency it has seen, so the server's latency stays near its unloaded value; a rare re-measure of that
-   * latency, because each one starts from a sample taken under load. Gradient2 follows a latency that rises
-   * and stays up (its baseline is an average of recent samples), so under a steady overload it lets the queue
-   * grow.
+   * The admission limiter's options. Default: `vegas({ alpha: 2, beta: 4, probeMultiplier: 1000 })` from 4
+   * concurrent requests (or `minLimit`), no queue, and the shares `{ default: 0.9, sheddable: 0.7 }`; its
+   * metrics are labelled `limiter` = `"load-shed"` unless you name it. Vegas, because it aims at a short queue
+   * beyond the no-load latency it has seen, so the server's latency stays near its unloaded value; a rare
+   * re-measure of that latency, because each one starts from a sample taken under load. A low start, because
+   * Vegas grows fast while nothing queues, and a start above the server's capacity fills a queue at once.
+   * Gradient2 follows a latency that rises and stays up (its baseline is an average of recent samples), so
+   * under a steady overload it lets the queue grow.
    */
   readonly limiter?: AdaptiveLimiter.Options
   /** The header carrying the caller's criticality. Default `Request-Criticality`. */

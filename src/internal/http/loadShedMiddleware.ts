@@ -24,11 +24,14 @@ export const make = <R = never>(options: Options<R> = {}) => {
   if (options.criticality !== undefined && typeof options.criticality !== "function") {
     validate.invalid("LoadShedMiddleware criticality must be a function of the request")
   }
+  const given = options.limiter
   const limiterOptions = {
     shares: shed.defaultShares,
     algorithm: defaultAlgorithm,
-    ...options.limiter,
-    name: options.limiter?.name ?? "load-shed"
+    ...given,
+    // a slow start (see `Options.limiter`); the limiter checks the bounds themselves
+    initialLimit: given?.initialLimit ?? Math.max(given?.minLimit ?? 1, Math.min(4, given?.maxLimit ?? 1_000)),
+    name: given?.name ?? "load-shed"
   }
   const built = adaptiveLimiter.make(limiterOptions)
 
