@@ -54,6 +54,27 @@ describe("LoadShedMiddleware", () => {
       yield* Effect.forEach(held, Fiber.join)
     }))
 
+  it.scoped("by default the limiter starts at 4 concurrent requests, or at minLimit when that is higher", () =>
+    Effect.gen(function*() {
+      const admitted = (options: LoadShedMiddleware.Options) =>
+        Effect.gen(function*() {
+          const shed = yield* LoadShedMiddleware.make({ ...options, trustCritical: true })
+          const gate = yield* Deferred.make<void>()
+          const app = shed(Effect.as(Deferred.await(gate), HttpServerResponse.empty()))
+          const critical = { "request-criticality": "critical" }
+          const fibers = yield* Effect.forEach(Array.from({ length: 12 }), () => Effect.fork(call(app, critical)))
+          yield* settle
+          // the requests still running are the ones admitted; the others were refused at once
+          const running = (yield* Effect.forEach(fibers, (f) => f.poll)).filter((p) => p._tag === "None").length
+          yield* Deferred.succeed(gate, undefined)
+          yield* Effect.forEach(fibers, Fiber.join)
+          return running
+        }).pipe(Effect.scoped)
+      expect(yield* admitted({})).toBe(4)
+      expect(yield* admitted({ limiter: { minLimit: 6 } })).toBe(6)
+      expect(yield* admitted({ limiter: { initialLimit: 10 } })).toBe(10)
+    }))
+
   it.scoped("sheddable requests are refused first, and critical ones only from a trusted caller use the top", () =>
     Effect.gen(function*() {
       const shed = yield* LoadShedMiddleware.make({ limiter: fixed(10), trustCritical: true })
