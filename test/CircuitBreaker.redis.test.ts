@@ -1,15 +1,28 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Context, Effect, Exit, FastCheck as fc, Logger, Metric, Scope, TestClock } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Effect,
+  Exit,
+  FastCheck as fc,
+  Logger,
+  Metric,
+  Schedule,
+  Scope,
+  TestClock
+} from "effect"
 import { Redis } from "ioredis"
 import { createServer, type Socket } from "node:net"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
 import * as Fleet from "../src/core/breakerFleet.js"
 import type { Trip } from "../src/core/breakerWindow.js"
 import { CircuitBreaker } from "../src/index.js"
-import { keysOf } from "../src/internal/circuitBreaker/redis.js"
+import { channelOf, keysOf, resolveFleet } from "../src/internal/circuitBreaker/redis.js"
 import { fleetScript } from "../src/internal/circuitBreaker/redisScript.js"
 import * as redisClient from "../src/internal/redis/client.js"
 import { breakerRedisSuite, isCircuitOpen } from "./breakerRedisSuite.js"
+import { kill, startRedisServer } from "./support/breakerFleet.js"
 import { eventually, untilSleeping } from "./support/eventually.js"
 import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { describeRedis } from "./support/services.js"
@@ -129,6 +142,8 @@ describeRedis("CircuitBreaker/Redis", () => {
           // 250, 500 and 1000 hit the boundaries: a bucket, openFor, a trial's lease
           delay: fc.oneof(fc.constantFrom(0, 250, 500, 1000), fc.integer({ min: 0, max: 700 })),
           epoch: fc.constantFrom("current", "current", "current", "stale", "unknown"),
+          // the incarnation the caller's epoch belongs to: the state's, or another (the state was lost)
+          ownInc: fc.constantFrom(true, true, true, false),
           deltas: deltasArb
         }),
         { minLength: 1, maxLength: 40 }
@@ -137,16 +152,18 @@ describeRedis("CircuitBreaker/Redis", () => {
     ({ start, steps, trip }) =>
       Effect.gen(function*() {
         const policy = trips[trip]!
-        const keys = keysOf(prefix, fresh("model"))
+        const keys = keysOf(prefix, fresh("model"), policy)
         const model = Fleet.emptyShared()
         let now = start
-        for (const { delay, deltas, epoch, op } of steps) {
+        for (const { delay, deltas, epoch, op, ownInc } of steps) {
           now += delay
           const known = epoch === "unknown" ? -1 : epoch === "stale" ? model.epoch - 1 : model.epoch
+          const inc = ownInc ? model.inc ?? "" : "elsewhere"
           const input: Fleet.StepInput = {
             op,
             now,
             epoch: known,
+            inc,
             token: "t0",
             delay: 500,
             asked: deltas.asked,
@@ -166,7 +183,8 @@ describeRedis("CircuitBreaker/Redis", () => {
             "2",
             "1000",
             ...Fleet.policyArgs(policy),
-            ...Fleet.take({ ...deltas })
+            ...Fleet.take({ ...deltas }),
+            inc
           ]
           const actual = yield* redisClient.runScript(
             shared,
@@ -235,16 +253,18 @@ describeRedis("CircuitBreaker/Redis", () => {
   it.scoped("its keys share the breaker's hash tag (one Cluster slot), and the channel is named after them", () =>
     Effect.gen(function*() {
       const name = fresh("keys:{odd}")
-      const breaker = yield* CircuitBreakerRedis.make({
+      const options: CircuitBreakerRedis.Options = {
         trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 100, window: { duration: "10 seconds" } }),
         openFor: "1 second",
         name,
         prefix,
         redis: { client: shared }
-      })
+      }
+      const breaker = yield* CircuitBreakerRedis.make(options)
       yield* Effect.exit(breaker.protect(boom))
       yield* TestClock.adjust("100 millis")
-      const keys = keysOf(prefix, name)
+      const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
+      expect(keys.window.endsWith(":w:t1000x10")).toBe(true)
       yield* eventually(Effect.promise(() => shared.exists(keys.window).then((n) => n === 1)))
       expect(yield* Effect.promise(() => shared.exists(keys.state))).toBe(1)
       expect(hashTag(keys.state)).toBe(hashTag(keys.window))
@@ -361,6 +381,260 @@ describeRedis("CircuitBreaker/Redis", () => {
         Effect.provide(CircuitBreakerRedis.layer(A, options)),
         Effect.provide(CircuitBreakerRedis.layer(B, options))
       )
+    }))
+
+  /** A client of our own whose scripts can be held (until `release`) or made to fail. */
+  const controlledClient = Effect.acquireRelease(
+    Effect.sync(() => {
+      const client = new Redis(REDIS_URL)
+      client.on("error", () => {})
+      const control = { scripts: 0, fail: false, gate: undefined as Promise<void> | undefined }
+      const evalsha = client.evalsha.bind(client)
+      client.evalsha = (async (...args: Parameters<typeof client.evalsha>) => {
+        control.scripts++
+        if (control.gate !== undefined) await control.gate
+        if (control.fail) throw new Error("Redis refused")
+        return evalsha(...args)
+      }) as unknown as typeof client.evalsha
+      return { client, control }
+    }),
+    ({ client }) => Effect.sync(() => client.disconnect())
+  )
+
+  /** Moves TestClock by one flush interval and waits until the flush fibers sleep until the next one. */
+  const flushOnce = (n = 1) =>
+    Effect.gen(function*() {
+      yield* TestClock.adjust("100 millis")
+      yield* untilSleeping((yield* Clock.currentTimeMillis) + 100, n)
+    })
+
+  it.scoped("the state's expiry is renewed at every flush, not only when it changes: a breaker in use keeps it", () =>
+    Effect.gen(function*() {
+      const name = fresh("ttl")
+      const options: CircuitBreakerRedis.Options = {
+        trip: CircuitBreaker.consecutive(5),
+        openFor: "1 second",
+        name,
+        prefix,
+        redis: { client: shared }
+      }
+      const breaker = yield* CircuitBreakerRedis.make(options)
+      const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
+      // a day has almost gone by since the state last changed
+      expect(yield* Effect.promise(() => shared.pexpire(keys.state, 5000))).toBe(1)
+      yield* breaker.protect(ok)
+      yield* flushOnce()
+      expect(yield* Effect.promise(() => shared.pttl(keys.state))).toBeGreaterThan(86_000_000)
+    }))
+
+  it.scoped("the state lost (expired, FLUSHDB) and made again by the replica that made it: a new incarnation, the fleet works again", () =>
+    Effect.gen(function*() {
+      const name = fresh("lost")
+      const options: CircuitBreakerRedis.Options = {
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 second",
+        name,
+        prefix,
+        redis: { client: shared }
+      }
+      const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
+      // the only replica: it made the state, and it makes it again
+      const a = yield* CircuitBreakerRedis.make(options)
+      yield* Effect.exit(a.protect(boom))
+      yield* Effect.exit(a.protect(boom))
+      yield* flushOnce()
+      expect(yield* a.state).toBe("open") // epoch 1
+      yield* Effect.promise(() => shared.del(keys.state, keys.window))
+      yield* TestClock.adjust("1 second")
+      yield* untilSleeping((yield* Clock.currentTimeMillis) + 100)
+      // its flush made the state again (closed, epoch 0): it takes it, not refusing as a stale half-open
+      expect(yield* a.protect(ok)).toBe("ok")
+      expect(yield* a.state).toBe("closed")
+      // and the fleet opens again on its failures
+      yield* Effect.exit(a.protect(boom))
+      yield* Effect.exit(a.protect(boom))
+      yield* flushOnce()
+      expect(yield* a.state).toBe("open")
+      expect(yield* Effect.promise(() => shared.hget(keys.state, "state"))).toBe("open")
+    }))
+
+  it.scoped("a replica with another trip policy (a new version rolling out) has a window of its own and shares the state", () =>
+    Effect.gen(function*() {
+      const name = fresh("policy")
+      const base = { openFor: "1 minute", name, prefix, redis: { client: shared } } as const
+      const rate = CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 100, window: { duration: "10 seconds" } })
+      const a = yield* CircuitBreakerRedis.make({ ...base, trip: rate })
+      yield* Effect.exit(a.protect(boom))
+      yield* flushOnce()
+      const b = yield* CircuitBreakerRedis.make({ ...base, trip: CircuitBreaker.consecutive(2) })
+      yield* Effect.exit(b.protect(boom))
+      yield* Effect.exit(b.protect(boom))
+      yield* flushOnce(2)
+      // b's failures opened the fleet (a too): b never fell back on a window of another type (WRONGTYPE)
+      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.tagged("breaker", name))
+      expect((yield* Metric.value(gauge)).value).toBe(0)
+      yield* eventually(Effect.map(a.state, (s) => s === "open"))
+    }))
+
+  it.scoped("a message of another incarnation (a same-named breaker elsewhere) is not believed; the replica asks Redis", () =>
+    Effect.gen(function*() {
+      const { client, control } = yield* controlledClient
+      const name = fresh("foreign")
+      const options: CircuitBreakerRedis.Options = {
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 minute",
+        name,
+        prefix,
+        redis: { client }
+      }
+      const a = yield* CircuitBreakerRedis.make(options)
+      const before = control.scripts
+      const channel = channelOf(client, keysOf(prefix, name, resolveFleet(options).config.trip).channel)
+      const heard = yield* Effect.promise(() => shared.publish(channel, "elsewhere.1|1|open|99999999999999|0|1|0"))
+      expect(heard).toBe(1)
+      // the message was heard: it asked Redis at once (no clock moved), and stays closed
+      yield* eventually(Effect.sync(() => control.scripts === before + 1))
+      yield* untilSleeping((yield* Clock.currentTimeMillis) + 100)
+      expect(yield* a.state).toBe("closed")
+      expect(yield* a.protect(ok)).toBe("ok")
+    }))
+
+  it.scoped("the channel carries the client's keyPrefix and database, as pub/sub knows neither", () =>
+    Effect.gen(function*() {
+      const name = fresh("channel")
+      const url = new URL(REDIS_URL)
+      const db = Number(url.pathname.slice(1) || "0")
+      const options: CircuitBreakerRedis.Options = {
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 minute",
+        name,
+        prefix,
+        redis: { url: REDIS_URL, redisOptions: { keyPrefix: "app1:" } }
+      }
+      yield* CircuitBreakerRedis.make(options)
+      const channel = `app1:${keysOf(prefix, name, resolveFleet(options).config.trip).channel}${
+        db === 0 ? "" : `:db${db}`
+      }`
+      const numsub = yield* Effect.promise(() => shared.pubsub("NUMSUB", channel))
+      expect(numsub).toEqual([channel, 1])
+    }))
+
+  it.scoped("a flush every flushInterval from the last one's start, however long it took (a fixed rate)", () =>
+    Effect.gen(function*() {
+      const { client, control } = yield* controlledClient
+      yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 minute",
+        name: fresh("rate"),
+        prefix,
+        redis: { client },
+        timeout: "10 seconds"
+      })
+      const t0 = yield* Clock.currentTimeMillis
+      let release = () => {}
+      control.gate = new Promise<void>((resolve) => (release = resolve))
+      const before = control.scripts
+      yield* TestClock.adjust("100 millis")
+      yield* eventually(Effect.sync(() => control.scripts === before + 1))
+      // the flush takes 30 ms (of the breaker's clock)
+      yield* TestClock.adjust("30 millis")
+      control.gate = undefined
+      release()
+      // the next one is due 100 ms after the last one started, not 100 ms after it ended
+      yield* untilSleeping(t0 + 200)
+    }))
+
+  it.live("a subscription that failed (Redis down when the breaker was built) is made when Redis is back", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const name = fresh("resubscribe")
+      const options: CircuitBreakerRedis.Options = {
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 minute",
+        name,
+        prefix,
+        redis: { url: `redis://127.0.0.1:${port}` },
+        timeout: "200 millis"
+      }
+      yield* CircuitBreakerRedis.make(options)
+      const server = yield* startRedisServer(port)
+      yield* Effect.addFinalizer(() => kill(server))
+      const probe = yield* Effect.acquireRelease(
+        Effect.sync(() => new Redis(`redis://127.0.0.1:${port}`)),
+        (c) => Effect.sync(() => c.disconnect())
+      )
+      const channel = keysOf(prefix, name, resolveFleet(options).config.trip).channel
+      yield* eventually(
+        Effect.promise(() => probe.pubsub("NUMSUB", channel).then((r) => r[1] === 1)),
+        { within: "20 seconds" }
+      )
+    }).pipe(Effect.scoped))
+
+  it.scoped("a replica disposed while Redis fails: no local breaker, no warning, and its fallback gauge is 0", () =>
+    Effect.gen(function*() {
+      const { client, control } = yield* controlledClient
+      const { layer, lines } = capture()
+      const name = fresh("dispose")
+      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.tagged("breaker", name))
+      yield* Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const a = yield* Scope.extend(
+          CircuitBreakerRedis.make({
+            trip: CircuitBreaker.consecutive(5),
+            openFor: "1 minute",
+            name,
+            prefix,
+            redis: { client }
+          }),
+          scope
+        )
+        yield* Effect.exit(a.protect(boom))
+        control.fail = true
+        yield* Scope.close(scope, Exit.void)
+      }).pipe(Effect.provide(layer))
+      expect(lines.filter((l) => l.includes("Redis failed"))).toEqual([])
+      expect((yield* Metric.value(gauge)).value).toBe(0)
+    }))
+
+  it.scoped("a replica in fallback when disposed sets its fallback gauge back to 0", () =>
+    Effect.gen(function*() {
+      const { client, control } = yield* controlledClient
+      const name = fresh("dispose-local")
+      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.tagged("breaker", name))
+      const scope = yield* Scope.make()
+      yield* Scope.extend(
+        CircuitBreakerRedis.make({
+          trip: CircuitBreaker.consecutive(5),
+          openFor: "1 minute",
+          name,
+          prefix,
+          redis: { client }
+        }),
+        scope
+      )
+      control.fail = true
+      yield* flushOnce()
+      expect((yield* Metric.value(gauge)).value).toBe(1)
+      yield* Scope.close(scope, Exit.void)
+      expect((yield* Metric.value(gauge)).value).toBe(0)
+    }))
+
+  it.scoped("the openFor schedule is stepped once per opening count, not at every script call", () =>
+    Effect.gen(function*() {
+      let steps = 0
+      const breaker = yield* CircuitBreakerRedis.make({
+        trip: CircuitBreaker.consecutive(5),
+        openFor: Schedule.exponential("1 second").pipe(Schedule.tapOutput(() => Effect.sync(() => steps++))),
+        name: fresh("delay"),
+        prefix,
+        redis: { client: shared }
+      })
+      const atStart = steps // probing the schedule, and the first flush
+      for (let i = 0; i < 5; i++) {
+        yield* breaker.protect(ok)
+        yield* flushOnce()
+      }
+      expect(steps).toBe(atStart)
     }))
 
   describe("wiring mistakes are loud", () => {

@@ -169,6 +169,16 @@ export const policyArgs = (trip: Trip): [string, string, string, string, string,
 }
 
 /**
+ * The part of the window key that names the trip policy's window: `c` (consecutive), `n<calls>` (count
+ * window), `t<bucket millis>x<buckets>` (time window). Replicas with another policy (a new version rolling
+ * out) keep a window of their own, never one they would misread.
+ */
+export const windowSignature = (trip: Trip): string => {
+  const [kind, p1, p2] = policyArgs(trip)
+  return kind === "c" ? "c" : kind === "n" ? `n${p1}` : `t${p1}x${p2}`
+}
+
+/**
  * The fleet state as the script keeps it in Redis, and the script's semantics as a pure function
  * ({@link step}): the reference the Lua script (`internal/circuitBreaker/redisScript.ts`) follows line for
  * line, and that the Redis tests compare it with. Mutable and internal to the tests; replicas never use it.
@@ -214,6 +224,9 @@ export interface StepInput {
   readonly now: number
   /** The epoch the caller's counts or trial belong to; -1 when it knows none. */
   readonly epoch: number
+  /** The incarnation that epoch belongs to ("" when none): an epoch of another incarnation counts as none. */
+  readonly inc: string
+  /** The caller's per-process token: a new state's incarnation is `<token>.<now>`, new at each creation. */
   readonly token: string
   readonly delay: number
   readonly asked: number
@@ -284,7 +297,10 @@ const addCounts = (s: Shared, trip: Trip, d: Deltas, now: number): boolean => {
 /** One run of the script on `s` (updated in place). */
 export const step = (s: Shared, input: StepInput): StepResult => {
   const { now } = input
-  if (s.inc === undefined) s.inc = input.token
+  // each creation of the state is an incarnation of its own, even by the same replica: its epochs start over
+  if (s.inc === undefined) s.inc = `${input.token}.${now}`
+  // an epoch of another incarnation is no epoch of this one
+  const known = input.epoch !== -1 && input.inc !== s.inc ? -1 : input.epoch
   let published = false
   let granted = false
   const enter = (to: State) => {
@@ -307,10 +323,10 @@ export const step = (s: Shared, input: StepInput): StepResult => {
     emptyWindow(s)
   }
   if (s.state === "open" && !s.isolated && now >= s.openUntil) enter("half-open")
-  const current = input.epoch === s.epoch
+  const current = known === s.epoch
   switch (input.op) {
     case "flush":
-      if (s.state === "closed" && input.deltas.calls > 0 && (input.epoch === -1 || current)) {
+      if (s.state === "closed" && input.deltas.calls > 0 && (known === -1 || current)) {
         if (addCounts(s, input.trip, input.deltas, now)) open()
       }
       break

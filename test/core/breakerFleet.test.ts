@@ -63,6 +63,46 @@ describe("core/breakerFleet", () => {
     expect(Fleet.take(d)).toEqual(["1", "1", "0", "1", "0"])
   })
 
+  it("step: each creation of the state is a new incarnation; an epoch of another incarnation is no epoch", () => {
+    const input = (patch: Partial<Fleet.StepInput>): Fleet.StepInput => ({
+      op: "flush",
+      now: 1000,
+      epoch: -1,
+      inc: "",
+      token: "r1",
+      delay: 500,
+      asked: 0,
+      permits: 1,
+      leaseMillis: 1000,
+      trip: { _tag: "Consecutive", failures: 2 },
+      deltas: { calls: 2, failures: 2, slow: 0, trailing: 2, sawSuccess: false, asked: 0 },
+      ...patch
+    })
+    const first = Fleet.emptyShared()
+    expect(Fleet.step(first, input({})).view).toMatchObject({ inc: "r1.1000", epoch: 1, state: "open" })
+    // the state lost, made again by the same replica later: another incarnation, which supersedes its view
+    const again = Fleet.emptyShared()
+    const next = Fleet.step(again, input({ op: "acquire", now: 5000, epoch: 1, inc: "r1.1000" })).view
+    expect(next).toMatchObject({ inc: "r1.5000", epoch: 0, state: "closed" })
+    expect(Fleet.supersedes(view({ inc: "r1.1000", epoch: 1 }), next)).toBe(true)
+    // counts of epoch 0 of the old incarnation count as of no known epoch: added to the closed state
+    const counted = Fleet.step(again, input({ now: 5100, epoch: 0, inc: "r1.1000" })).view
+    expect(counted).toMatchObject({ inc: "r1.5000", epoch: 1, state: "open" })
+    // a trial's report for an epoch of the old incarnation is not this one's
+    const s = Fleet.emptyShared()
+    Fleet.step(s, input({ now: 0 }))
+    Fleet.step(s, input({ op: "acquire", now: 600, epoch: 1, inc: "r1.0" })) // half-open at epoch 2
+    expect(Fleet.step(s, input({ op: "success", now: 700, epoch: 2, inc: "r2.0" })).view.state).toBe("half-open")
+    expect(Fleet.step(s, input({ op: "success", now: 700, epoch: 2, inc: "r1.0" })).view.state).toBe("closed")
+  })
+
+  it("the window's key names the policy's window", () => {
+    expect(Fleet.windowSignature({ _tag: "Consecutive", failures: 5 })).toBe("c")
+    const rate = { _tag: "FailureRate", threshold: 0.5, minimumCalls: 10, slowCall: undefined } as const
+    expect(Fleet.windowSignature({ ...rate, window: { _tag: "Count", calls: 100 } })).toBe("n100")
+    expect(Fleet.windowSignature({ ...rate, window: { _tag: "Time", millis: 10_000, buckets: 10 } })).toBe("t1000x10")
+  })
+
   it("encodes each trip policy for the script", () => {
     expect(Fleet.policyArgs({ _tag: "Consecutive", failures: 5 })).toEqual(["c", "5", "0", "1", "1", "0"])
     expect(

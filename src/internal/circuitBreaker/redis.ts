@@ -23,6 +23,7 @@ import {
   Queue,
   Random,
   Runtime,
+  Schedule,
   Scope as ScopeModule,
   Stream
 } from "effect"
@@ -95,10 +96,24 @@ export const resolveFleet = (options: Options): { readonly config: Config; reado
   return { config: resolve(local), fleet }
 }
 
-/** The keys and channel of one fleet breaker: one hash tag, so one Cluster slot. */
-export const keysOf = (prefix: string, name: string) => {
+/**
+ * The keys and channel of one fleet breaker: one hash tag, so one Cluster slot. The window's key names the
+ * trip policy (`Fleet.windowSignature`): a replica with another policy never reads a window it would misread.
+ */
+export const keysOf = (prefix: string, name: string, trip: Window.Trip) => {
   const base = `${prefix}{${escapePart(name)}}`
-  return { state: base, window: `${base}:w`, channel: `${base}:events` }
+  return { state: base, window: `${base}:w:${Fleet.windowSignature(trip)}`, channel: `${base}:events` }
+}
+
+/**
+ * The channel as the client reaches it: pub/sub knows no database and ioredis prefixes keys, not channels,
+ * so the channel carries the client's `keyPrefix` (as its keys do in Redis) and its database when not 0 —
+ * else a breaker of the same name in another database or app would hear this one's transitions.
+ */
+export const channelOf = (client: redis.Client, channel: string): string => {
+  const options = client.options as { readonly keyPrefix?: string; readonly db?: number }
+  const db = options.db ?? 0
+  return `${options.keyPrefix ?? ""}${channel}${db === 0 ? "" : `:db${db}`}`
 }
 
 const retryAfterOf = (millis: number): Duration.Duration =>
@@ -148,7 +163,8 @@ export const build = (
     const client = yield* redis.acquire(connection)
     const changesHub = yield* PubSub.unbounded<Transition>()
     const { isFailure, labels, openForAtLeast, permits, schedule, slowMillis } = config
-    const keys = keysOf(fleet.prefix, fleet.name)
+    const keys = keysOf(fleet.prefix, fleet.name, config.trip)
+    const channel = channelOf(client, keys.channel)
     const scriptKeys = [keys.state, keys.window]
     const policy = Fleet.policyArgs(config.trip)
     const token = `${(yield* Random.nextInt).toString(36)}${(yield* clock.currentTimeMillis).toString(36)}`
@@ -163,7 +179,11 @@ export const build = (
     // the state callers see and transitions are reported for
     let shown: State = "closed"
     let disposed = false
+    // the scope is closing: a Redis failure now (the last flush) must not start a local breaker
+    let closing = false
     let flushing = false
+    // a flush was asked for while one ran: run again as soon as it ends
+    let flushAgain = false
     let timer: Fiber.RuntimeFiber<void> | undefined
     // the epoch in which this replica was refused a permit (every permit taken), and until when to believe it
     let deniedEpoch = -2
@@ -226,14 +246,26 @@ export const build = (
       sync(now())
     }
 
+    /**
+     * A message of another incarnation than the one this replica knows is not believed (it may come from a
+     * breaker of the same name elsewhere): a new incarnation is learned only from a script's reply, so it
+     * asks for one at once.
+     */
     const onMessage = (message: string) => {
       const next = Fleet.fromMessage(message)
-      if (next !== undefined && !disposed) apply(next)
+      if (next === undefined || disposed) return
+      if (view.inc !== "" && next.inc !== view.inc) return kick()
+      apply(next)
     }
 
+    // the last delay computed: every script call passes the next opening's delay, which changes only when
+    // the openings do
+    let delayFor = -1
+    let delayMillis = config.openForMillis
     /** The `openFor` delay of the fleet's opening number `n` (its schedule stepped `n` times from the start). */
     const delayOf = (n: number, at: number): number => {
       if (schedule === undefined) return config.openForMillis
+      if (n === delayFor) return delayMillis
       let state = schedule.initial
       let delay = config.openForMillis
       for (let i = 1; i <= Math.min(n, 1000); i++) {
@@ -242,10 +274,19 @@ export const build = (
         state = r.state
         delay = r.millis
       }
+      delayFor = n
+      delayMillis = delay
       return delay
     }
 
-    const run = (op: string, at: number, epoch: number, asked: number, counts: ReadonlyArray<string>) =>
+    const run = (
+      op: string,
+      at: number,
+      epoch: number,
+      inc: string,
+      asked: number,
+      counts: ReadonlyArray<string>
+    ) =>
       redis.runScript(
         client,
         fleetScript,
@@ -255,13 +296,14 @@ export const build = (
           String(at),
           String(epoch),
           token,
-          keys.channel,
+          channel,
           String(delayOf(view.openings + 1, at)),
           String(asked),
           permitsArg,
           leaseArg,
           ...policy,
-          ...counts
+          ...counts,
+          inc
         ],
         false,
         fleet.timeoutMillis,
@@ -276,7 +318,7 @@ export const build = (
     /** Switches to a local breaker seeded with the last known fleet state; one log line per switch. */
     const fallBack = (cause: unknown): Effect.Effect<void> =>
       Effect.suspend(() => {
-        if (mode === "local" || disposed) return Effect.void
+        if (mode === "local" || disposed || closing) return Effect.void
         mode = "local"
         cancelTimer()
         Fleet.clear(deltas)
@@ -331,13 +373,19 @@ export const build = (
     // ---- flushing ----
 
     const flush: Effect.Effect<void> = Effect.suspend(() => {
-      if (flushing || disposed) return Effect.void
+      if (disposed) return Effect.void
+      if (flushing) {
+        flushAgain = true
+        return Effect.void
+      }
       flushing = true
+      flushAgain = false
       const at = now()
       const epoch = view.epoch
+      const inc = view.inc
       const asked = deltas.asked
       const counts = mode === "fleet" ? Fleet.take(deltas) : noCounts
-      return run("flush", at, epoch, asked, counts).pipe(
+      return run("flush", at, epoch, inc, asked, counts).pipe(
         Effect.matchEffect({
           onFailure: fallBack,
           onSuccess: (reply) => {
@@ -349,12 +397,16 @@ export const build = (
         }),
         Effect.ensuring(Effect.sync(() => {
           flushing = false
+          // a flush asked for while this one ran (its interval came, or flushEvery calls) starts now, not a
+          // whole interval later
+          if (flushAgain && !closing) kick()
         }))
       )
     })
 
     const kick = () => {
-      if (!flushing && !disposed) Runtime.runFork(runtime, flush)
+      if (flushing) flushAgain = true
+      else if (!disposed) Runtime.runFork(runtime, flush)
     }
 
     // ---- calls ----
@@ -417,13 +469,18 @@ export const build = (
     }
 
     /** Reports a trial's end; a Redis failure switches to the local breaker (the call's result stands). */
-    const report = (epoch: number, outcome: Machine.Outcome, startedAt: number): Effect.Effect<void> => {
+    const report = (
+      epoch: number,
+      inc: string,
+      outcome: Machine.Outcome,
+      startedAt: number
+    ): Effect.Effect<void> => {
       const asked = outcome === "failure" ? askedMillis : 0 // what `classify` just read from this trial's failure
       return Effect.suspend(() => {
         const at = now()
         const slow = slowMillis !== undefined && at - startedAt > slowMillis
         const op = outcome === "ignored" ? "release" : outcome === "failure" || slow ? "failure" : "success"
-        return run(op, at, epoch, asked, noCounts).pipe(
+        return run(op, at, epoch, inc, asked, noCounts).pipe(
           Effect.matchEffect({
             onFailure: fallBack,
             onSuccess: (reply) => Effect.sync(() => apply(reply.view))
@@ -435,7 +492,7 @@ export const build = (
     /** Half-open: take a permit in Redis, run as a trial, report the outcome. */
     const trial = <A, E, R>(self: Effect.Effect<A, E, R>, at: number): Effect.Effect<A, E | CircuitOpen, R> =>
       Effect.uninterruptibleMask((restore) =>
-        run("acquire", at, view.epoch, 0, noCounts).pipe(
+        run("acquire", at, view.epoch, view.inc, 0, noCounts).pipe(
           Effect.matchEffect({
             onFailure: (cause) =>
               Effect.zipRight(
@@ -453,12 +510,12 @@ export const build = (
                 deniedUntil = at + fleet.flushIntervalMillis
                 return reject(Fleet.retryAfterMillis(reply.view, at))
               }
-              const epoch = reply.view.epoch
+              const { epoch, inc } = reply.view
               const startedAt = now()
               return Effect.matchCauseEffect(restore(self), {
-                onSuccess: (a: A) => Effect.as(report(epoch, "success", startedAt), a),
+                onSuccess: (a: A) => Effect.as(report(epoch, inc, "success", startedAt), a),
                 onFailure: (cause: Cause.Cause<E>) =>
-                  Effect.zipRight(report(epoch, classify(cause), startedAt), Effect.failCause(cause))
+                  Effect.zipRight(report(epoch, inc, classify(cause), startedAt), Effect.failCause(cause))
               })
             }
           })
@@ -484,7 +541,7 @@ export const build = (
     const control = (op: "isolate" | "reset"): Effect.Effect<void> =>
       Effect.suspend(() => {
         if (mode === "local" && local !== undefined) return local.breaker[op]
-        return run(op, now(), view.epoch, 0, noCounts).pipe(
+        return run(op, now(), view.epoch, view.inc, 0, noCounts).pipe(
           Effect.matchEffect({
             onFailure: (cause) =>
               Effect.zipRight(
@@ -500,7 +557,7 @@ export const build = (
 
     publishGauge()
     fleetFallback.unsafeUpdate(0, labels)
-    yield* redis.subscribe(client, keys.channel, fleet.timeoutMillis, onMessage)
+    yield* redis.subscribe(client, channel, fleet.timeoutMillis, onMessage)
     // learn the fleet's state before the first call (or fall back at once when Redis does not answer)
     yield* flush
 
@@ -520,20 +577,25 @@ export const build = (
       )
     }
 
+    // a flush every `flushInterval` from the last (a fixed rate, not a pause after each: the staleness bound
+    // in docs/distributed-breaker.md); the first ran above
     yield* Effect.forkScoped(
-      Effect.forever(Effect.zipRight(clock.sleep(Duration.millis(fleet.flushIntervalMillis)), flush))
+      Effect.schedule(flush, Schedule.fixed(Duration.millis(fleet.flushIntervalMillis)))
     )
 
     // registered last, so it runs first: flush what is left (best effort, within `timeout`) before the
     // subscriber and the client go
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {
+        closing = true
         const last = mode === "fleet" && deltas.calls > 0 && !flushing ? Effect.ignore(flush) : Effect.void
         return Effect.zipRight(
           last,
           Effect.suspend(() => {
             disposed = true
             cancelTimer()
+            // the gauge says whether a live replica runs on its own: a disposed one does not
+            if (mode === "local") fleetFallback.unsafeUpdate(0, labels)
             const l = local
             local = undefined
             return Effect.zipRight(

@@ -4,15 +4,18 @@
  * open → half-open move (at the caller's `now`), does its part, saves, publishes a transition on the
  * breaker's channel, and replies `{granted, inc, epoch, state, openUntil, isolated, openings, changedAt}`.
  *
- * KEYS[1] the state hash `<prefix>{<name>}`; KEYS[2] the window `<prefix>{<name>}:w` (same hash tag, so one
- * Cluster slot): a string (the run of failures, consecutive), a list of `calls:failures:slow` chunks,
- * newest first (count window), or a hash of `c<bucket>`, `f<bucket>`, `s<bucket>` counters (time window).
+ * KEYS[1] the state hash `<prefix>{<name>}`; KEYS[2] the window `<prefix>{<name>}:w:<policy>` (same hash
+ * tag, so one Cluster slot; one per trip policy, `keysOf`, so replicas with another policy never read it): a
+ * string (the run of failures, consecutive), a list of `calls:failures:slow` chunks, newest first (count
+ * window), or a hash of `c<bucket>`, `f<bucket>`, `s<bucket>` counters (time window).
  *
  * ARGV: 1 op (flush | acquire | release | success | failure | isolate | reset), 2 now, 3 the epoch the
- * caller's deltas or trial belong to (-1: none known), 4 the incarnation token to use if the state is new,
+ * caller's deltas or trial belong to (-1: none known), 4 the caller's token (a new state's incarnation is
+ * `<token>.<now>`, one of its own at every creation),
  * 5 channel, 6 the openFor delay of the next opening, 7 the longest openForAtLeast asked, 8 halfOpenPermits,
  * 9 trial lease (ms), 10..15 the trip policy (`core/breakerFleet.ts` policyArgs), 16..20 the deltas
- * (calls, failures, slow, trailing failures, saw a success).
+ * (calls, failures, slow, trailing failures, saw a success), 21 the incarnation ARGV[3]'s epoch belongs to
+ * (another than the state's: the epoch counts as -1).
  */
 import * as redis from "../redis/client.js"
 
@@ -25,7 +28,10 @@ local known = tonumber(ARGV[3])
 local v = redis.call("HMGET", H, "inc", "epoch", "state", "until", "iso", "openings", "at", "taken", "succ", "lease")
 local inc = v[1]
 local dirty = false
-if not inc then inc = ARGV[4]; dirty = true end
+-- each creation of the state is an incarnation of its own, even by the same replica: its epochs start over
+if not inc then inc = ARGV[4] .. "." .. ARGV[2]; dirty = true end
+-- an epoch of another incarnation is no epoch of this one
+if known ~= -1 and ARGV[21] ~= inc then known = -1 end
 local epoch = tonumber(v[2]) or 0
 local state = v[3] or "closed"
 local untilT = tonumber(v[4]) or 0
@@ -166,12 +172,13 @@ end
 if dirty then
   redis.call("HSET", H, "inc", inc, "epoch", epoch, "state", state, "until", num(untilT), "iso", iso,
     "openings", openings, "at", num(at), "taken", taken, "succ", succ, "lease", num(lease))
-  if iso == "1" then
-    redis.call("PERSIST", H)
-  else
-    -- an idle breaker's state goes away a day after it last changed (or after it stops being open)
-    redis.call("PEXPIRE", H, math.ceil(math.max(0, untilT - now)) + 86400000)
-  end
+end
+-- renewed at every call, changed or not: a breaker in use keeps its state; an idle one's goes away a day
+-- after its last call (or after it stops being open)
+if iso == "1" then
+  redis.call("PERSIST", H)
+else
+  redis.call("PEXPIRE", H, math.ceil(math.max(0, untilT - now)) + 86400000)
 end
 local view = {inc, num(epoch), state, num(untilT), iso, num(openings), num(at)}
 if publish then redis.call("PUBLISH", ARGV[5], table.concat(view, "|")) end
