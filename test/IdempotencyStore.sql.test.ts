@@ -11,6 +11,9 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
+import type * as SqlConnection from "@effect/sql/SqlConnection"
+import { SqlError } from "@effect/sql/SqlError"
+import * as Statement from "@effect/sql/Statement"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Scope, TestClock } from "effect"
 import { mkdtempSync, rmSync } from "node:fs"
@@ -210,6 +213,62 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
         { concurrency: "unbounded" }
       )
       expect(results.filter((r) => r._tag === "Claimed")).toHaveLength(1)
+    }))
+
+  it.scoped("a claim whose later attempt committed but lost its answer claims once (one token for all attempts)", () =>
+    Effect.gen(function*() {
+      // the scenario, on one SQLite connection behind a wrapper that injects it: the key is in progress for
+      // another request; the claim's first upsert does not take the row, the row goes away (released) before
+      // the read, so the claim tries again; that second upsert commits, and its connection is lost before
+      // the answer arrives. The retry on "another connection" must find its own claim.
+      const table = freshTable()
+      const real = yield* SqliteClient.make({ filename: sqliteFile }).pipe(Effect.provide(Reactivity.layer))
+      const connection = yield* real.reserve
+      let inserts = 0
+      let selects = 0
+      const lost = () =>
+        new SqlError({
+          cause: Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }),
+          message: "connection lost"
+        })
+      const faulty: SqlConnection.Connection = {
+        ...connection,
+        execute: (sql, params, transformRows) => {
+          const statement = sql.trimStart()
+          if (statement.startsWith("INSERT INTO")) {
+            inserts++
+            const run = connection.execute(sql, params, transformRows)
+            return inserts === 3 ? Effect.zipRight(run, Effect.fail(lost())) : run
+          }
+          if (statement.startsWith("SELECT token") && ++selects === 1) {
+            return Effect.zipRight(
+              connection.execute(`DELETE FROM "${table}"`, [], undefined),
+              connection.execute(sql, params, transformRows)
+            )
+          }
+          return connection.execute(sql, params, transformRows)
+        }
+      }
+      const sql = yield* SqlClient.make({
+        acquirer: Effect.succeed(faulty),
+        compiler: Statement.makeCompilerSqlite(),
+        spanAttributes: []
+      }).pipe(Effect.provide(Reactivity.layer))
+      const store = yield* IdempotencyStoreSql.make({ table, cleanup: false }).pipe(
+        Effect.provideService(SqlClient.SqlClient, sql)
+      )
+      expect((yield* store.claim(claimRequest("k")))._tag).toBe("Claimed") // insert 1: another request's
+      const fiber = yield* Effect.fork(store.claim(claimRequest("k")))
+      yield* TestClock.adjust("1 second") // the pause before the retry of a lost connection
+      const claimed = yield* Fiber.join(fiber)
+      expect(inserts).toBe(4) // attempt 1, attempt 2 (committed, answer lost), the retry's attempt 1
+      expect(claimed._tag).toBe("Claimed")
+      if (claimed._tag !== "Claimed") return
+      // the token returned is the one in the row: the claim's owner can complete it
+      const ref = { scope: "s", key: "k", token: claimed.token }
+      expect(yield* store.complete(ref, { status: 201, headers: {}, body: new Uint8Array() }, Duration.hours(1)))
+        .toBe(true)
+      expect((yield* store.claim(claimRequest("k")))._tag).toBe("Completed")
     }))
 
   it.effect("a closed database: every operation fails with IdempotencyStoreError, never a defect", () =>

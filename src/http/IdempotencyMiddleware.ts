@@ -22,8 +22,14 @@
  * stored for the retry. Until its answer is read and stored, its lease is renewed every `lease / 3`, so
  * another request takes the key over only when the renewals stop: its process died, or the store was
  * unreachable for a whole lease. An answer the store fails to record (it went down after the handler ran) is
- * still sent, and recorded again in the background, at most a second apart, until the store takes it: a store
- * back within the lease records it before a retry may take the key over. The key is released (a retry runs the handler again) only when the handler
+ * still sent, and recorded again in the background, at most a second apart (`lease / 4` if shorter), until
+ * the store takes it, the key was taken over, or `ttl` has passed. The renewals stop once the answer goes to
+ * the store, so the lease runs out one lease after the last renewal that succeeded: a store back at least one
+ * such pause (plus one attempt) before then records the answer before a retry may take the key over; a store
+ * back later leaves a race with the first retry. At most 1,000 answers wait to be recorded at a time (one more
+ * is dropped, with an error log). When `make` runs in a scope (`Layer.unwrapScoped`, `Effect.scoped`), closing
+ * it stops the recordings still waiting, with an error log that counts them; without one they run until they
+ * end or the process exits. The key is released (a retry runs the handler again) only when the handler
  * failed with a typed error (it reports that it did nothing) or answered a status that is not stored. A
  * defect — in the handler, or while its body is read — is stored as the 500 the server answered (unless
  * `storeServerErrors` is off).
@@ -104,6 +110,8 @@ export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => Http
 /**
  * Builds the middleware, taking the {@link IdempotencyStore} **once**: run it where the server is built and
  * provide the store there, so every request shares it (a store provided per request would remember nothing).
+ * Run it in the server's scope (`Layer.unwrapScoped`, as below) so the answers still being recorded in the
+ * background are stopped, and counted in an error log, when the server is released.
  * Throws `IllegalArgumentException` for invalid options when called.
  *
  * @example
@@ -118,7 +126,7 @@ export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => Http
  *   HttpRouter.post("/orders", HttpServerResponse.json({ id: 1 }, { status: 201 }))
  * )
  *
- * const ServerLive = Layer.unwrapEffect(Effect.gen(function*() {
+ * const ServerLive = Layer.unwrapScoped(Effect.gen(function*() {
  *   const idempotent = yield* IdempotencyMiddleware.make({ ttl: "24 hours" })
  *   return HttpServer.serve(router.pipe(idempotent))
  * })).pipe(

@@ -1,6 +1,6 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { Cause, Clock, Duration, Effect, type Either, Exit, Fiber, Random } from "effect"
+import { Cause, Clock, Duration, Effect, type Either, Exit, Fiber, Option, Random, Scope } from "effect"
 import { createHash } from "node:crypto"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
@@ -50,7 +50,7 @@ export const make = <RS>(options: Options<RS> = {}) => {
 
   const keeps = (status: number): boolean => decide.keeps(status, storeServerErrors, storeStatus)
 
-  const withStore = (store: Store) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | RS> =>
+  const withStore = (store: Store, later: Recorder) => <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | RS> =>
     Effect.gen(function*() {
       const request = yield* HttpServerRequest.HttpServerRequest
       if (!methods.has(request.method)) return yield* app
@@ -81,7 +81,14 @@ export const make = <RS>(options: Options<RS> = {}) => {
         Effect.flatMap(Effect.either(store.claim({ ...ref, fingerprint, ttl, lease })), (claimed) => {
           if (claimed._tag === "Right" && claimed.right._tag === "Claimed") {
             const waiter = { gone: false }
-            const settle = admitted(store, { ...ref, token: claimed.right.token }, withBody(request, body), app, waiter)
+            const settle = admitted(
+              store,
+              later,
+              { ...ref, token: claimed.right.token },
+              withBody(request, body),
+              app,
+              waiter
+            )
             // The handler runs in a fiber of its own, with the request's context and interruptibility. The
             // request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
             // never the handler.
@@ -103,6 +110,7 @@ export const make = <RS>(options: Options<RS> = {}) => {
    */
   const admitted = <E, R>(
     store: Store,
+    later: Recorder,
     ref: ClaimRef,
     request: HttpServerRequest.HttpServerRequest,
     app: HttpApp.Default<E, R>,
@@ -117,15 +125,11 @@ export const make = <RS>(options: Options<RS> = {}) => {
     )
     // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
     // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
-    // client gets its answer: see `recordLater`.
+    // client gets its answer: see `recordLater` and `recorder`.
     const complete = (stored: StoredResponse) =>
       Effect.matchEffect(store.complete(ref, stored, ttl), {
         onSuccess: (owned) => owned ? Effect.void : takenOver,
-        onFailure: (e) =>
-          Effect.zipRight(
-            logStoreFailure("complete", e, redact, "; trying again until it is recorded"),
-            Effect.asVoid(Effect.forkDaemon(recordLater(store, ref, stored)))
-          )
+        onFailure: (e) => later(recordLater(store, ref, stored), e, redact)
       })
     /** No one else will see this failure when the client has gone: say it here (the cause, never the key). */
     const unseen = (cause: Cause.Cause<unknown>) =>
@@ -183,17 +187,22 @@ export const make = <RS>(options: Options<RS> = {}) => {
     ))
   }
 
-  /** The pauses between attempts to record an answer: from 100 ms, doubling, to a second (`lease / 4` if shorter). */
+  /**
+   * The pauses between attempts to record an answer: from 100 ms, doubling, to a second (`lease / 4` if
+   * shorter); jittered by ±20 %, but never longer than that cap.
+   */
   const retryCapMillis = Math.max(1, Math.min(1000, leaseMillis / 4))
   const retryFirstMillis = Math.min(100, retryCapMillis)
 
   /**
    * Records the answer of a handler that ran after `complete` failed: again and again, with a growing pause
-   * (doubling from 100 ms to at most a second, or `lease / 4` when shorter; jittered by ±20 %), until the
-   * store accepts it, says the claim was taken over, or the record's `ttl` has passed (it would be gone).
-   * The stores accept the completion of the claim's owner even after its lease lapsed, as long as no one
-   * took the key over: a store back within the lease (the usual short outage) records the answer before
-   * any retry can run the handler again; a longer outage leaves a race with the first retry after it.
+   * (doubling from 100 ms, jittered by ±20 %, never more than a second, or `lease / 4` when shorter) from the
+   * end of one attempt to the start of the next, until the store accepts it, says the claim was taken over,
+   * or the record's `ttl` has passed (it would be gone). The stores accept the completion of the claim's
+   * owner even after its lease lapsed, as long as no one took the key over. The lease is no longer renewed
+   * here: it runs out one lease after the claim's last renewal (they are `lease / 3` apart while the handler
+   * runs). A store back at least one pause plus one attempt before that records the answer before any retry
+   * can take the key over; a store back later leaves a race with the first retry after it.
    */
   const recordLater = (store: Store, ref: ClaimRef, stored: StoredResponse): Effect.Effect<void> =>
     Effect.gen(function*() {
@@ -201,7 +210,7 @@ export const make = <RS>(options: Options<RS> = {}) => {
       const giveUpAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(ttl)
       let pause = retryFirstMillis
       for (let attempt = 2;; attempt++) {
-        yield* Effect.sleep(Duration.millis(pause * (yield* Random.nextRange(0.8, 1.2))))
+        yield* Effect.sleep(Duration.millis(Math.min(pause * (yield* Random.nextRange(0.8, 1.2)), retryCapMillis)))
         const result = yield* Effect.either(store.complete(ref, stored, ttl))
         if (result._tag === "Right") {
           return yield* result.right
@@ -221,8 +230,83 @@ export const make = <RS>(options: Options<RS> = {}) => {
       }
     })
 
-  return Effect.map(IdempotencyStore, withStore)
+  return Effect.gen(function*() {
+    const store = yield* IdempotencyStore
+    return withStore(store, yield* recorder(yield* Effect.serviceOption(Scope.Scope)))
+  })
 }
+
+/** Answers waiting to be recorded again in the background, at most (each holds up to `maxResponseBytes`). */
+export const maxPendingRecordings = 1000
+
+/**
+ * Starts `recording` (the background recording of an answer whose `complete` failed with `error`), or says
+ * why it is not started. Never fails.
+ */
+type Recorder = (
+  recording: Effect.Effect<void>,
+  error: unknown,
+  redact: (text: string) => string
+) => Effect.Effect<void>
+
+/**
+ * The owner of the background recordings of one middleware: at most {@link maxPendingRecordings} at a time
+ * (one more is dropped, with an error log), each in a fiber of its own. When `make` runs in a scope (e.g.
+ * `Layer.unwrapScoped`, `Effect.scoped`), closing it stops them, with one error log that counts the answers
+ * never recorded, and no recording starts after it; without a scope they run until they end (recorded,
+ * refused, or the ttl passed) or the process exits.
+ */
+export const recorder = (
+  scope: Option.Option<Scope.Scope>,
+  maxPending: number = maxPendingRecordings
+): Effect.Effect<Recorder> =>
+  Effect.gen(function*() {
+    const pending = new Set<Fiber.RuntimeFiber<void>>()
+    let closed = false
+    if (Option.isSome(scope)) {
+      yield* Scope.addFinalizer(
+        scope.value,
+        Effect.suspend(() => {
+          closed = true
+          const fibers = [...pending]
+          if (fibers.length === 0) return Effect.void
+          return Effect.zipRight(
+            Effect.logError(
+              `idempotency: ${fibers.length} handlers' answers were never recorded (the middleware's scope ` +
+                "closed while the store failed); a retry with one of their keys may run its handler again once " +
+                "its lease has run out"
+            ),
+            Fiber.interruptAll(fibers)
+          )
+        })
+      )
+    }
+    return (recording, error, redact) =>
+      Effect.suspend(() => {
+        const failed = `idempotency: the store failed (complete): ${redact(decide.describe(error))}`
+        if (closed) {
+          return Effect.logError(
+            `${failed}; not tried again: the middleware's scope has closed (a retry with its key may run the ` +
+              "handler again once the lease has run out)"
+          )
+        }
+        if (pending.size >= maxPending) {
+          return Effect.logError(
+            `${failed}; not tried again: ${maxPending} answers are already waiting to be recorded (a retry ` +
+              "with its key may run the handler again once the lease has run out)"
+          )
+        }
+        return Effect.zipRight(
+          logStoreFailure("complete", error, redact, "; trying again until it is recorded"),
+          // interruptible even when forked from a handler the server runs uninterruptibly: the scope stops it
+          Effect.flatMap(Effect.forkDaemon(Effect.interruptible(recording)), (fiber) =>
+            Effect.sync(() => {
+              pending.add(fiber)
+              fiber.addObserver(() => pending.delete(fiber))
+            }))
+        )
+      })
+  })
 
 const takenOver = Effect.logWarning("idempotency: claim was taken over before completion")
 

@@ -183,8 +183,10 @@ export const make = (
     }
 
     /**
-     * `token` is one claim's, kept across its retries: a retry after a lost answer (the connection broke
-     * after the upsert committed) finds its own token in the row, and that is this claim's success.
+     * `token` is one claim's, the same in all its attempts and in their retries: a retry after a lost answer
+     * (the connection broke after an upsert committed, `retryBroken` starts again from the first attempt)
+     * finds its own token in the row, and that is this claim's success. A new token per attempt would make
+     * the committed claim of a later attempt look like another request's (InProgress until its lease).
      */
     const claimAttempt = (
       request: ClaimRequest,
@@ -204,7 +206,7 @@ export const make = (
               const result = classify(request, row, now)
               if (result !== undefined) return Effect.succeed(result)
               return attempt + 1 < CLAIM_ATTEMPTS
-                ? claimAttempt(request, now, randomUUID(), attempt + 1)
+                ? claimAttempt(request, now, token, attempt + 1)
                 : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
             })))
 
