@@ -34,6 +34,40 @@ const annotate = (key: string, value: () => unknown): Effect.Effect<void> =>
 const retryAfterOf = (millis: number): Duration.Duration =>
   millis === 0 ? Duration.zero : millis === Infinity ? Duration.infinity : Duration.millis(millis)
 
+/** What `openForAtLeast` asks for after `error`, in milliseconds; 0 when it asks for nothing usable. */
+export const askedMillisOf = (
+  openForAtLeast: (error: unknown) => Duration.Duration | undefined,
+  error: unknown
+): number => {
+  const asked = openForAtLeast(error)
+  const millis = asked === undefined ? 0 : Duration.toMillis(asked)
+  return millis > 0 && Number.isFinite(millis) ? millis : 0
+}
+
+/**
+ * Runs `onTransition`, if given, for every transition published on `hub`, in a fiber of the current scope;
+ * its failures are logged, never the breaker's. Subscribes before returning, so no transition is missed.
+ */
+export const forkOnTransition = (
+  hub: PubSub.PubSub<Transition>,
+  onTransition: ((transition: Transition) => Effect.Effect<void>) | undefined
+): Effect.Effect<void, never, Scope.Scope> =>
+  onTransition === undefined ?
+    Effect.void :
+    Effect.flatMap(PubSub.subscribe(hub), (subscription) =>
+      Queue.take(subscription).pipe(
+        Effect.flatMap((t) =>
+          Effect.catchAllCause(
+            Effect.suspend(() => onTransition(t)),
+            (cause) => Effect.logWarning("circuit breaker: onTransition failed", cause)
+          )
+        ),
+        Effect.forever,
+        Effect.interruptible,
+        Effect.forkScoped,
+        Effect.asVoid
+      ))
+
 /** What a breaker takes from the fiber that builds it: its clock, and a runtime for timers and schedules. */
 export interface Env {
   readonly clock: Clock.Clock
@@ -178,11 +212,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       const failure = Cause.failureOption(cause)
       if (failure._tag === "None") return "ignored"
       if (!isFailure(failure.value)) return "success"
-      if (openForAtLeast !== undefined) {
-        const asked = openForAtLeast(failure.value)
-        const millis = asked === undefined ? 0 : Duration.toMillis(asked)
-        askedMillis = millis > 0 && Number.isFinite(millis) ? millis : 0
-      }
+      if (openForAtLeast !== undefined) askedMillis = askedMillisOf(openForAtLeast, failure.value)
       return "failure"
     }
 
@@ -302,21 +332,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     publish()
 
     // subscribed before the breaker is returned, so no transition can be missed
-    const onTransition = config.onTransition
-    if (onTransition !== undefined) {
-      const subscription = yield* PubSub.subscribe(changesHub)
-      yield* Queue.take(subscription).pipe(
-        Effect.flatMap((t) =>
-          Effect.catchAllCause(
-            Effect.suspend(() => onTransition(t)),
-            (cause) => Effect.logWarning("circuit breaker: onTransition failed", cause)
-          )
-        ),
-        Effect.forever,
-        Effect.interruptible,
-        Effect.forkScoped
-      )
-    }
+    yield* forkOnTransition(changesHub, config.onTransition)
 
     yield* Effect.addFinalizer(() =>
       Effect.suspend(() => {

@@ -35,7 +35,7 @@ import * as Window from "../../core/breakerWindow.js"
 import * as redis from "../redis/client.js"
 import { checkConnection, type Connection, escapePart } from "../redis/options.js"
 import * as validate from "../validate.js"
-import { buildInternal, type Env, env } from "./breaker.js"
+import { askedMillisOf, buildInternal, type Env, env, forkOnTransition } from "./breaker.js"
 import { type CircuitOpen, circuitOpen } from "./errors.js"
 import { fleetFallback, fleetFallbacks, rejections, stateGauge, transitions } from "./metrics.js"
 import { type Config, resolve, stepSync } from "./policy.js"
@@ -418,11 +418,7 @@ export const build = (
       const failure = Cause.failureOption(cause)
       if (failure._tag === "None") return "ignored"
       if (!isFailure(failure.value)) return "success"
-      if (openForAtLeast !== undefined) {
-        const asked = openForAtLeast(failure.value)
-        const millis = asked === undefined ? 0 : Duration.toMillis(asked)
-        askedMillis = millis > 0 && Number.isFinite(millis) ? millis : 0
-      }
+      if (openForAtLeast !== undefined) askedMillis = askedMillisOf(openForAtLeast, failure.value)
       return "failure"
     }
 
@@ -561,21 +557,7 @@ export const build = (
     // learn the fleet's state before the first call (or fall back at once when Redis does not answer)
     yield* flush
 
-    const onTransition = config.onTransition
-    if (onTransition !== undefined) {
-      const subscription = yield* PubSub.subscribe(changesHub)
-      yield* Queue.take(subscription).pipe(
-        Effect.flatMap((t) =>
-          Effect.catchAllCause(
-            Effect.suspend(() => onTransition(t)),
-            (cause) => Effect.logWarning("circuit breaker: onTransition failed", cause)
-          )
-        ),
-        Effect.forever,
-        Effect.interruptible,
-        Effect.forkScoped
-      )
-    }
+    yield* forkOnTransition(changesHub, config.onTransition)
 
     // a flush every `flushInterval` from the last (a fixed rate, not a pause after each: the staleness bound
     // in docs/distributed-breaker.md); the first ran above
