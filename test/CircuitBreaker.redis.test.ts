@@ -3,6 +3,7 @@ import {
   Cause,
   Clock,
   Context,
+  type Duration,
   Effect,
   Exit,
   FastCheck as fc,
@@ -13,7 +14,6 @@ import {
   TestClock
 } from "effect"
 import { Redis } from "ioredis"
-import { createServer, type Socket } from "node:net"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
 import * as Fleet from "../src/core/breakerFleet.js"
 import type { Trip } from "../src/core/breakerWindow.js"
@@ -24,7 +24,7 @@ import * as redisClient from "../src/internal/redis/client.js"
 import { breakerRedisSuite, isCircuitOpen } from "./breakerRedisSuite.js"
 import { kill, startRedisServer } from "./support/breakerFleet.js"
 import { eventually, untilSleeping } from "./support/eventually.js"
-import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { blackHole, closedPort, deleteKeys, hashTag, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { describeRedis } from "./support/services.js"
 
 const prefix = uniquePrefix("cb")
@@ -34,34 +34,12 @@ shared.on("error", () => {})
 let counter = 0
 const fresh = (what: string) => `${what}-${process.pid}-${++counter}`
 
-/** Where Redis Cluster hashes a key: the text between the first `{` and the next `}`, if not empty. */
-const hashTag = (key: string): string => {
-  const open = key.indexOf("{")
-  const close = open === -1 ? -1 : key.indexOf("}", open + 1)
-  return close > open + 1 ? key.slice(open + 1, close) : key
-}
-
-/** A TCP server that accepts connections and never answers: a hung Redis. */
-const blackHole = Effect.acquireRelease(
-  Effect.async<{ port: number; close: () => void }>((resume) => {
-    const sockets = new Set<Socket>()
-    const server = createServer((socket) => {
-      sockets.add(socket)
-      socket.on("error", () => {})
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      resume(Effect.succeed({
-        port: typeof address === "object" && address !== null ? address.port : 0,
-        close: () => {
-          for (const s of sockets) s.destroy()
-          server.close()
-        }
-      }))
-    })
-  }),
-  (hole) => Effect.sync(() => hole.close())
-)
+/** A breaker named `name` on the shared client, under this file's prefix. */
+const onShared = (
+  name: string,
+  trip: CircuitBreaker.TripPolicy,
+  openFor: Duration.DurationInput = "1 second"
+): CircuitBreakerRedis.Options => ({ trip, openFor, name, prefix, redis: { client: shared } })
 
 /** A logger that keeps the messages of warnings and infos. */
 const capture = () => {
@@ -235,14 +213,7 @@ describeRedis("CircuitBreaker/Redis", () => {
   it.scoped("flushEvery: a replica flushes after that many calls without waiting for the interval", () =>
     Effect.gen(function*() {
       const name = fresh("every")
-      const options = {
-        trip: CircuitBreaker.consecutive(10),
-        openFor: "1 second",
-        name,
-        prefix,
-        redis: { client: shared },
-        flushEvery: 10
-      } as const
+      const options = { ...onShared(name, CircuitBreaker.consecutive(10)), flushEvery: 10 }
       const a = yield* CircuitBreakerRedis.make(options)
       const b = yield* CircuitBreakerRedis.make(options)
       for (let i = 0; i < 10; i++) yield* Effect.exit(a.protect(boom))
@@ -253,13 +224,10 @@ describeRedis("CircuitBreaker/Redis", () => {
   it.scoped("its keys share the breaker's hash tag (one Cluster slot), and the channel is named after them", () =>
     Effect.gen(function*() {
       const name = fresh("keys:{odd}")
-      const options: CircuitBreakerRedis.Options = {
-        trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 100, window: { duration: "10 seconds" } }),
-        openFor: "1 second",
+      const options = onShared(
         name,
-        prefix,
-        redis: { client: shared }
-      }
+        CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 100, window: { duration: "10 seconds" } })
+      )
       const breaker = yield* CircuitBreakerRedis.make(options)
       yield* Effect.exit(breaker.protect(boom))
       yield* TestClock.adjust("100 millis")
@@ -302,13 +270,7 @@ describeRedis("CircuitBreaker/Redis", () => {
 
   it.scoped("closing the scope flushes the counts left: the last replica's failures still reach the fleet", () =>
     Effect.gen(function*() {
-      const options = {
-        trip: CircuitBreaker.consecutive(3),
-        openFor: "1 minute",
-        name: fresh("last"),
-        prefix,
-        redis: { client: shared }
-      } as const
+      const options = onShared(fresh("last"), CircuitBreaker.consecutive(3), "1 minute")
       const b = yield* CircuitBreakerRedis.make(options)
       const scope = yield* Scope.make()
       const a = yield* Scope.extend(CircuitBreakerRedis.make(options), scope)
@@ -363,13 +325,7 @@ describeRedis("CircuitBreaker/Redis", () => {
     Effect.gen(function*() {
       class A extends Context.Tag("A")<A, CircuitBreaker.CircuitBreaker>() {}
       class B extends Context.Tag("B")<B, CircuitBreaker.CircuitBreaker>() {}
-      const options = {
-        trip: CircuitBreaker.consecutive(2),
-        openFor: "1 minute",
-        name: fresh("layer"),
-        prefix,
-        redis: { client: shared }
-      } as const
+      const options = onShared(fresh("layer"), CircuitBreaker.consecutive(2), "1 minute")
       yield* Effect.gen(function*() {
         const a = yield* A
         const b = yield* B
@@ -411,13 +367,7 @@ describeRedis("CircuitBreaker/Redis", () => {
   it.scoped("the state's expiry is renewed at every flush, not only when it changes: a breaker in use keeps it", () =>
     Effect.gen(function*() {
       const name = fresh("ttl")
-      const options: CircuitBreakerRedis.Options = {
-        trip: CircuitBreaker.consecutive(5),
-        openFor: "1 second",
-        name,
-        prefix,
-        redis: { client: shared }
-      }
+      const options = onShared(name, CircuitBreaker.consecutive(5))
       const breaker = yield* CircuitBreakerRedis.make(options)
       const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
       // a day has almost gone by since the state last changed
@@ -430,13 +380,7 @@ describeRedis("CircuitBreaker/Redis", () => {
   it.scoped("the state lost (expired, FLUSHDB) and made again by the replica that made it: a new incarnation, the fleet works again", () =>
     Effect.gen(function*() {
       const name = fresh("lost")
-      const options: CircuitBreakerRedis.Options = {
-        trip: CircuitBreaker.consecutive(2),
-        openFor: "1 second",
-        name,
-        prefix,
-        redis: { client: shared }
-      }
+      const options = onShared(name, CircuitBreaker.consecutive(2))
       const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
       // the only replica: it made the state, and it makes it again
       const a = yield* CircuitBreakerRedis.make(options)

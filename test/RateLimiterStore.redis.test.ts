@@ -1,13 +1,12 @@
 import { afterAll, expect, it } from "@effect/vitest"
 import { Duration, Effect, FastCheck as fc, Layer, Logger, TestClock } from "effect"
 import { Redis } from "ioredis"
-import { createServer, type Socket } from "node:net"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import { keyOf } from "../src/internal/rateLimiterStore/redis.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { eventually } from "./support/eventually.js"
-import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { blackHole, closedPort, deleteKeys, hashTag, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { describeRedis } from "./support/services.js"
 import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
@@ -36,35 +35,6 @@ const withStore = <A, E>(
   layer: Layer.Layer<RateLimiterStore.RateLimiterStore>,
   f: (store: RateLimiterStore.Store) => Effect.Effect<A, E>
 ) => Effect.flatMap(RateLimiterStore.RateLimiterStore, f).pipe(Effect.provide(layer), Effect.scoped)
-
-/** Where Redis Cluster hashes a key: the text between the first `{` and the next `}`, if not empty. */
-const hashTag = (key: string): string => {
-  const open = key.indexOf("{")
-  const close = open === -1 ? -1 : key.indexOf("}", open + 1)
-  return close > open + 1 ? key.slice(open + 1, close) : key
-}
-
-/** A TCP server that accepts connections and never answers: a hung Redis. */
-const blackHole = Effect.acquireRelease(
-  Effect.async<{ port: number; close: () => void }>((resume) => {
-    const sockets = new Set<Socket>()
-    const server = createServer((socket) => {
-      sockets.add(socket)
-      socket.on("error", () => {})
-    })
-    server.listen(0, "127.0.0.1", () => {
-      const address = server.address()
-      resume(Effect.succeed({
-        port: typeof address === "object" && address !== null ? address.port : 0,
-        close: () => {
-          for (const s of sockets) s.destroy()
-          server.close()
-        }
-      }))
-    })
-  }),
-  (hole) => Effect.sync(() => hole.close())
-)
 
 describeRedis("RateLimiterStore/Redis", () => {
   afterAll(async () => {
