@@ -14,7 +14,8 @@
  */
 import { parseArgs } from "node:util"
 import { startServe } from "./faults/support.js"
-import { offer, percentile, summarize, type Summary, unloaded } from "./overload/loadgen.js"
+import { offer, summarize, type Summary, unloaded } from "./overload/loadgen.js"
+import { percentile } from "./support/percentile.js"
 
 export interface Row extends Summary {
   readonly shed: boolean
@@ -52,7 +53,7 @@ export const measure = async (options: RunOptions, shed: boolean): Promise<Row> 
     const timeoutMs = options.timeoutMs ?? 5000
     await unloaded(server.url, 50, timeoutMs) // warm up: JIT, connections
     const quiet = await unloaded(server.url, 200, timeoutMs)
-    const unloadedP99Ms = percentile(quiet.map((o) => o.latencyMs), 0.99)
+    const unloadedP99Ms = percentile(quiet.map((o) => o.latencyMs), 0.99) ?? NaN
     const capacity = capacityOf(options)
     const rate = options.load * capacity
     const summary = summarize(await offer(server.url, { rate, seconds: options.seconds, timeoutMs }), rate)

@@ -8,6 +8,7 @@
  */
 import { randomUUID } from "node:crypto"
 import { Agent, request } from "node:http"
+import { percentile } from "../support/percentile.js"
 
 export interface Outcome {
   /** The status, or 0 when the request had no answer within the timeout or failed on the network. */
@@ -98,12 +99,6 @@ export const unloaded = async (base: string, count: number, timeoutMs: number): 
   }
 }
 
-export const percentile = (values: ReadonlyArray<number>, p: number): number => {
-  if (values.length === 0) return NaN
-  const sorted = [...values].sort((a, b) => a - b)
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
-}
-
 export interface Summary {
   readonly offered: number
   readonly sent: number
@@ -129,6 +124,6 @@ export const summarize = (outcomes: ReadonlyArray<Outcome>, offeredRate: number)
     admitted: created.length,
     refused: outcomes.filter((o) => o.status === 503 || o.status === 429).length,
     failed: outcomes.filter((o) => o.status === 0).length,
-    p99Ms: percentile(created.map((o) => o.latencyMs), 0.99)
+    p99Ms: percentile(created.map((o) => o.latencyMs), 0.99) ?? NaN
   }
 }

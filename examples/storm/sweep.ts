@@ -2,6 +2,7 @@
  * One cell of the sweep (a policy at an offered load) run to its end, and the figures taken from it.
  */
 import { Effect, Random } from "effect"
+import { percentile } from "../support/percentile.js"
 import { Simulator } from "./engine.js"
 import { capacityOf, type Scenario } from "./model.js"
 import { emptyStats, type Policy, program } from "./policies.js"
@@ -31,13 +32,6 @@ export const cellSeed = (seed: number, policy: Policy, load: number): number => 
   let h = (seed ^ 0x9e3779b9) >>> 0
   for (const ch of `${policy}/${load}`) h = Math.imul(h ^ ch.charCodeAt(0), 0x01000193) >>> 0
   return h
-}
-
-/** Nearest-rank percentile of an unsorted sample. */
-const percentile = (values: Array<number>, p: number): number | null => {
-  if (values.length === 0) return null
-  const sorted = Float64Array.from(values).sort()
-  return sorted[Math.min(sorted.length - 1, Math.ceil(p * sorted.length) - 1)]!
 }
 
 const round = (x: number, digits: number) => Number(x.toFixed(digits))
