@@ -15,7 +15,7 @@ const handlers = <A, E, B, E2>(
   onFailure: (cause: Cause.Cause<E>) => Effect.Effect<B, E2>
 ) => ({ onSuccess, onFailure })
 
-interface ClosedHandlers {
+export interface ClosedHandlers {
   readonly onSuccess: (a: unknown) => Effect.Effect<unknown, unknown>
   readonly onFailure: (cause: Cause.Cause<unknown>) => Effect.Effect<unknown, unknown>
 }
@@ -31,17 +31,41 @@ const annotate = (key: string, value: () => unknown): Effect.Effect<void> =>
     return Effect.void
   })
 
-const retryAfterOf = (millis: number): Duration.Duration =>
+export const retryAfterOf = (millis: number): Duration.Duration =>
   millis === 0 ? Duration.zero : millis === Infinity ? Duration.infinity : Duration.millis(millis)
 
-/** What `openForAtLeast` asks for after `error`, in milliseconds; 0 when it asks for nothing usable. */
-export const askedMillisOf = (
-  openForAtLeast: (error: unknown) => Duration.Duration | undefined,
-  error: unknown
-): number => {
-  const asked = openForAtLeast(error)
-  const millis = asked === undefined ? 0 : Duration.toMillis(asked)
-  return millis > 0 && Number.isFinite(millis) ? millis : 0
+/**
+ * What a finished call meant for a breaker (`classify`), and what the last failure it classified asked for
+ * through `openForAtLeast`, in milliseconds (`asked`, 0 for nothing usable). One per breaker: `asked` is read
+ * right after `classify`, in the same synchronous step.
+ */
+export interface Classifier {
+  readonly classify: (cause: Cause.Cause<unknown>) => Machine.Outcome
+  readonly asked: number
+}
+
+export const makeClassifier = (
+  isFailure: (error: unknown) => boolean,
+  openForAtLeast: ((error: unknown) => Duration.Duration | undefined) | undefined
+): Classifier => {
+  const c = {
+    asked: 0,
+    classify: (cause: Cause.Cause<unknown>): Machine.Outcome => {
+      if (Cause.isInterruptedOnly(cause)) return "ignored"
+      c.asked = 0
+      if (Cause.isDie(cause)) return "failure"
+      const failure = Cause.failureOption(cause)
+      if (failure._tag === "None") return "ignored"
+      if (!isFailure(failure.value)) return "success"
+      if (openForAtLeast !== undefined) {
+        const asked = openForAtLeast(failure.value)
+        const millis = asked === undefined ? 0 : Duration.toMillis(asked)
+        c.asked = millis > 0 && Number.isFinite(millis) ? millis : 0
+      }
+      return "failure"
+    }
+  }
+  return c
 }
 
 /**
@@ -125,7 +149,6 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     let replay = 0 // schedule steps owed after restoring `openings` from a snapshot
     let lastDelay = config.openForMillis
     // what the failure just classified asked for (openForAtLeast), read when that failure opens the breaker
-    let askedMillis = 0
     let timer: Fiber.RuntimeFiber<void> | undefined
     let disposed = false
 
@@ -203,18 +226,8 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       set(next, at)
     }
 
-    const classify = (cause: Cause.Cause<unknown>): Machine.Outcome => {
-      if (Cause.isInterruptedOnly(cause)) return "ignored"
-      if (Cause.isDie(cause)) {
-        askedMillis = 0
-        return "failure"
-      }
-      const failure = Cause.failureOption(cause)
-      if (failure._tag === "None") return "ignored"
-      if (!isFailure(failure.value)) return "success"
-      if (openForAtLeast !== undefined) askedMillis = askedMillisOf(openForAtLeast, failure.value)
-      return "failure"
-    }
+    const classifier = makeClassifier(isFailure, openForAtLeast)
+    const { classify } = classifier
 
     /**
      * Records a call admitted while closed in generation `gen`; true when it changed the state. A call
@@ -226,7 +239,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       const at = timedClosed ? now() : 0
       const slow = slowMillis !== undefined && at - startedAt > slowMillis
       if (!Window.record(window, outcome === "failure", slow, at)) return false
-      open(timedClosed ? at : now(), outcome === "failure" ? askedMillis : 0)
+      open(timedClosed ? at : now(), outcome === "failure" ? classifier.asked : 0)
       return true
     }
 
@@ -237,7 +250,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       const end = Machine.trialEnded(m, gen, outcome, slow, permits)
       m = end.machine
       if (end.verdict === "none") return false
-      if (end.verdict === "open") open(at, outcome === "failure" ? askedMillis : 0)
+      if (end.verdict === "open") open(at, outcome === "failure" ? classifier.asked : 0)
       else close(at, Machine.close(m))
       return true
     }

@@ -35,7 +35,15 @@ import * as Window from "../../core/breakerWindow.js"
 import * as redis from "../redis/client.js"
 import { checkConnection, type Connection, escapePart } from "../redis/options.js"
 import * as validate from "../validate.js"
-import { askedMillisOf, buildInternal, type Env, env, forkOnTransition } from "./breaker.js"
+import {
+  buildInternal,
+  type ClosedHandlers,
+  type Env,
+  env,
+  forkOnTransition,
+  makeClassifier,
+  retryAfterOf
+} from "./breaker.js"
 import { type CircuitOpen, circuitOpen } from "./errors.js"
 import { fleetFallback, fleetFallbacks, rejections, stateGauge, transitions } from "./metrics.js"
 import { type Config, resolve, stepSync } from "./policy.js"
@@ -116,14 +124,6 @@ export const channelOf = (client: redis.Client, channel: string): string => {
   return `${options.keyPrefix ?? ""}${channel}${db === 0 ? "" : `:db${db}`}`
 }
 
-const retryAfterOf = (millis: number): Duration.Duration =>
-  millis === 0 ? Duration.zero : millis === Infinity ? Duration.infinity : Duration.millis(millis)
-
-interface ClosedHandlers {
-  readonly onSuccess: (a: unknown) => Effect.Effect<unknown, unknown>
-  readonly onFailure: (cause: Cause.Cause<unknown>) => Effect.Effect<unknown, unknown>
-}
-
 /** A script reply: whether a permit was granted, and the fleet view. */
 interface Reply {
   readonly granted: boolean
@@ -190,7 +190,6 @@ export const build = (
     let deniedUntil = 0
     const deltas = Fleet.makeDeltas()
     let closedHandlers: ClosedHandlers | undefined
-    let askedMillis = 0
 
     const publishGauge = () => {
       if (!disposed) stateGauge.unsafeUpdate(Machine.gaugeValue(shown), labels)
@@ -411,22 +410,14 @@ export const build = (
 
     // ---- calls ----
 
-    const classify = (cause: Cause.Cause<unknown>): Machine.Outcome => {
-      if (Cause.isInterruptedOnly(cause)) return "ignored"
-      askedMillis = 0
-      if (Cause.isDie(cause)) return "failure"
-      const failure = Cause.failureOption(cause)
-      if (failure._tag === "None") return "ignored"
-      if (!isFailure(failure.value)) return "success"
-      if (openForAtLeast !== undefined) askedMillis = askedMillisOf(openForAtLeast, failure.value)
-      return "failure"
-    }
+    const classifier = makeClassifier(isFailure, openForAtLeast)
+    const { classify } = classifier
 
     /** Counts a closed call admitted in epoch `epoch` (a call from an earlier period does not count). */
     const recordClosed = (epoch: number, outcome: Machine.Outcome, startedAt: number) => {
       if (outcome === "ignored" || epoch !== view.epoch || mode !== "fleet") return
       const slow = slowMillis !== undefined && now() - startedAt > slowMillis
-      if (Fleet.record(deltas, outcome === "failure", slow, askedMillis) >= fleet.flushEvery) kick()
+      if (Fleet.record(deltas, outcome === "failure", slow, classifier.asked) >= fleet.flushEvery) kick()
     }
 
     const makeClosedHandlers = (epoch: number): ClosedHandlers => ({
@@ -471,7 +462,7 @@ export const build = (
       outcome: Machine.Outcome,
       startedAt: number
     ): Effect.Effect<void> => {
-      const asked = outcome === "failure" ? askedMillis : 0 // what `classify` just read from this trial's failure
+      const asked = outcome === "failure" ? classifier.asked : 0 // what `classify` just read from this trial's failure
       return Effect.suspend(() => {
         const at = now()
         const slow = slowMillis !== undefined && at - startedAt > slowMillis
