@@ -5,11 +5,12 @@ import { Clock, Duration, Effect, Option } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../queue/DeadLetter.js"
 import type { PgOptions } from "../../queue/PgQueue.js"
 import type { Message, QueueSource, ReleaseOptions } from "../../queue/QueueSource.js"
-import { deadLettered, labels, observeDepth } from "./metrics.js"
+import { labels, observeDepth } from "./metrics.js"
 import { tableStatements } from "./pgQueueSchema.js"
 import { QueueError } from "./queueSource.js"
 import {
   corruptReason,
+  deadLetterCorrupt,
   identifier,
   listLimit,
   serializedPairs,
@@ -179,15 +180,13 @@ export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlEr
             // a body that can never be read goes straight to the DLQ (raw text kept); if that fails it
             // comes back after the visibility timeout and is tried again, and the readable rows still run
             return Effect.as(
-              Effect.forEach(corrupt, ([row, reason]) =>
-                moveToDlq(row.seq, row.token, reason, now).pipe(
-                  Effect.tap((moved) => Effect.sync(() => moved && deadLettered.unsafeUpdate(1, tags.corrupt))),
-                  Effect.catchAllCause((cause) =>
-                    Effect.logWarning(`queue ${name}: dead-lettering a corrupt message failed`, cause).pipe(
-                      Effect.annotateLogs({ "message.id": row.id })
-                    )
-                  )
-                ), { discard: true }),
+              deadLetterCorrupt(
+                name,
+                corrupt,
+                ([row]) => row.id,
+                ([row, reason]) => moveToDlq(row.seq, row.token, reason, now),
+                tags.corrupt
+              ),
               out
             )
           })

@@ -5,7 +5,7 @@ import type { RedisOptions } from "../../queue/RedisStreamQueue.js"
 import * as redisClient from "../redis/client.js"
 import { hashTagOf } from "../redis/options.js"
 import * as validate from "../validate.js"
-import { deadLettered, labels, observeDepth } from "./metrics.js"
+import { labels, observeDepth } from "./metrics.js"
 import { QueueError } from "./queueSource.js"
 import {
   CREATE_GROUP,
@@ -18,6 +18,7 @@ import {
 } from "./redisStreamScripts.js"
 import {
   corruptReason,
+  deadLetterCorrupt,
   listLimit,
   randomId,
   serialize,
@@ -142,15 +143,13 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
       if (corrupt.length === 0) return Effect.succeed(out)
       // if dead-lettering fails the entry stays pending, comes back by XAUTOCLAIM and is tried again
       return Effect.as(
-        Effect.forEach(corrupt, ([message, raw, reason]) =>
-          moveToDlq(message, raw, reason, now).pipe(
-            Effect.tap((moved) => Effect.sync(() => moved && deadLettered.unsafeUpdate(1, tags.corrupt))),
-            Effect.catchAllCause((cause) =>
-              Effect.logWarning(`queue ${name}: dead-lettering a corrupt message failed`, cause).pipe(
-                Effect.annotateLogs({ "message.id": message.id })
-              )
-            )
-          ), { discard: true }),
+        deadLetterCorrupt(
+          name,
+          corrupt,
+          ([message]) => message.id,
+          ([message, raw, reason]) => moveToDlq(message, raw, reason, now),
+          tags.corrupt
+        ),
         out
       )
     }

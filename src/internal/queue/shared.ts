@@ -1,7 +1,8 @@
-import { Cause, type Duration, Effect, Option, Random } from "effect"
+import { Cause, type Duration, Effect, type MetricLabel, Option, Random } from "effect"
 import * as visibility from "../../core/visibility.js"
 import type { ListOptions } from "../../queue/DeadLetter.js"
 import * as validate from "../validate.js"
+import { deadLettered } from "./metrics.js"
 
 /** Receipts are `<position>:<fencing token>`. */
 export const parseReceipt = (receipt: string): readonly [number, number] => {
@@ -95,6 +96,27 @@ export const tryParse = (
 
 /** The reason a message whose stored body is not JSON is dead-lettered with on receive. */
 export const corruptReason = (error: string) => `corrupt body: ${error}`
+
+/**
+ * Dead-letters the messages of a received batch whose body cannot be read, counting each one `move`d (`move`
+ * says whether it did); a move that fails is logged, and its message comes back later to be tried again.
+ */
+export const deadLetterCorrupt = <C>(
+  name: string,
+  corrupt: ReadonlyArray<C>,
+  idOf: (c: C) => string,
+  move: (c: C) => Effect.Effect<boolean, unknown>,
+  counted: ReadonlyArray<MetricLabel.MetricLabel>
+): Effect.Effect<void> =>
+  Effect.forEach(corrupt, (c) =>
+    move(c).pipe(
+      Effect.tap((moved) => Effect.sync(() => moved && deadLettered.unsafeUpdate(1, counted))),
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning(`queue ${name}: dead-lettering a corrupt message failed`, cause).pipe(
+          Effect.annotateLogs({ "message.id": idOf(c) })
+        )
+      )
+    ), { discard: true })
 
 /**
  * Serializes a body for a durable source; `undefined`, functions and symbols (which JSON drops) and
