@@ -456,6 +456,8 @@ describeRedis("CircuitBreaker/Redis", () => {
       )
       expect(() => CircuitBreakerRedis.make({ ...base, name: "x", flushInterval: 0, redis: { url: REDIS_URL } }))
         .toThrow(/flushInterval/)
+      expect(() => CircuitBreakerRedis.make({ ...base, name: "x", halfOpenTimeout: 0, redis: { url: REDIS_URL } }))
+        .toThrow(/halfOpenTimeout/)
     })
   })
 })
