@@ -6,8 +6,9 @@
  * - **open**: calls fail at once with {@link CircuitOpen}, for `openFor` (a duration or a `Schedule` that
  *   backs off over repeated openings).
  * - **half-open**: up to `halfOpenPermits` trial calls run; when all of them succeed the breaker closes,
- *   when one fails it opens again. Other callers fail fast meanwhile. At most `halfOpenPermits` trials are in
- *   flight at any moment, counting those still running from an earlier half-open period.
+ *   when one fails it opens again, and when they have not all ended within `halfOpenTimeout` it opens again
+ *   too. Other callers fail fast meanwhile. At most `halfOpenPermits` trials hold a permit at any moment,
+ *   counting those still running from an earlier half-open period (until that period's `halfOpenTimeout`).
  *
  * Time comes only from `Clock`, so the breaker is deterministic under `TestClock`.
  *
@@ -22,8 +23,8 @@ import type { Fields } from "./internal/errorFields.js"
 
 /**
  * The breaker is open (or half-open with every trial permit taken): the call was not run.
- * `retryAfter` is the time left before the breaker lets a trial through; zero in half-open, infinite
- * while the breaker is isolated.
+ * `retryAfter` is the time left open; in half-open with every permit taken, the time left in the half-open
+ * period (never zero); infinite while the breaker is isolated.
  *
  * `new CircuitOpen({ … })` takes `Fields<CircuitOpen>`: the fields that the interface {@link CircuitOpen} declares,
  * without `_tag`.
@@ -42,8 +43,9 @@ export const CircuitOpen: new(args: Fields<CircuitOpen>) => CircuitOpen = intern
 export interface CircuitOpen extends Cause.YieldableError {
   readonly _tag: "CircuitOpen"
   /**
-   * The time left before the breaker lets a trial through: zero in half-open, infinite while the breaker is
-   * isolated.
+   * When to try again: the time left open; in half-open with every permit taken, the time left in the
+   * half-open period (its `halfOpenTimeout`, or sooner if the trials end first) — never zero; infinite while
+   * the breaker is isolated.
    */
   readonly retryAfter: Duration.Duration
 }
@@ -179,6 +181,15 @@ export interface Options {
   readonly openFor: Duration.DurationInput | Schedule.Schedule<Duration.Duration, unknown>
   /** Trial calls let through in half-open, all of which must succeed to close. An integer >= 1; default 1. */
   readonly halfOpenPermits?: number
+  /**
+   * How long a half-open period waits for its trials, counted from its first trial: when they have not all
+   * ended by then, the breaker opens again (for `openFor`'s next delay), the trials still running lose their
+   * permits, and their late outcomes decide nothing. So a trial that hangs cannot hold the breaker in
+   * half-open. A positive, finite duration; default: the `openFor` delay of the opening before that half-open
+   * period (a schedule's step for it; not lengthened by `openForAtLeast`). Make it longer than your slowest
+   * healthy call when `openFor` is shorter than that.
+   */
+  readonly halfOpenTimeout?: Duration.DurationInput
   /**
    * Which typed failures count against the dependency. Default: all but `Fatal` (a 404 is not an
    * outage), so `AttemptTimeout` and `DeadlineExceeded` count. A failure that does not count is a success

@@ -1,26 +1,9 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import {
-  Cause,
-  Clock,
-  Context,
-  type Duration,
-  Effect,
-  Exit,
-  FastCheck as fc,
-  Logger,
-  Metric,
-  Schedule,
-  Scope,
-  TestClock
-} from "effect"
+import { Cause, Clock, Context, type Duration, Effect, Exit, Logger, Metric, Schedule, Scope, TestClock } from "effect"
 import { Redis } from "ioredis"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
-import * as Fleet from "../src/core/breakerFleet.js"
-import type { Trip } from "../src/core/breakerWindow.js"
 import { CircuitBreaker } from "../src/index.js"
 import { channelOf, keysOf, resolveFleet } from "../src/internal/circuitBreaker/redis.js"
-import { fleetScript } from "../src/internal/circuitBreaker/redisScript.js"
-import * as redisClient from "../src/internal/redis/client.js"
 import { breakerRedisSuite, isCircuitOpen } from "./breakerRedisSuite.js"
 import { kill, startRedisServer } from "./support/breakerFleet.js"
 import { eventually, untilSleeping } from "./support/eventually.js"
@@ -64,125 +47,6 @@ describeRedis("CircuitBreaker/Redis", () => {
 
   breakerRedisSuite("single node, a shared client", { connection: () => ({ client: shared }), prefix })
   breakerRedisSuite("single node, a url per replica", { connection: () => ({ url: REDIS_URL }), prefix })
-
-  const trips: ReadonlyArray<Trip> = [
-    { _tag: "Consecutive", failures: 3 },
-    {
-      _tag: "FailureRate",
-      threshold: 0.5,
-      minimumCalls: 5,
-      window: { _tag: "Count", calls: 10 },
-      slowCall: { millis: 100, rateThreshold: 0.6 }
-    },
-    {
-      _tag: "FailureRate",
-      threshold: 0.4,
-      minimumCalls: 4,
-      window: { _tag: "Time", millis: 1000, buckets: 4 },
-      slowCall: undefined
-    }
-  ]
-
-  const deltasArb = fc.integer({ min: 0, max: 6 }).chain((calls) =>
-    fc.integer({ min: 0, max: calls }).chain((failures) =>
-      fc.record({
-        calls: fc.constant(calls),
-        failures: fc.constant(failures),
-        slow: fc.integer({ min: 0, max: calls }),
-        // a success among the calls iff not all failed; with none, every failure is after the last success
-        trailing: calls > failures ? fc.integer({ min: 0, max: failures }) : fc.constant(failures),
-        sawSuccess: fc.constant(calls > failures),
-        asked: fc.constantFrom(0, 0, 700)
-      })
-    )
-  )
-
-  it.effect.prop(
-    "the script decides exactly as core/breakerFleet's model, operation for operation",
-    {
-      trip: fc.integer({ min: 0, max: trips.length - 1 }),
-      start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
-      steps: fc.array(
-        fc.record({
-          op: fc.constantFrom<Fleet.Op>(
-            "flush",
-            "flush",
-            "flush",
-            "acquire",
-            "acquire",
-            "release",
-            "success",
-            "success",
-            "failure",
-            "isolate",
-            "reset"
-          ),
-          // 250, 500 and 1000 hit the boundaries: a bucket, openFor, a trial's lease
-          delay: fc.oneof(fc.constantFrom(0, 250, 500, 1000), fc.integer({ min: 0, max: 700 })),
-          epoch: fc.constantFrom("current", "current", "current", "stale", "unknown"),
-          // the incarnation the caller's epoch belongs to: the state's, or another (the state was lost)
-          ownInc: fc.constantFrom(true, true, true, false),
-          deltas: deltasArb
-        }),
-        { minLength: 1, maxLength: 40 }
-      )
-    },
-    ({ start, steps, trip }) =>
-      Effect.gen(function*() {
-        const policy = trips[trip]!
-        const keys = keysOf(prefix, fresh("model"), policy)
-        const model = Fleet.emptyShared()
-        let now = start
-        for (const { delay, deltas, epoch, op, ownInc } of steps) {
-          now += delay
-          const known = epoch === "unknown" ? -1 : epoch === "stale" ? model.epoch - 1 : model.epoch
-          const inc = ownInc ? model.inc ?? "" : "elsewhere"
-          const input: Fleet.StepInput = {
-            op,
-            now,
-            epoch: known,
-            inc,
-            token: "t0",
-            delay: 500,
-            asked: deltas.asked,
-            permits: 2,
-            leaseMillis: 1000,
-            trip: policy,
-            deltas: { ...deltas }
-          }
-          const args = [
-            op,
-            String(now),
-            String(known),
-            "t0",
-            keys.channel,
-            "500",
-            String(deltas.asked),
-            "2",
-            "1000",
-            ...Fleet.policyArgs(policy),
-            ...Fleet.take({ ...deltas }),
-            inc
-          ]
-          const actual = yield* redisClient.runScript(
-            shared,
-            fleetScript,
-            [keys.state, keys.window],
-            args,
-            false,
-            5000,
-            (reply) => reply as ReadonlyArray<unknown>,
-            (e) => e
-          )
-          const expected = Fleet.step(model, input)
-          expect({ granted: actual[0] === 1, view: Fleet.fromFields(actual.slice(1)) }).toEqual({
-            granted: expected.granted,
-            view: expected.view
-          })
-        }
-      }),
-    { fastCheck: { numRuns: 150 } }
-  )
 
   it.scoped("a closed breaker pays no Redis round trip per call: one script per flush, whatever the calls", () =>
     Effect.gen(function*() {
@@ -592,6 +456,8 @@ describeRedis("CircuitBreaker/Redis", () => {
       )
       expect(() => CircuitBreakerRedis.make({ ...base, name: "x", flushInterval: 0, redis: { url: REDIS_URL } }))
         .toThrow(/flushInterval/)
+      expect(() => CircuitBreakerRedis.make({ ...base, name: "x", halfOpenTimeout: 0, redis: { url: REDIS_URL } }))
+        .toThrow(/halfOpenTimeout/)
     })
   })
 })

@@ -139,7 +139,7 @@ describe("CircuitBreaker", () => {
   })
 
   describe("half-open permits", () => {
-    it.scoped("all trials must succeed to close; the others fail fast with a zero retryAfter", () =>
+    it.scoped("all trials must succeed to close; the others fail fast, told the time left in the half-open period", () =>
       Effect.gen(function*() {
         const breaker = yield* CircuitBreaker.make({ ...basic, halfOpenPermits: 2 })
         yield* failTimes(breaker, 3)
@@ -147,8 +147,9 @@ describe("CircuitBreaker", () => {
         const gate = yield* Deferred.make<void>()
         const trials = yield* Effect.forEach([1, 2], () => Effect.fork(breaker.protect(Deferred.await(gate))))
         yield* settle
+        yield* TestClock.adjust("3 seconds")
         const third = yield* call(breaker, ok)
-        expect(retryAfterOf(third)).toBe(0)
+        expect(retryAfterOf(third)).toBe(7_000)
         yield* Deferred.succeed(gate, undefined)
         yield* Effect.forEach(trials, Fiber.join)
         expect(yield* breaker.state).toBe("closed")
@@ -193,7 +194,7 @@ describe("CircuitBreaker", () => {
         yield* TestClock.adjust("10 seconds")
         const trial = yield* Effect.fork(breaker.protect(Effect.never))
         yield* settle
-        expect(retryAfterOf(yield* call(breaker, ok))).toBe(0)
+        expect(retryAfterOf(yield* call(breaker, ok))).toBe(10_000)
         yield* Fiber.interrupt(trial)
         expect(yield* breaker.state).toBe("half-open")
         expect(yield* call(breaker, ok)).toEqual(Exit.succeed("ok"))
@@ -203,8 +204,9 @@ describe("CircuitBreaker", () => {
     it.scoped("a trial still running from an earlier half-open period holds its permit", () =>
       Effect.gen(function*() {
         // the shrunk counterexample of the property below: two trials, one fails (open again) while the other
-        // still runs; the next half-open period must admit one trial beside it, not two
-        const breaker = yield* CircuitBreaker.make({ ...basic, halfOpenPermits: 2 })
+        // still runs; the next half-open period must admit one trial beside it, not two (within the first
+        // period's halfOpenTimeout: test/CircuitBreaker.halfOpen.test.ts has what happens after it)
+        const breaker = yield* CircuitBreaker.make({ ...basic, halfOpenPermits: 2, halfOpenTimeout: "1 minute" })
         yield* failTimes(breaker, 3)
         yield* TestClock.adjust("10 seconds")
         const gate = yield* Deferred.make<void>()
@@ -794,6 +796,11 @@ describe("CircuitBreaker", () => {
             slowCall: { duration: "1 second", rateThreshold: 0 }
           }),
         () => CircuitBreaker.make({ ...basic, halfOpenPermits: 0 }),
+        () => CircuitBreaker.make({ ...basic, halfOpenTimeout: 0 }),
+        () => CircuitBreaker.make({ ...basic, halfOpenTimeout: -1 }),
+        () => CircuitBreaker.make({ ...basic, halfOpenTimeout: Duration.infinity }),
+        () => CircuitBreaker.make({ ...basic, halfOpenTimeout: "soon" as never }),
+        () => CircuitBreaker.keyed({ ...basic, halfOpenTimeout: "0 millis" }),
         () => CircuitBreaker.make({ ...basic, openFor: -1 }),
         () => CircuitBreaker.make({ ...basic, openFor: Duration.infinity }),
         () => CircuitBreaker.make({ trip: { _tag: "Nope" } as never, openFor: "1 second" }),
@@ -848,14 +855,16 @@ describe("CircuitBreaker", () => {
     )
 
     it.effect.prop(
-      "never runs more concurrent trials than its permits, and never leaks a permit",
+      "never runs more concurrent trials than its permits (within halfOpenTimeout), and never leaks a permit",
       { permits: fc.integer({ min: 1, max: 5 }), commands: fc.array(command, { maxLength: 80 }) },
       ({ commands, permits }) =>
         Effect.gen(function*() {
           const breaker = yield* CircuitBreaker.make({
             trip: CircuitBreaker.consecutive(1),
             openFor: "10 millis",
-            halfOpenPermits: permits
+            halfOpenPermits: permits,
+            // longer than any history here: no trial is presumed hung
+            halfOpenTimeout: "1 hour"
           })
           let trials = 0
           // calls in flight: the gate that ends each one, and its fiber

@@ -22,6 +22,13 @@ export const isCircuitOpen = (exit: Exit.Exit<unknown, unknown>): boolean =>
   Exit.isFailure(exit) &&
   Cause.failureOption(exit.cause).pipe((o) => o._tag === "Some" && o.value instanceof CircuitBreaker.CircuitOpen)
 
+/** The `retryAfter` of an exit that is `CircuitOpen`, in milliseconds. */
+const retryAfterOf = (exit: Exit.Exit<unknown, unknown>): number => {
+  const e = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
+  if (e?._tag !== "Some" || !(e.value instanceof CircuitBreaker.CircuitOpen)) throw new Error("expected CircuitOpen")
+  return Duration.toMillis(e.value.retryAfter)
+}
+
 const stateIs = (breaker: CircuitBreaker.CircuitBreaker, state: CircuitBreaker.State) =>
   eventually(Effect.map(breaker.state, (s) => s === state), { within: "10 seconds" })
 
@@ -70,6 +77,18 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
     })
 
   const rate = CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 10, window: { duration: "10 seconds" } })
+
+  /** Two replicas of a breaker that one failure opens for a first delay of 1 second: half-open when it returns. */
+  const halfOpenPair = (options: Omit<CircuitBreakerRedis.Options, "redis" | "name" | "prefix" | "trip">) =>
+    Effect.gen(function*() {
+      const { all: [a, b] } = yield* replicas(2, { ...options, trip: CircuitBreaker.consecutive(1) })
+      yield* Effect.exit(a!.protect(boom))
+      yield* flushAll(2)
+      yield* stateIs(b!, "open")
+      yield* TestClock.adjust("1 second")
+      yield* stateIs(b!, "half-open")
+      return [a!, b!] as const
+    })
 
   describe(`CircuitBreaker/Redis contract (${label})`, () => {
     it.scoped("the fleet's failure rate opens every replica, though no replica crossed it alone", () =>
@@ -135,28 +154,64 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
 
     it.scoped("a failed trial reopens every replica, for the schedule's next delay", () =>
       Effect.gen(function*() {
-        const openFor = Schedule.exponential("1 second")
-        const { all: [a, b] } = yield* replicas(2, { trip: CircuitBreaker.consecutive(1), openFor })
-        yield* Effect.exit(a!.protect(boom))
-        yield* flushAll(2)
-        yield* stateIs(b!, "open")
-        yield* TestClock.adjust("1 second")
-        yield* stateIs(b!, "half-open")
-        const exit = yield* Effect.exit(b!.protect(boom))
+        const [a, b] = yield* halfOpenPair({ openFor: Schedule.exponential("1 second") })
+        const exit = yield* Effect.exit(b.protect(boom))
         expect(Exit.isFailure(exit) && !isCircuitOpen(exit)).toBe(true)
-        yield* stateIs(a!, "open")
+        yield* stateIs(a, "open")
         // the second opening lasts 2 seconds
-        const rejected = yield* Effect.exit(a!.protect(ok))
-        expect(isCircuitOpen(rejected)).toBe(true)
-        if (Exit.isFailure(rejected)) {
-          const e = Cause.failureOption(rejected.cause)
-          const retryAfter = e._tag === "Some" ? (e.value as CircuitBreaker.CircuitOpen).retryAfter : Duration.zero
-          expect(Duration.toMillis(retryAfter)).toBe(2000)
-        }
+        expect(retryAfterOf(yield* Effect.exit(a.protect(ok)))).toBe(2000)
         yield* TestClock.adjust("1 second")
-        expect(yield* a!.state).toBe("open")
+        expect(yield* a.state).toBe("open")
         yield* TestClock.adjust("1 second")
-        yield* stateIs(a!, "half-open")
+        yield* stateIs(a, "half-open")
+      }))
+
+    it.scoped("a trial that hangs on one replica does not hold the fleet half-open: halfOpenTimeout reopens it for all", () =>
+      Effect.gen(function*() {
+        // default halfOpenTimeout: the openFor delay of the opening, 1 s then 2 s
+        const [a, b] = yield* halfOpenPair({ openFor: Schedule.exponential("1 second") })
+        const t = yield* Clock.currentTimeMillis
+        const gate = yield* Deferred.make<void>()
+        let started = false
+        const hung = yield* Effect.fork(
+          a.protect(Effect.zipRight(Effect.sync(() => (started = true)), Effect.as(Deferred.await(gate), "late")))
+        )
+        yield* eventually(Effect.sync(() => started))
+        // the only permit is taken: b's callers are told the time left in the period, never zero
+        expect(retryAfterOf(yield* Effect.exit(b.protect(ok)))).toBe(1000)
+        expect(retryAfterOf(yield* Effect.exit(b.protect(ok)))).toBe(1000)
+        // the deadline lives in Redis: any replica's flush after it reopens the fleet, for the next delay
+        yield* TestClock.adjust("1 second")
+        for (const r of [a, b]) yield* stateIs(r, "open")
+        const reopened = yield* Clock.currentTimeMillis
+        expect(retryAfterOf(yield* Effect.exit(b.protect(ok)))).toBe(t + 1000 + 2000 - reopened)
+        // the hung trial ends at last: its caller gets its result, and it decides nothing
+        yield* Deferred.succeed(gate, undefined)
+        expect(yield* Fiber.join(hung)).toBe("late")
+        yield* flushAll(2)
+        for (const r of [a, b]) expect(yield* r.state).toBe("open")
+        // the next half-open period runs a fresh trial, whose success closes every replica
+        yield* TestClock.adjust("2 seconds")
+        yield* stateIs(b, "half-open")
+        expect(yield* b.protect(ok)).toBe("ok")
+        for (const r of [a, b]) yield* stateIs(r, "closed")
+      }))
+
+    it.scoped("halfOpenTimeout given: every replica's refusals count down the same period", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* halfOpenPair({ openFor: "1 second", halfOpenTimeout: "5 seconds" })
+        const gate = yield* Deferred.make<void>()
+        let started = false
+        yield* Effect.fork(a.protect(Effect.zipRight(Effect.sync(() => (started = true)), Deferred.await(gate))))
+        yield* eventually(Effect.sync(() => started))
+        expect(retryAfterOf(yield* Effect.exit(b.protect(ok)))).toBe(5000)
+        yield* TestClock.adjust("3 seconds")
+        expect(yield* b.state).toBe("half-open")
+        expect(retryAfterOf(yield* Effect.exit(b.protect(ok)))).toBe(2000)
+        expect(retryAfterOf(yield* Effect.exit(a.protect(ok)))).toBe(2000)
+        yield* TestClock.adjust("2 seconds")
+        for (const r of [a, b]) yield* stateIs(r, "open")
+        yield* Deferred.succeed(gate, undefined)
       }))
 
     it.scoped("consecutive(n) fleet-wide: failures add up across replicas; a reported success restarts the run", () =>

@@ -6,9 +6,12 @@
  * package root does not.
  *
  * A closed breaker pays no Redis round trip per call: each replica counts its calls and flushes the counts
- * every `flushInterval` (or after `flushEvery` calls) with one script that also answers the fleet's state;
- * transitions arrive by pub/sub at once. When Redis fails or is slower than `timeout`, a replica runs on a
- * local breaker with the same options until Redis answers again. See `docs/distributed-breaker.md`.
+ * every `flushInterval` (or after `flushEvery` calls) with one script that also answers the fleet's state,
+ * and a replica's state is what those replies say, whatever it believed before (Redis restored from an older
+ * snapshot included). A transition is published on a pub/sub channel, which makes every replica flush at once
+ * — never believed itself, and rate-limited, so whoever may publish there can neither hold the fleet open nor
+ * make replicas loop. When Redis fails or is slower than `timeout`, a replica runs on a local breaker with
+ * the same options until Redis answers again. See `docs/distributed-breaker.md`.
  *
  * @since 0.1.0
  */
@@ -20,7 +23,9 @@ import type * as redisOptions from "../internal/redis/options.js"
 
 /**
  * The options of `CircuitBreaker.make` (but `initialState`: the state lives in Redis and outlives every
- * replica), with a required `name`, and:
+ * replica), with a required `name`, and the rest below. `halfOpenTimeout` is fleet-wide: the half-open
+ * period's deadline is kept in Redis, and the fleet reopens when its trials, on whichever replica, have not
+ * all ended by then.
  *
  * - `redis`: a client you own (`{ client }`, an ioredis `Redis` or `Cluster`, never closed by the breaker)
  *   or `{ url }` / `{ cluster }` (startup nodes) to connect to (closed with the breaker's scope;
@@ -52,8 +57,10 @@ export interface Options extends Omit<CircuitBreakerModule.Options, "name" | "in
    */
   readonly timeout?: Duration.DurationInput
   /**
-   * How long a half-open trial holds its permit in Redis: the permit of a trial whose replica died (and
-   * never reported) is given to another after it. Default 30 seconds; make it longer than your slowest call.
+   * How long a half-open trial holds its permit in Redis within its period: the permit of a trial whose
+   * replica died (and never reported) is given to another after it. Default 30 seconds; make it longer than
+   * your slowest call. (`halfOpenTimeout`, by default shorter, reopens the fleet when a period's trials have
+   * not all ended by then.)
    */
   readonly trialLease?: Duration.DurationInput
 }

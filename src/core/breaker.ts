@@ -9,12 +9,22 @@
  * A generation is a period between two transitions. A call is admitted in one and its outcome counts only
  * if the breaker is still in it when the call ends: a result from before an opening (or a reset) says
  * nothing about the period now.
+ *
+ * A half-open period has a deadline, `trialTimeout` after its first trial started: a trial still running
+ * then is presumed hung, its period is over (the caller opens again, see {@link expiredAt}) and its permit is
+ * freed. So a trial holds its permit until it ends or its period's deadline passes, whichever comes first.
  */
 
 /** The three states; the number beside each is its gauge value. */
 export type State = "closed" | "open" | "half-open"
 
 export const gaugeValue = (state: State): number => state === "closed" ? 0 : state === "half-open" ? 1 : 2
+
+/** A permit held by a running trial: admitted in `generation`, freed at `until` if the trial has not ended. */
+export interface Lease {
+  readonly generation: number
+  readonly until: number
+}
 
 export interface Machine {
   readonly state: State
@@ -25,12 +35,16 @@ export interface Machine {
   readonly openUntil: number
   /** Openings since the breaker last closed: how far the `openFor` schedule has advanced. */
   readonly openings: number
+  /** The `halfOpenTimeout` of the half-open period that follows this opening, in milliseconds. */
+  readonly trialTimeout: number
+  /** When the half-open period times out: set by its first trial; meaningless while `admitted` is 0. */
+  readonly halfOpenUntil: number
   /** Half-open permits taken in this period: trials running or succeeded. */
   readonly admitted: number
-  /** Trials running now, whatever half-open period admitted them. */
-  readonly inFlight: number
   /** Trials of this period that succeeded. */
   readonly succeeded: number
+  /** The permits of the trials running now, whatever half-open period admitted them. */
+  readonly leases: ReadonlyArray<Lease>
 }
 
 export const initial: Machine = {
@@ -39,9 +53,11 @@ export const initial: Machine = {
   generation: 0,
   openUntil: 0,
   openings: 0,
+  trialTimeout: 0,
+  halfOpenUntil: 0,
   admitted: 0,
-  inFlight: 0,
-  succeeded: 0
+  succeeded: 0,
+  leases: []
 }
 
 /** What a finished call meant for the breaker. Interruption (and failures that do not count) are `"ignored"`. */
@@ -57,13 +73,30 @@ const enter = (m: Machine, to: State, patch?: Partial<Machine>): Machine => ({
   succeeded: 0
 })
 
-/** An open breaker whose time is up is half-open. Lazy: called before every decision and by the timer. */
-export const refresh = (m: Machine, now: number): Machine =>
-  m.state === "open" && !m.isolated && now >= m.openUntil ? enter(m, "half-open") : m
+/**
+ * An open breaker whose time is up is half-open, and a lease whose deadline has come is freed. Lazy: called
+ * before every decision and by the timer (after {@link expiredAt}).
+ */
+export const refresh = (m0: Machine, now: number): Machine => {
+  const m = m0.state === "open" && !m0.isolated && now >= m0.openUntil ? enter(m0, "half-open") : m0
+  return m.leases.length > 0 && m.leases.some((l) => now >= l.until)
+    ? { ...m, leases: m.leases.filter((l) => now < l.until) }
+    : m
+}
 
-/** Opens for `delayMillis` (the caller's `openFor`, stepped for this opening). */
-export const open = (m: Machine, now: number, delayMillis: number): Machine =>
-  enter(m, "open", { openings: m.openings + 1, openUntil: now + delayMillis })
+/**
+ * The deadline of a half-open period that timed out at `now` (a trial it admitted was still running then),
+ * or `undefined`. The caller then opens the breaker as of that deadline, with the next `openFor` delay.
+ */
+export const expiredAt = (m: Machine, now: number): number | undefined =>
+  m.state === "half-open" && m.admitted > m.succeeded && now >= m.halfOpenUntil ? m.halfOpenUntil : undefined
+
+/**
+ * Opens for `delayMillis` (the caller's `openFor`, stepped for this opening); the half-open period after it
+ * times out `trialTimeoutMillis` after its first trial started.
+ */
+export const open = (m: Machine, now: number, delayMillis: number, trialTimeoutMillis: number): Machine =>
+  enter(m, "open", { openings: m.openings + 1, openUntil: now + delayMillis, trialTimeout: trialTimeoutMillis })
 
 /** Closes: the `openFor` schedule starts over. */
 export const close = (m: Machine): Machine => enter(m, "closed", { openings: 0 })
@@ -75,9 +108,21 @@ export const isolate = (m: Machine): Machine =>
 /** Closes, even when closed: a new period, so calls admitted before no longer count. */
 export const reset = (m: Machine): Machine => close({ ...m, isolated: false })
 
-/** How long a rejected caller should wait: zero in half-open, forever while isolated, else the time left open. */
-export const retryAfterMillis = (m: Machine, now: number): number =>
-  m.state !== "open" ? 0 : m.isolated ? Infinity : Math.max(0, m.openUntil - now)
+/**
+ * How long a rejected caller should wait: forever while isolated, the time left open, and in half-open with
+ * every permit taken the time until one is freed at the latest — the end of the period when the period's own
+ * trials hold them, else the earliest lease of an earlier period's trial (never zero: a lease whose
+ * deadline came is freed by {@link refresh}). Zero when a call would be admitted.
+ */
+export const retryAfterMillis = (m: Machine, now: number, permits: number): number => {
+  if (m.state === "closed") return 0
+  if (m.state === "open") return m.isolated ? Infinity : Math.max(0, m.openUntil - now)
+  if (m.admitted >= permits) return Math.max(0, m.halfOpenUntil - now)
+  if (m.leases.length < permits) return 0
+  let earliest = Infinity
+  for (const l of m.leases) if (l.until < earliest) earliest = l.until
+  return Math.max(0, earliest - now)
+}
 
 export type Admission =
   /** Run it as a closed call of `generation`; report with {@link closedCounts}. */
@@ -92,17 +137,25 @@ export interface Admit {
 }
 
 /**
- * Decides whether a call may run at `now`, taking a half-open permit when it runs as a trial. At most
- * `permits` trials run at once: a trial of an earlier half-open period still running keeps its permit.
+ * Decides whether a call may run at `now`, taking a half-open permit when it runs as a trial (the caller has
+ * handled {@link expiredAt} first). At most `permits` trials hold a permit at once: a trial of an earlier
+ * half-open period still running keeps its permit until its own period's deadline.
  */
 export const admit = (m0: Machine, now: number, permits: number): Admit => {
   const m = refresh(m0, now)
   if (m.state === "closed") return { machine: m, admission: { _tag: "Closed", generation: m.generation } }
-  if (m.state === "open" || m.admitted >= permits || m.inFlight >= permits) {
-    return { machine: m, admission: { _tag: "Rejected", retryAfterMillis: retryAfterMillis(m, now) } }
+  if (m.state === "open" || m.admitted >= permits || m.leases.length >= permits) {
+    return { machine: m, admission: { _tag: "Rejected", retryAfterMillis: retryAfterMillis(m, now, permits) } }
   }
+  // the period's clock starts with its first trial (again, when every trial before gave its permit back)
+  const until = m.admitted === 0 ? now + m.trialTimeout : m.halfOpenUntil
   return {
-    machine: { ...m, admitted: m.admitted + 1, inFlight: m.inFlight + 1 },
+    machine: {
+      ...m,
+      admitted: m.admitted + 1,
+      halfOpenUntil: until,
+      leases: [...m.leases, { generation: m.generation, until }]
+    },
     admission: { _tag: "Trial", generation: m.generation }
   }
 }
@@ -121,8 +174,10 @@ export interface TrialEnd {
 }
 
 /**
- * A trial admitted in `generation` ended. A slow trial (the caller's slow-call rule) counts as failed.
- * An ignored outcome (interruption) gives its permit back; all `permits` trials succeeding closes.
+ * A trial admitted in `generation` ended (the caller refreshed the machine first). A slow trial (the caller's
+ * slow-call rule) counts as failed. An ignored outcome (interruption) gives its permit back; all `permits`
+ * trials succeeding closes. A trial of another period, or one that outlived its period's deadline (its permit
+ * freed), decides nothing.
  */
 export const trialEnded = (
   m: Machine,
@@ -131,8 +186,9 @@ export const trialEnded = (
   slow: boolean,
   permits: number
 ): TrialEnd => {
-  const running = { ...m, inFlight: m.inFlight - 1 }
-  if (generation !== m.generation) return { machine: running, verdict: "none" }
+  const i = m.leases.findIndex((l) => l.generation === generation)
+  const running = i === -1 ? m : { ...m, leases: m.leases.filter((_, j) => j !== i) }
+  if (generation !== m.generation || i === -1) return { machine: running, verdict: "none" }
   if (outcome === "ignored") return { machine: { ...running, admitted: running.admitted - 1 }, verdict: "none" }
   if (outcome === "failure" || slow) return { machine: running, verdict: "open" }
   const succeeded = running.succeeded + 1
@@ -155,10 +211,14 @@ export const save = (m: Machine): Saved => ({
   openings: m.openings
 })
 
-/** A machine restored from a snapshot: open (or isolated) until `openUntil`, or half-open with no trial running. */
-export const restore = (s: Saved): Machine => {
+/**
+ * A machine restored from a snapshot: open (or isolated) until `openUntil`, or half-open with no trial
+ * running; its half-open period times out `trialTimeoutMillis` after its first trial.
+ */
+export const restore = (s: Saved, trialTimeoutMillis: number): Machine => {
+  const base = { ...initial, openings: s.openings, trialTimeout: trialTimeoutMillis }
   if (s.isolated || s.state === "open") {
-    return { ...initial, state: "open", isolated: s.isolated, openUntil: s.openUntil ?? 0, openings: s.openings }
+    return { ...base, state: "open", isolated: s.isolated, openUntil: s.openUntil ?? 0 }
   }
-  return { ...initial, state: s.state, openings: s.openings }
+  return { ...base, state: s.state }
 }

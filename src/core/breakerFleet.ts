@@ -1,7 +1,7 @@
 /**
  * The pure part of the distributed (fleet) circuit breaker: what a replica knows of the fleet's state
- * (a {@link View}, decoded from a script reply or a pub/sub message), which of two views is the newer,
- * what state a view means at a given time, and the per-replica deltas a replica counts between two flushes.
+ * (a {@link View}, decoded from a script reply: the only source a replica takes its state from), what state
+ * a view means at a given time, and the per-replica deltas a replica counts between two flushes.
  *
  * The fleet's decisions themselves (adding deltas to the shared window, opening, permits) run in Redis,
  * in one Lua script (`internal/circuitBreaker/redisScript.ts`), atomically; {@link step} is their reference
@@ -26,6 +26,11 @@ export interface View {
   readonly openings: number
   /** When the fleet entered this state (the `Clock` of the replica that moved it), epoch milliseconds. */
   readonly changedAt: number
+  /**
+   * When the half-open period times out (epoch milliseconds) unless its running trials end first; 0 when no
+   * trial of the period runs (or not half-open).
+   */
+  readonly halfOpenUntil: number
 }
 
 /** Before the first answer from Redis: closed, in no known epoch (the first flush is accepted whatever it is). */
@@ -36,7 +41,8 @@ export const unknown: View = {
   openUntil: 0,
   isolated: false,
   openings: 0,
-  changedAt: 0
+  changedAt: 0,
+  halfOpenUntil: 0
 }
 
 const states: ReadonlyArray<string> = ["closed", "open", "half-open"]
@@ -47,41 +53,65 @@ const finite = (x: unknown): number | undefined => {
 }
 
 /**
- * A view from its seven fields, in the script's order: inc, epoch, state, openUntil, isolated ("1"/"0"),
- * openings, changedAt. `undefined` for anything malformed.
+ * A view from its eight fields, in the script's order: inc, epoch, state, openUntil, isolated ("1"/"0"),
+ * openings, changedAt, halfOpenUntil. `undefined` for anything malformed.
  */
 export const fromFields = (fields: ReadonlyArray<unknown>): View | undefined => {
-  if (fields.length !== 7) return undefined
-  const [inc, e, state, until, iso, o, at] = fields
+  if (fields.length !== 8) return undefined
+  const [inc, e, state, until, iso, o, at, hou] = fields
   const epoch = finite(e)
   const openUntil = finite(until)
   const openings = finite(o)
   const changedAt = finite(at)
+  const halfOpenUntil = finite(hou)
   if (
     typeof inc !== "string" || inc === "" || epoch === undefined || typeof state !== "string" ||
     !states.includes(state) || openUntil === undefined || (iso !== "0" && iso !== "1") ||
-    openings === undefined || changedAt === undefined
+    openings === undefined || changedAt === undefined || halfOpenUntil === undefined
   ) return undefined
-  return { inc, epoch, state: state as State, openUntil, isolated: iso === "1", openings, changedAt }
+  return { inc, epoch, state: state as State, openUntil, isolated: iso === "1", openings, changedAt, halfOpenUntil }
 }
 
-/** A pub/sub message: the same seven fields joined by `|`. */
+/**
+ * A pub/sub message: the same eight fields joined by `|`. Anyone allowed to publish on the channel can send
+ * one, so a replica never takes its state from it: at most it asks Redis (see {@link isNews}).
+ */
 export const fromMessage = (message: string): View | undefined => fromFields(message.split("|"))
 
+/** Whether two views say the same in every field. */
+export const sameView = (a: View, b: View): boolean =>
+  a.inc === b.inc && a.epoch === b.epoch && a.state === b.state && a.openUntil === b.openUntil &&
+  a.isolated === b.isolated && a.openings === b.openings && a.changedAt === b.changedAt &&
+  a.halfOpenUntil === b.halfOpenUntil
+
 /**
- * Whether `next` replaces `known`. Within one incarnation epochs only grow, and a same-epoch view may only
- * add `isolated`; a view from another incarnation (the state in Redis was lost and started over) always wins.
+ * Whether a message may tell a replica that knows `known` something it does not: anything but the view it
+ * already has (e.g. the message of its own transition) is worth asking Redis about.
  */
-export const supersedes = (known: View, next: View): boolean =>
-  next.inc !== known.inc || next.epoch > known.epoch || (next.epoch === known.epoch && next.isolated && !known.isolated)
+export const isNews = (known: View, message: string): boolean => {
+  const v = fromMessage(message)
+  return v === undefined || !sameView(known, v)
+}
+
+/** Whether two views are of the same period: the counts and trials of one say nothing about another. */
+export const samePeriod = (a: View, b: View): boolean =>
+  a.inc === b.inc && a.epoch === b.epoch && a.state === b.state && a.changedAt === b.changedAt
 
 /** The state a view means at `now`: an open (not isolated) breaker whose time is up is half-open. */
 export const stateAt = (v: View, now: number): State =>
   v.state === "open" && !v.isolated && now >= v.openUntil ? "half-open" : v.state
 
-/** How long a rejected caller should wait: zero in half-open, forever while isolated, else the time left open. */
-export const retryAfterMillis = (v: View, now: number): number =>
-  stateAt(v, now) !== "open" ? 0 : v.isolated ? Infinity : Math.max(0, v.openUntil - now)
+/**
+ * How long a rejected caller should wait: forever while isolated, the time left open, and in half-open (every
+ * permit taken) the time left in the period; when the view cannot tell that (its deadline has passed: the
+ * replica learns what followed at its next flush), `unknownMillis`. Never zero but when closed.
+ */
+export const retryAfterMillis = (v: View, now: number, unknownMillis: number): number => {
+  const state = stateAt(v, now)
+  if (state === "closed") return 0
+  if (state === "open") return v.isolated ? Infinity : Math.max(0, v.openUntil - now)
+  return v.halfOpenUntil > now ? v.halfOpenUntil - now : unknownMillis
+}
 
 /** The view as a breaker snapshot's state part, to seed the local breaker a replica falls back to. */
 export const saved = (v: View, now: number) => {
@@ -195,6 +225,12 @@ export interface Shared {
   taken: number
   succeeded: number
   lease: number
+  /**
+   * The half-open period's deadline, set by its first permit, and the epoch it was set in: a deadline of
+   * another epoch (one an older version of the script left behind) is none.
+   */
+  halfOpenUntil: number
+  halfOpenEpoch: number
   /** consecutive: the run of failures; count window: chunks [calls, failures, slow], newest first; time: buckets. */
   run: number
   chunks: Array<[number, number, number]>
@@ -212,6 +248,8 @@ export const emptyShared = (): Shared => ({
   taken: 0,
   succeeded: 0,
   lease: 0,
+  halfOpenUntil: 0,
+  halfOpenEpoch: -1,
   run: 0,
   chunks: [],
   buckets: new Map()
@@ -230,6 +268,8 @@ export interface StepInput {
   readonly token: string
   readonly delay: number
   readonly asked: number
+  /** The `halfOpenTimeout` of the current half-open period (the caller's option, or its opening's delay). */
+  readonly trialTimeout: number
   readonly permits: number
   readonly leaseMillis: number
   readonly trip: Trip
@@ -303,37 +343,51 @@ export const step = (s: Shared, input: StepInput): StepResult => {
   const known = input.epoch !== -1 && input.inc !== s.inc ? -1 : input.epoch
   let published = false
   let granted = false
-  const enter = (to: State) => {
+  const enter = (to: State, at: number) => {
     s.epoch++
     s.state = to
-    s.changedAt = now
+    s.changedAt = at
     s.taken = s.succeeded = s.lease = 0
     published = true
   }
-  const open = () => {
-    enter("open")
+  const open = (at: number, asked: number) => {
+    enter("open", at)
     s.openings++
-    s.openUntil = now + Math.max(input.delay, input.asked)
+    s.openUntil = at + Math.max(input.delay, asked)
     emptyWindow(s)
   }
   const close = () => {
-    enter("closed")
+    enter("closed", now)
     s.openings = 0
     s.isolated = false
     emptyWindow(s)
   }
-  if (s.state === "open" && !s.isolated && now >= s.openUntil) enter("half-open")
+  const lazyHalfOpen = () => {
+    if (s.state === "open" && !s.isolated && now >= s.openUntil) enter("half-open", now)
+  }
+  lazyHalfOpen()
+  // a half-open period whose trials have not all ended by its deadline opens again, as of that deadline
+  const running = s.state === "half-open" && s.halfOpenEpoch === s.epoch && s.taken > s.succeeded
+  if (running && now >= s.halfOpenUntil) {
+    open(s.halfOpenUntil, 0)
+    lazyHalfOpen()
+  }
   const current = known === s.epoch
   switch (input.op) {
     case "flush":
       if (s.state === "closed" && input.deltas.calls > 0 && (known === -1 || current)) {
-        if (addCounts(s, input.trip, input.deltas, now)) open()
+        if (addCounts(s, input.trip, input.deltas, now)) open(now, input.asked)
       }
       break
     case "acquire":
       if (s.state === "half-open") {
         if (s.taken >= input.permits && now >= s.lease) s.taken = s.succeeded
         if (s.taken < input.permits) {
+          // the period's clock starts with its first trial (again, when every trial before gave its permit back)
+          if (s.taken === 0 || s.halfOpenEpoch !== s.epoch) {
+            s.halfOpenUntil = now + input.trialTimeout
+            s.halfOpenEpoch = s.epoch
+          }
           s.taken++
           s.lease = now + input.leaseMillis
           granted = true
@@ -350,11 +404,11 @@ export const step = (s: Shared, input: StepInput): StepResult => {
       }
       break
     case "failure":
-      if (s.state === "half-open" && current) open()
+      if (s.state === "half-open" && current) open(now, input.asked)
       break
     case "isolate":
       if (!s.isolated) {
-        if (s.state !== "open") enter("open")
+        if (s.state !== "open") enter("open", now)
         s.isolated = true
         published = true
       }
@@ -372,7 +426,10 @@ export const step = (s: Shared, input: StepInput): StepResult => {
       openUntil: s.openUntil,
       isolated: s.isolated,
       openings: s.openings,
-      changedAt: s.changedAt
+      changedAt: s.changedAt,
+      halfOpenUntil: s.state === "half-open" && s.halfOpenEpoch === s.epoch && s.taken > s.succeeded
+        ? s.halfOpenUntil
+        : 0
     }
   }
 }

@@ -2,7 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Breaker from "../../src/core/breaker.js"
 
-const opened = (m: Breaker.Machine, now: number, delay: number) => Breaker.open(m, now, delay)
+/** Opens for `delay`; the half-open period after it times out `delay` after its first trial (the default). */
+const opened = (m: Breaker.Machine, now: number, delay: number) => Breaker.open(m, now, delay, delay)
 
 describe("core/breaker", () => {
   it("a closed machine admits closed calls of its generation and allocates nothing for them", () => {
@@ -21,9 +22,11 @@ describe("core/breaker", () => {
     expect(a.admission).toEqual({ _tag: "Trial", generation: 2 })
     const b = Breaker.admit(a.machine, 1500, 2)
     expect(b.admission._tag).toBe("Trial")
-    const c = Breaker.admit(b.machine, 1500, 2)
-    expect(c.admission).toEqual({ _tag: "Rejected", retryAfterMillis: 0 })
-    expect(c.machine).toMatchObject({ state: "half-open", admitted: 2, inFlight: 2 })
+    // every permit taken: the time left in the half-open period, which started with the first trial
+    const c = Breaker.admit(b.machine, 1600, 2)
+    expect(c.admission).toEqual({ _tag: "Rejected", retryAfterMillis: 400 })
+    expect(c.machine).toMatchObject({ state: "half-open", admitted: 2, halfOpenUntil: 2000 })
+    expect(c.machine.leases).toHaveLength(2)
   })
 
   it("every trial succeeding closes; one failing (or slow) opens", () => {
@@ -35,29 +38,58 @@ describe("core/breaker", () => {
     expect(Breaker.trialEnded(first.machine, 2, "failure", false, 2).verdict).toBe("open")
     expect(Breaker.trialEnded(first.machine, 2, "success", true, 2).verdict).toBe("open")
     const closed = Breaker.close(Breaker.trialEnded(first.machine, 2, "success", false, 2).machine)
-    expect(closed).toMatchObject({ state: "closed", openings: 0, admitted: 0, succeeded: 0, inFlight: 0 })
+    expect(closed).toMatchObject({ state: "closed", openings: 0, admitted: 0, succeeded: 0, leases: [] })
   })
 
   it("an interrupted trial gives its permit back; a stale trial only leaves the in-flight count", () => {
     const t = Breaker.admit(opened(Breaker.initial, 0, 10), 10, 1)
     const back = Breaker.trialEnded(t.machine, 2, "ignored", false, 1)
-    expect(back.machine).toMatchObject({ admitted: 0, inFlight: 0 })
+    expect(back.machine).toMatchObject({ admitted: 0, leases: [] })
     const reopened = opened(t.machine, 11, 10)
     const stale = Breaker.trialEnded(reopened, 2, "success", false, 1)
-    expect(stale).toEqual({ machine: { ...reopened, inFlight: 0 }, verdict: "none" })
+    expect(stale).toEqual({ machine: { ...reopened, leases: [] }, verdict: "none" })
   })
 
   it("a trial still running from an earlier period holds its permit", () => {
     const t = Breaker.admit(opened(Breaker.initial, 0, 10), 10, 1).machine
-    const again = opened(t, 10, 10) // another trial failed meanwhile, in this toy history
-    expect(Breaker.admit(again, 20, 1).admission).toEqual({ _tag: "Rejected", retryAfterMillis: 0 })
+    const again = Breaker.open(t, 10, 10, 50) // another trial failed meanwhile, in this toy history
+    // its permit is held until its own period's deadline (10 + 10): the caller is told when that comes
+    expect(Breaker.admit(again, 15, 1).admission).toEqual({ _tag: "Rejected", retryAfterMillis: 5 })
+    expect(Breaker.admit(again, 20, 1).admission).toEqual({ _tag: "Trial", generation: 4 })
+  })
+
+  it("a half-open period whose trial has not ended by its deadline has expired; the trial's permit is freed", () => {
+    const m = Breaker.open(Breaker.initial, 0, 1000, 300)
+    // the period's clock starts with its first trial, not when the breaker half-opened
+    const t = Breaker.admit(m, 1500, 1).machine
+    expect(t.halfOpenUntil).toBe(1800)
+    expect(Breaker.expiredAt(t, 1799)).toBeUndefined()
+    expect(Breaker.admit(t, 1799, 1).admission).toEqual({ _tag: "Rejected", retryAfterMillis: 1 })
+    expect(Breaker.expiredAt(t, 1800)).toBe(1800)
+    expect(Breaker.expiredAt(t, 9000)).toBe(1800)
+    // the caller opens it again as of the deadline; the hung trial's late end decides nothing
+    const reopened = Breaker.open(Breaker.refresh(t, 1900), 1800, 2000, 2000)
+    expect(reopened).toMatchObject({ state: "open", openUntil: 3800, openings: 2, leases: [] })
+    const late = Breaker.trialEnded(reopened, t.generation, "success", false, 1)
+    expect(late).toEqual({ machine: reopened, verdict: "none" })
+    // a half-open period with no trial running never expires: it waits for a caller
+    expect(Breaker.expiredAt(Breaker.refresh(m, 1000), 1e9)).toBeUndefined()
+    // nor does one whose trials all ended (an interrupted one gave its permit back)
+    const back = Breaker.trialEnded(t, t.generation, "ignored", false, 1).machine
+    expect(Breaker.expiredAt(back, 1e9)).toBeUndefined()
+  })
+
+  it("a trial ending at or after its period's deadline decides nothing, even before the caller reopened", () => {
+    const t = Breaker.admit(Breaker.open(Breaker.initial, 0, 10, 10), 10, 1).machine
+    expect(Breaker.trialEnded(Breaker.refresh(t, 20), t.generation, "success", false, 1).verdict).toBe("none")
+    expect(Breaker.trialEnded(Breaker.refresh(t, 19), t.generation, "success", false, 1).verdict).toBe("close")
   })
 
   it("isolate holds open until reset; the time-up refresh does not half-open it", () => {
     const m = Breaker.isolate(Breaker.initial)
     expect(m).toMatchObject({ state: "open", isolated: true, generation: 1 })
     expect(Breaker.refresh(m, Number.MAX_SAFE_INTEGER)).toBe(m)
-    expect(Breaker.retryAfterMillis(m, 0)).toBe(Infinity)
+    expect(Breaker.retryAfterMillis(m, 0, 1)).toBe(Infinity)
     expect(Breaker.isolate(m)).toBe(m)
     expect(Breaker.reset(m)).toMatchObject({ state: "closed", isolated: false, generation: 2 })
   })
@@ -65,12 +97,13 @@ describe("core/breaker", () => {
   it("save and restore: open stays open until openUntil, half-open restores with no trial running", () => {
     const m = opened(Breaker.initial, 0, 100)
     expect(Breaker.save(m)).toEqual({ state: "open", isolated: false, openUntil: 100, openings: 1 })
-    expect(Breaker.restore(Breaker.save(m))).toMatchObject({ state: "open", openUntil: 100, openings: 1 })
-    expect(Breaker.restore({ state: "half-open", isolated: false, openUntil: null, openings: 3 })).toMatchObject({
+    expect(Breaker.restore(Breaker.save(m), 100)).toMatchObject({ state: "open", openUntil: 100, openings: 1 })
+    expect(Breaker.restore({ state: "half-open", isolated: false, openUntil: null, openings: 3 }, 400)).toMatchObject({
       state: "half-open",
       admitted: 0,
-      inFlight: 0,
-      openings: 3
+      leases: [],
+      openings: 3,
+      trialTimeout: 400
     })
   })
 
@@ -88,33 +121,49 @@ describe("core/breaker", () => {
   )
 
   it.prop(
-    "never more than `permits` trials run at once, and the counters stay consistent",
+    "never more than `permits` trials hold a permit, a rejection in half-open says when to come back, and the counters stay consistent",
     [fc.integer({ min: 1, max: 4 }), fc.array(op, { maxLength: 200 })],
     ([permits, ops]) => {
       let m = Breaker.initial
       let now = 0
       let consecutive = 0
-      const running: Array<{ readonly trial: boolean; readonly generation: number }> = []
+      // open for 20 ms; a half-open period waits 30 ms for its trials, so a trial can outlive its period
+      const reopen = (machine: Breaker.Machine, at: number) => Breaker.open(machine, at, 20, 30)
+      // what the shell does before every decision: half-open, and reopen a period that timed out
+      const refresh = () => {
+        m = Breaker.refresh(m, now)
+        const deadline = Breaker.expiredAt(m, now)
+        if (deadline !== undefined) m = Breaker.refresh(reopen(m, deadline), now)
+      }
+      const running: Array<{ readonly trial: boolean; readonly generation: number; readonly until: number }> = []
       for (const o of ops) {
         switch (o._tag) {
           case "tick":
             now += o.millis
+            refresh()
             break
           case "call": {
+            refresh()
             const a = Breaker.admit(m, now, permits)
             m = a.machine
-            if (a.admission._tag !== "Rejected") {
-              running.push({ trial: a.admission._tag === "Trial", generation: a.admission.generation })
+            if (a.admission._tag === "Rejected") {
+              if (m.state === "half-open") expect(a.admission.retryAfterMillis).toBeGreaterThan(0)
+            } else {
+              const trial = a.admission._tag === "Trial"
+              running.push({ trial, generation: a.admission.generation, until: trial ? m.halfOpenUntil : Infinity })
             }
             break
           }
           case "end": {
             if (running.length === 0) break
+            refresh()
             const [call] = running.splice(o.which % running.length, 1)
             if (call!.trial) {
               const end = Breaker.trialEnded(m, call!.generation, o.outcome, o.slow, permits)
+              // a trial past its period's deadline decides nothing
+              if (now >= call!.until) expect(end.verdict).toBe("none")
               m = end.verdict === "open"
-                ? Breaker.open(end.machine, now, 20)
+                ? reopen(end.machine, now)
                 : end.verdict === "close"
                 ? Breaker.close(end.machine)
                 : end.machine
@@ -122,7 +171,7 @@ describe("core/breaker", () => {
               consecutive = o.outcome === "failure" ? consecutive + 1 : 0
               if (consecutive >= 3) {
                 consecutive = 0
-                m = Breaker.open(m, now, 20)
+                m = reopen(m, now)
               }
             }
             break
@@ -133,14 +182,16 @@ describe("core/breaker", () => {
           case "reset":
             m = Breaker.reset(m)
         }
-        const trials = running.filter((c) => c.trial).length
-        expect(trials).toBeLessThanOrEqual(permits)
-        expect(m.inFlight).toBe(trials)
+        const holding = running.filter((c) => c.trial && now < c.until).length
+        expect(holding).toBeLessThanOrEqual(permits)
+        expect(m.leases).toHaveLength(holding)
         expect(m.admitted).toBeGreaterThanOrEqual(0)
         expect(m.admitted).toBeLessThanOrEqual(permits)
         expect(m.succeeded).toBeLessThanOrEqual(m.admitted)
         if (m.state !== "half-open") expect(m.admitted).toBe(0)
-        expect(Breaker.retryAfterMillis(m, now)).toBeGreaterThanOrEqual(0)
+        // after the shell's refresh, no half-open period is left past its deadline with a trial running
+        expect(Breaker.expiredAt(m, now)).toBeUndefined()
+        expect(Breaker.retryAfterMillis(m, now, permits)).toBeGreaterThanOrEqual(0)
       }
     }
   )
@@ -149,7 +200,7 @@ describe("core/breaker", () => {
     "time only moves an open machine forward: open, then half-open once openUntil is reached",
     [fc.integer({ min: 0, max: 1e6 }), fc.integer({ min: 0, max: 1e6 }), fc.integer({ min: 0, max: 2e6 })],
     ([at, delay, later]) => {
-      const m = Breaker.open(Breaker.initial, at, delay)
+      const m = Breaker.open(Breaker.initial, at, delay, delay)
       const r = Breaker.refresh(m, at + later)
       expect(r.state).toBe(later >= delay ? "half-open" : "open")
       expect(Breaker.refresh(r, at + later)).toBe(r)

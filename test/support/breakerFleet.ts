@@ -23,10 +23,15 @@ const exited = (child: ChildProcess) =>
     child.once("exit", () => resume(Effect.void))
   })
 
-/** Starts redis-server on `port` (no persistence, in a temporary directory); resolves once it accepts connections. */
-export const startRedisServer = (port: number) =>
+/**
+ * Starts redis-server on `port`; resolves once it accepts connections. No automatic persistence; it runs in a
+ * temporary directory of its own, removed when it exits, unless `dir` is given: then it loads the `dump.rdb`
+ * an earlier server left there by `SAVE` (the caller owns the directory).
+ */
+export const startRedisServer = (port: number, options: { readonly dir?: string } = {}) =>
   Effect.async<ChildProcess, Error>((resume) => {
-    const dir = mkdtempSync(join(tmpdir(), "fleet-redis-"))
+    const owned = options.dir === undefined
+    const dir = options.dir ?? mkdtempSync(join(tmpdir(), "fleet-redis-"))
     const child = spawn(REDIS_SERVER, [
       "--port",
       String(port),
@@ -47,7 +52,7 @@ export const startRedisServer = (port: number) =>
     child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()))
     child.on("error", (error) => resume(Effect.fail(error)))
     child.on("exit", (code) => {
-      rmSync(dir, { recursive: true, force: true })
+      if (owned) rmSync(dir, { recursive: true, force: true })
       resume(Effect.fail(new Error(`redis-server exited (${code}) before it was ready:\n${output}`)))
     })
     return Effect.sync(() => child.kill("SIGKILL"))

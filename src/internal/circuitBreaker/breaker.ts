@@ -5,7 +5,7 @@ import * as Machine from "../../core/breaker.js"
 import * as Window from "../../core/breakerWindow.js"
 import { type CircuitOpen, circuitOpen } from "./errors.js"
 import { rejections, stateGauge, transitions } from "./metrics.js"
-import { type Config, resolve, stepSync } from "./policy.js"
+import { type Config, delayAt, resolve, stepSync } from "./policy.js"
 
 export { CircuitOpen } from "./errors.js"
 export { rejections, stateGauge, transitions } from "./metrics.js"
@@ -185,7 +185,17 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       }
     }
 
-    const refresh = (at: number) => set(Machine.refresh(m, at), at)
+    /**
+     * Brings the machine to `at`: an open breaker whose time is up half-opens; a half-open period whose
+     * trials have not all ended by its deadline opens again, as of that deadline.
+     */
+    const refresh = (at: number) => {
+      set(Machine.refresh(m, at), at)
+      const deadline = Machine.expiredAt(m, at)
+      if (deadline === undefined) return
+      open(deadline, 0)
+      set(Machine.refresh(m, at), at)
+    }
 
     const onTimer = Effect.sync(() => {
       timer = undefined
@@ -206,7 +216,10 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       }
     }
 
-    /** Opens for openFor's next delay, or for `asked` (the failure that opened it asked for that) when longer. */
+    /**
+     * Opens for openFor's next delay, or for `asked` (the failure that opened it asked for that) when longer;
+     * the half-open period after it waits `halfOpenTimeout` for its trials, by default that openFor delay.
+     */
     const open = (at: number, asked: number) => {
       if (schedule !== undefined) {
         const openings = m.openings + 1
@@ -215,11 +228,12 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       }
       Window.reset(window)
       const delay = Math.max(lastDelay, asked)
-      set(Machine.open(m, at, delay), at)
-      arm(delay)
+      set(Machine.open(m, at, delay, config.halfOpenTimeoutMillis ?? lastDelay), at)
+      arm(Math.max(0, m.openUntil - now()))
     }
 
     const close = (at: number, next: Machine.Machine) => {
+      cancelTimer()
       replay = 0
       scheduleState = schedule?.initial
       Window.reset(window)
@@ -243,9 +257,10 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       return true
     }
 
-    /** Records a half-open trial; true when it changed the state. */
+    /** Records a half-open trial; true when it changed the state (a trial past its deadline never does). */
     const recordTrial = (gen: number, outcome: Machine.Outcome, startedAt: number): boolean => {
       const at = now()
+      refresh(at)
       const slow = slowMillis !== undefined && at - startedAt > slowMillis
       const end = Machine.trialEnded(m, gen, outcome, slow, permits)
       m = end.machine
@@ -311,6 +326,8 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
       Effect.uninterruptibleMask((restore) =>
         Effect.suspend((): Effect.Effect<A, E | CircuitOpen, R> => {
           const at = now()
+          refresh(at)
+          const first = m.admitted === 0
           const { admission, machine } = Machine.admit(m, at, permits)
           set(machine, at)
           switch (admission._tag) {
@@ -320,6 +337,8 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
               return reject(admission.retryAfterMillis)
             case "Trial": {
               const gen = admission.generation
+              // the period's first trial starts its clock: at the deadline, trials still running reopen it
+              if (first) arm(m.halfOpenUntil - at)
               return observe(restore(self), (outcome) => recordTrial(gen, outcome, at))
             }
           }
@@ -338,7 +357,7 @@ export const buildInternal = (config: Config, { clock, runtime }: Env): Effect.E
     const initial = config.initialState
     if (initial !== undefined) {
       Window.restore(window, (initial as { readonly window?: unknown }).window)
-      m = Machine.restore(initial)
+      m = Machine.restore(initial, config.halfOpenTimeoutMillis ?? delayAt(runtime, config, initial.openings, now()))
       replay = initial.openings
       if (m.state === "open" && !m.isolated) arm(Math.max(0, m.openUntil - now()))
     }

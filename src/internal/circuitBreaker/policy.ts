@@ -62,6 +62,8 @@ export interface Config {
   readonly openForMillis: number
   readonly schedule: Schedule.Schedule<Duration.Duration, unknown> | undefined
   readonly permits: number
+  /** The `halfOpenTimeout` option; `undefined`: each half-open period gets the `openFor` delay of its opening. */
+  readonly halfOpenTimeoutMillis: number | undefined
   readonly isFailure: (error: unknown) => boolean
   readonly openForAtLeast: ((error: unknown) => Duration.Duration | undefined) | undefined
   readonly slowMillis: number | undefined
@@ -106,6 +108,24 @@ export const stepSync = (
 }
 
 /**
+ * The `openFor` delay of opening number `n` (1 for the first): the schedule stepped `n` times from its start
+ * (at most 1,000; a step that ends or fails keeps the delay before it), or the constant `openFor`.
+ */
+export const delayAt = (runtime: Runtime.Runtime<never>, config: Config, n: number, at: number): number => {
+  const schedule = config.schedule
+  let delay = config.openForMillis
+  if (schedule === undefined) return delay
+  let state = schedule.initial
+  for (let i = 1; i <= Math.min(n, 1000); i++) {
+    const r = stepSync(runtime, schedule, at, i, state)
+    if (r._tag !== "Delay") break
+    state = r.state
+    delay = r.millis
+  }
+  return delay
+}
+
+/**
  * An `openFor` schedule must give a delay at its first step, synchronously: one that is done at once,
  * fails or suspends would open the breaker for no time at all. It is probed once, at time 0, with
  * Effect's default services (so a jittered schedule draws from the default `Random`, not the caller's).
@@ -134,6 +154,13 @@ export const resolve = (options: Options): Config => {
     ? probe(options.openFor as Schedule.Schedule<unknown, unknown>)
     : validate.millis("CircuitBreaker openFor", options.openFor as Duration.DurationInput, { finite: true })
   const permits = validate.positiveInt("CircuitBreaker halfOpenPermits", options.halfOpenPermits ?? 1)
+  let halfOpenTimeoutMillis: number | undefined
+  if (options.halfOpenTimeout !== undefined) {
+    halfOpenTimeoutMillis = validate.millis("CircuitBreaker halfOpenTimeout", options.halfOpenTimeout, {
+      finite: true
+    })
+    if (halfOpenTimeoutMillis <= 0) validate.invalid("CircuitBreaker halfOpenTimeout must be longer than zero")
+  }
   if (options.isFailure !== undefined && typeof options.isFailure !== "function") {
     validate.invalid("CircuitBreaker isFailure must be a function")
   }
@@ -158,6 +185,7 @@ export const resolve = (options: Options): Config => {
     openForMillis,
     schedule: isSchedule ? options.openFor as Schedule.Schedule<Duration.Duration, unknown> : undefined,
     permits,
+    halfOpenTimeoutMillis,
     isFailure: options.isFailure ?? notFatal,
     openForAtLeast: options.openForAtLeast,
     slowMillis: trip._tag === "FailureRate" ? trip.slowCall?.millis : undefined,

@@ -4,8 +4,9 @@
  * - closed: calls run with no Redis round trip; their outcomes are counted locally (`core/breakerFleet.ts`
  *   deltas) and flushed every `flushInterval`, or after `flushEvery` calls, by one Lua script that adds them
  *   to the fleet's window, opens the fleet breaker when the policy says so and replies the fleet state;
- * - a replica learns a transition from the reply of its own flush or, at once, from the pub/sub message the
- *   script publishes;
+ * - a replica takes the fleet state from the replies of its own script calls only, whatever it believed
+ *   before; the pub/sub message the script publishes on a transition only makes it flush at once
+ *   (rate-limited: a burst, then one per `flushInterval`), as anyone who may publish on the channel can send one;
  * - half-open: every trial takes a permit in Redis (one round trip) and reports its outcome (another);
  * - Redis failing or slower than `timeout`: the replica switches to a local breaker (same policy), seeded
  *   with the fleet state it last knew, and rejoins when a flush is answered again.
@@ -46,7 +47,7 @@ import {
 } from "./breaker.js"
 import { type CircuitOpen, circuitOpen } from "./errors.js"
 import { fleetFallback, fleetFallbacks, rejections, stateGauge, transitions } from "./metrics.js"
-import { type Config, resolve, stepSync } from "./policy.js"
+import { type Config, delayAt, resolve } from "./policy.js"
 import { fleetScript } from "./redisScript.js"
 
 export interface FleetConfig {
@@ -59,6 +60,12 @@ export interface FleetConfig {
 }
 
 const what = "CircuitBreaker/Redis"
+
+/**
+ * Flushes that messages may prompt in a burst (then one per flushInterval): enough for the transitions that
+ * follow each other closely (half-open, then the trial's verdict), not for a flood to make a replica loop.
+ */
+const PROMPT_BURST = 3
 
 export const resolveFleet = (options: Options): { readonly config: Config; readonly fleet: FleetConfig } => {
   if (typeof options !== "object" || options === null) validate.invalid(`${what} options are required`)
@@ -97,6 +104,7 @@ export const resolveFleet = (options: Options): { readonly config: Config; reado
     openFor: options.openFor,
     name,
     ...(options.halfOpenPermits === undefined ? {} : { halfOpenPermits: options.halfOpenPermits }),
+    ...(options.halfOpenTimeout === undefined ? {} : { halfOpenTimeout: options.halfOpenTimeout }),
     ...(options.isFailure === undefined ? {} : { isFailure: options.isFailure }),
     ...(options.openForAtLeast === undefined ? {} : { openForAtLeast: options.openForAtLeast }),
     ...(options.onTransition === undefined ? {} : { onTransition: options.onTransition })
@@ -124,14 +132,15 @@ export const channelOf = (client: redis.Client, channel: string): string => {
   return `${options.keyPrefix ?? ""}${channel}${db === 0 ? "" : `:db${db}`}`
 }
 
-/** A script reply: whether a permit was granted, and the fleet view. */
+/** A script reply: whether a permit was granted, and the fleet view; `seq` numbers the call that got it. */
 interface Reply {
   readonly granted: boolean
   readonly view: Fleet.View
+  readonly seq: number
 }
 
-const decodeReply = (reply: unknown): Reply => {
-  if (!Array.isArray(reply) || reply.length !== 8) throw new Error(`unexpected script reply: ${String(reply)}`)
+const decodeReply = (reply: unknown): Omit<Reply, "seq"> => {
+  if (!Array.isArray(reply) || reply.length !== 9) throw new Error(`unexpected script reply: ${String(reply)}`)
   const view = Fleet.fromFields(reply.slice(1))
   if (view === undefined) throw new Error(`unexpected script reply: ${reply.join(",")}`)
   return { granted: reply[0] === 1, view }
@@ -184,6 +193,13 @@ export const build = (
     let flushing = false
     // a flush was asked for while one ran: run again as soon as it ends
     let flushAgain = false
+    // flushes that messages may still prompt: a bucket of PROMPT_BURST, refilled by one per flushInterval
+    let prompts = PROMPT_BURST
+    let promptsAt = 0
+    // script calls sent, and the number of the one whose reply the view is: an earlier call's reply that
+    // arrives after a later one's is stale
+    let sent = 0
+    let applied = 0
     let timer: Fiber.RuntimeFiber<void> | undefined
     // the epoch in which this replica was refused a permit (every permit taken), and until when to believe it
     let deniedEpoch = -2
@@ -232,51 +248,58 @@ export const build = (
       }
     }
 
-    /** Takes a newer view of the fleet (from a reply or a message); an older one (a late reply) is ignored. */
-    const apply = (next: Fleet.View) => {
-      if (!Fleet.supersedes(view, next)) return
-      if (next.epoch !== view.epoch || next.inc !== view.inc) {
-        // the counts of the period that ended say nothing about the new one
+    /**
+     * Takes the fleet state a script replied: Redis's state is the truth, whatever this replica believed
+     * (an epoch going backwards included: Redis restored from an older snapshot). Only the reply to a call
+     * sent before the one the view came from is dropped.
+     */
+    const apply = (reply: Reply) => {
+      if (reply.seq < applied) return
+      applied = reply.seq
+      const next = reply.view
+      if (Fleet.sameView(view, next)) return
+      if (!Fleet.samePeriod(view, next)) {
+        // the counts and refusals of the period that ended say nothing about the new one
         Fleet.clear(deltas)
         closedHandlers = undefined
-        cancelTimer()
+        deniedEpoch = -2
       }
+      cancelTimer()
       view = next
       sync(now())
     }
 
     /**
-     * A message of another incarnation than the one this replica knows is not believed (it may come from a
-     * breaker of the same name elsewhere): a new incarnation is learned only from a script's reply, so it
-     * asks for one at once.
+     * A message on the channel is never believed: anyone allowed to publish there can send one. One that
+     * may be news (not the view this replica has) makes it flush at once, to learn the state from Redis —
+     * rate-limited (a burst of PROMPT_BURST, then one per flushInterval) and coalesced with a flush already
+     * due, so a flood of messages costs at most one script call per interval beyond the periodic flush.
      */
     const onMessage = (message: string) => {
-      const next = Fleet.fromMessage(message)
-      if (next === undefined || disposed) return
-      if (view.inc !== "" && next.inc !== view.inc) return kick()
-      apply(next)
+      if (disposed || flushAgain || !Fleet.isNews(view, message)) return
+      const at = now()
+      prompts = Math.min(PROMPT_BURST, prompts + Math.max(0, at - promptsAt) / fleet.flushIntervalMillis)
+      promptsAt = at
+      if (prompts < 1) return
+      prompts -= 1
+      kick()
     }
 
-    // the last delay computed: every script call passes the next opening's delay, which changes only when
-    // the openings do
-    let delayFor = -1
-    let delayMillis = config.openForMillis
+    // the delays computed, by opening number: every script call passes the current and the next opening's,
+    // which change only when the openings do
+    const delays = new Map<number, number>()
     /** The `openFor` delay of the fleet's opening number `n` (its schedule stepped `n` times from the start). */
     const delayOf = (n: number, at: number): number => {
       if (schedule === undefined) return config.openForMillis
-      if (n === delayFor) return delayMillis
-      let state = schedule.initial
-      let delay = config.openForMillis
-      for (let i = 1; i <= Math.min(n, 1000); i++) {
-        const r = stepSync(runtime, schedule, at, i, state)
-        if (r._tag !== "Delay") break
-        state = r.state
-        delay = r.millis
-      }
-      delayFor = n
-      delayMillis = delay
+      const known = delays.get(n)
+      if (known !== undefined) return known
+      if (delays.size >= 8) delays.clear()
+      const delay = delayAt(runtime, config, n, at)
+      delays.set(n, delay)
       return delay
     }
+    /** The current half-open period's timeout: the option, or the delay of the opening before it. */
+    const trialTimeoutOf = (at: number): number => config.halfOpenTimeoutMillis ?? delayOf(view.openings, at)
 
     const run = (
       op: string,
@@ -285,30 +308,34 @@ export const build = (
       inc: string,
       asked: number,
       counts: ReadonlyArray<string>
-    ) =>
-      redis.runScript(
-        client,
-        fleetScript,
-        scriptKeys,
-        [
-          op,
-          String(at),
-          String(epoch),
-          token,
-          channel,
-          String(delayOf(view.openings + 1, at)),
-          String(asked),
-          permitsArg,
-          leaseArg,
-          ...policy,
-          ...counts,
-          inc
-        ],
-        false,
-        fleet.timeoutMillis,
-        decodeReply,
-        (cause) => cause
-      )
+    ): Effect.Effect<Reply, unknown> =>
+      Effect.suspend(() => {
+        const seq = ++sent
+        return redis.runScript(
+          client,
+          fleetScript,
+          scriptKeys,
+          [
+            op,
+            String(at),
+            String(epoch),
+            token,
+            channel,
+            String(delayOf(view.openings + 1, at)),
+            String(asked),
+            permitsArg,
+            leaseArg,
+            ...policy,
+            ...counts,
+            inc,
+            String(trialTimeoutOf(at))
+          ],
+          false,
+          fleet.timeoutMillis,
+          (reply) => ({ ...decodeReply(reply), seq }),
+          (cause) => cause
+        )
+      })
 
     const noCounts = ["0", "0", "0", "0", "0"]
 
@@ -357,6 +384,7 @@ export const build = (
         const l = local
         mode = "fleet"
         local = undefined
+        applied = Math.max(applied, reply.seq)
         view = reply.view
         Fleet.clear(deltas)
         closedHandlers = undefined
@@ -390,7 +418,7 @@ export const build = (
           onSuccess: (reply) => {
             if (disposed) return Effect.void
             if (mode === "local") return rejoin(reply)
-            apply(reply.view)
+            apply(reply)
             return Effect.void
           }
         }),
@@ -470,7 +498,7 @@ export const build = (
         return run(op, at, epoch, inc, asked, noCounts).pipe(
           Effect.matchEffect({
             onFailure: fallBack,
-            onSuccess: (reply) => Effect.sync(() => apply(reply.view))
+            onSuccess: (reply) => Effect.sync(() => apply(reply))
           })
         )
       })
@@ -487,15 +515,15 @@ export const build = (
                 Effect.suspend(() => local === undefined ? restore(self) : restore(local.breaker.protect(self)))
               ),
             onSuccess: (reply): Effect.Effect<A, E | CircuitOpen, R> => {
-              apply(reply.view)
+              apply(reply)
               if (!reply.granted) {
                 const at = now()
-                // another replica's trial closed it meanwhile: a closed call after all
+                // another replica's trial closed it meanwhile (or Redis says closed): a closed call after all
                 if (mode === "fleet" && Fleet.stateAt(view, at) === "closed") return restore(runClosed(self))
                 // every permit is taken: refuse without asking Redis again until the next flush
                 deniedEpoch = reply.view.epoch
                 deniedUntil = at + fleet.flushIntervalMillis
-                return reject(Fleet.retryAfterMillis(reply.view, at))
+                return reject(Fleet.retryAfterMillis(reply.view, at, fleet.flushIntervalMillis))
               }
               const { epoch, inc } = reply.view
               const startedAt = now()
@@ -515,9 +543,11 @@ export const build = (
       sync(at)
       const state = Fleet.stateAt(view, at)
       if (state === "closed") return runClosed(self)
-      if (state === "open") return reject(Fleet.retryAfterMillis(view, at))
+      if (state === "open") return reject(Fleet.retryAfterMillis(view, at, fleet.flushIntervalMillis))
       // half-open: every permit of this period is taken (as far as this replica knows)
-      if (deniedEpoch === view.epoch && at < deniedUntil) return reject(0)
+      if (deniedEpoch === view.epoch && at < deniedUntil) {
+        return reject(Fleet.retryAfterMillis(view, at, fleet.flushIntervalMillis))
+      }
       return trial(self, at)
     }
 
@@ -535,7 +565,7 @@ export const build = (
                 fallBack(cause),
                 Effect.suspend(() => local === undefined ? Effect.void : local.breaker[op])
               ),
-            onSuccess: (reply) => Effect.sync(() => apply(reply.view))
+            onSuccess: (reply) => Effect.sync(() => apply(reply))
           })
         )
       })

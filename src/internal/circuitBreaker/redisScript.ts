@@ -2,7 +2,8 @@
  * The fleet breaker's one Lua script: `core/breakerFleet.ts` `step`, line for line (the Redis tests compare
  * the two, operation for operation; keep them in step). Every operation reads the fleet state, applies the lazy
  * open → half-open move (at the caller's `now`), does its part, saves, publishes a transition on the
- * breaker's channel, and replies `{granted, inc, epoch, state, openUntil, isolated, openings, changedAt}`.
+ * breaker's channel, and replies `{granted, inc, epoch, state, openUntil, isolated, openings, changedAt,
+ * halfOpenUntil}`. Replicas take their state from that reply only; the message is a prompt to ask.
  *
  * KEYS[1] the state hash `<prefix>{<name>}`; KEYS[2] the window `<prefix>{<name>}:w:<policy>` (same hash
  * tag, so one Cluster slot; one per trip policy, `keysOf`, so replicas with another policy never read it): a
@@ -15,7 +16,7 @@
  * 5 channel, 6 the openFor delay of the next opening, 7 the longest openForAtLeast asked, 8 halfOpenPermits,
  * 9 trial lease (ms), 10..15 the trip policy (`core/breakerFleet.ts` policyArgs), 16..20 the deltas
  * (calls, failures, slow, trailing failures, saw a success), 21 the incarnation ARGV[3]'s epoch belongs to
- * (another than the state's: the epoch counts as -1).
+ * (another than the state's: the epoch counts as -1), 22 the current half-open period's timeout (ms).
  */
 import * as redis from "../redis/client.js"
 
@@ -25,7 +26,8 @@ local H, W = KEYS[1], KEYS[2]
 local op = ARGV[1]
 local now = tonumber(ARGV[2])
 local known = tonumber(ARGV[3])
-local v = redis.call("HMGET", H, "inc", "epoch", "state", "until", "iso", "openings", "at", "taken", "succ", "lease")
+local v = redis.call("HMGET", H, "inc", "epoch", "state", "until", "iso", "openings", "at", "taken", "succ", "lease",
+  "hou", "hoe")
 local inc = v[1]
 local dirty = false
 -- each creation of the state is an incarnation of its own, even by the same replica: its epochs start over
@@ -41,35 +43,46 @@ local at = tonumber(v[7]) or 0
 local taken = tonumber(v[8]) or 0
 local succ = tonumber(v[9]) or 0
 local lease = tonumber(v[10]) or 0
+-- the half-open period's deadline and the epoch it was set in (one another version left behind is none)
+local hou = tonumber(v[11]) or 0
+local hoe = tonumber(v[12]) or -1
 local publish = false
 local granted = 0
 local permits = tonumber(ARGV[8])
 
-local function enter(to)
+local function enter(to, t)
   epoch = epoch + 1
   state = to
-  at = now
+  at = t
   taken = 0
   succ = 0
   lease = 0
   dirty = true
   publish = true
 end
-local function open()
-  enter("open")
+local function open(t, asked)
+  enter("open", t)
   openings = openings + 1
-  untilT = now + math.max(tonumber(ARGV[6]), tonumber(ARGV[7]))
+  untilT = t + math.max(tonumber(ARGV[6]), asked)
   redis.call("DEL", W)
 end
 local function close()
-  enter("closed")
+  enter("closed", now)
   openings = 0
   iso = "0"
   redis.call("DEL", W)
 end
-
 -- an open breaker whose time is up is half-open, whoever notices it first
-if state == "open" and iso == "0" and now >= untilT then enter("half-open") end
+local function lazyHalfOpen()
+  if state == "open" and iso == "0" and now >= untilT then enter("half-open", now) end
+end
+
+lazyHalfOpen()
+-- a half-open period whose trials have not all ended by its deadline opens again, as of that deadline
+if state == "half-open" and hoe == epoch and taken > succ and now >= hou then
+  open(hou, 0)
+  lazyHalfOpen()
+end
 
 if op == "flush" then
   local calls = tonumber(ARGV[16])
@@ -132,13 +145,18 @@ if op == "flush" then
       tripped = c >= tonumber(ARGV[14]) and c > 0 and
         (f / c >= tonumber(ARGV[13]) or (slowRate > 0 and s / c >= slowRate))
     end
-    if tripped then open() end
+    if tripped then open(now, tonumber(ARGV[7])) end
   end
 elseif op == "acquire" then
   if state == "half-open" then
     -- permits of trials that never reported (their replica died) are freed when their lease runs out
     if taken >= permits and now >= lease then taken = succ end
     if taken < permits then
+      -- the period's clock starts with its first trial (again, when every trial before gave its permit back)
+      if taken == 0 or hoe ~= epoch then
+        hou = now + tonumber(ARGV[22])
+        hoe = epoch
+      end
       taken = taken + 1
       lease = now + tonumber(ARGV[9])
       granted = 1
@@ -157,10 +175,10 @@ elseif op == "success" then
     if succ >= permits then close() end
   end
 elseif op == "failure" then
-  if state == "half-open" and known == epoch then open() end
+  if state == "half-open" and known == epoch then open(now, tonumber(ARGV[7])) end
 elseif op == "isolate" then
   if iso ~= "1" then
-    if state ~= "open" then enter("open") end
+    if state ~= "open" then enter("open", now) end
     iso = "1"
     dirty = true
     publish = true
@@ -171,7 +189,8 @@ end
 
 if dirty then
   redis.call("HSET", H, "inc", inc, "epoch", epoch, "state", state, "until", num(untilT), "iso", iso,
-    "openings", openings, "at", num(at), "taken", taken, "succ", succ, "lease", num(lease))
+    "openings", openings, "at", num(at), "taken", taken, "succ", succ, "lease", num(lease), "hou", num(hou),
+    "hoe", hoe)
 end
 -- renewed at every call, changed or not: a breaker in use keeps its state; an idle one's goes away a day
 -- after its last call (or after it stops being open)
@@ -180,7 +199,8 @@ if iso == "1" then
 else
   redis.call("PEXPIRE", H, math.ceil(math.max(0, untilT - now)) + 86400000)
 end
-local view = {inc, num(epoch), state, num(untilT), iso, num(openings), num(at)}
+local running = state == "half-open" and hoe == epoch and taken > succ
+local view = {inc, num(epoch), state, num(untilT), iso, num(openings), num(at), running and num(hou) or "0"}
 if publish then redis.call("PUBLISH", ARGV[5], table.concat(view, "|")) end
-return {granted, view[1], view[2], view[3], view[4], view[5], view[6], view[7]}
+return {granted, view[1], view[2], view[3], view[4], view[5], view[6], view[7], view[8]}
 `)

@@ -1,0 +1,190 @@
+import { afterAll, expect, it } from "@effect/vitest"
+import { Effect, FastCheck as fc } from "effect"
+import { Redis } from "ioredis"
+import * as Fleet from "../src/core/breakerFleet.js"
+import type { Trip } from "../src/core/breakerWindow.js"
+import { keysOf } from "../src/internal/circuitBreaker/redis.js"
+import { fleetScript } from "../src/internal/circuitBreaker/redisScript.js"
+import * as redisClient from "../src/internal/redis/client.js"
+import { deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
+import { describeRedis } from "./support/services.js"
+
+// The fleet breaker's Lua script against its TypeScript reference, core/breakerFleet.ts `step`: random
+// histories of operations, each run on both, every reply compared.
+
+const prefix = uniquePrefix("cbmodel")
+const shared = new Redis(REDIS_URL, { lazyConnect: true })
+shared.on("error", () => {})
+
+let counter = 0
+const fresh = () => `model-${process.pid}-${++counter}`
+
+const trips: ReadonlyArray<Trip> = [
+  { _tag: "Consecutive", failures: 3 },
+  {
+    _tag: "FailureRate",
+    threshold: 0.5,
+    minimumCalls: 5,
+    window: { _tag: "Count", calls: 10 },
+    slowCall: { millis: 100, rateThreshold: 0.6 }
+  },
+  {
+    _tag: "FailureRate",
+    threshold: 0.4,
+    minimumCalls: 4,
+    window: { _tag: "Time", millis: 1000, buckets: 4 },
+    slowCall: undefined
+  }
+]
+
+const deltasArb = fc.integer({ min: 0, max: 6 }).chain((calls) =>
+  fc.integer({ min: 0, max: calls }).chain((failures) =>
+    fc.record({
+      calls: fc.constant(calls),
+      failures: fc.constant(failures),
+      slow: fc.integer({ min: 0, max: calls }),
+      // a success among the calls iff not all failed; with none, every failure is after the last success
+      trailing: calls > failures ? fc.integer({ min: 0, max: failures }) : fc.constant(failures),
+      sawSuccess: fc.constant(calls > failures),
+      asked: fc.constantFrom(0, 0, 700)
+    })
+  )
+)
+
+type Step = {
+  readonly op: Fleet.Op
+  readonly delay: number
+  readonly epoch: "current" | "stale" | "unknown"
+  readonly ownInc: boolean
+  readonly trialTimeout: number
+  readonly deltas: Fleet.Deltas
+}
+
+const stepArb = (ops: ReadonlyArray<Fleet.Op>) =>
+  fc.record<Step>({
+    op: fc.constantFrom(...ops),
+    // 250, 500 and 1000 hit the boundaries: a bucket, openFor, a trial's lease, a half-open timeout
+    delay: fc.oneof(fc.constantFrom(0, 250, 300, 500, 1000), fc.integer({ min: 0, max: 700 })),
+    epoch: fc.constantFrom("current", "current", "current", "stale", "unknown"),
+    // the incarnation the caller's epoch belongs to: the state's, or another (the state was lost)
+    ownInc: fc.constantFrom(true, true, true, false),
+    // the half-open period's timeout the caller passes (its option, or its opening's delay)
+    trialTimeout: fc.constantFrom(250, 300, 1000),
+    deltas: deltasArb
+  })
+
+/** Runs `steps` on the script and on the model, from `start`, comparing every reply. */
+const compare = (policy: Trip, start: number, steps: ReadonlyArray<Step>) =>
+  Effect.gen(function*() {
+    const keys = keysOf(prefix, fresh(), policy)
+    const model = Fleet.emptyShared()
+    let now = start
+    for (const { delay, deltas, epoch, op, ownInc, trialTimeout } of steps) {
+      now += delay
+      const known = epoch === "unknown" ? -1 : epoch === "stale" ? model.epoch - 1 : model.epoch
+      const inc = ownInc ? model.inc ?? "" : "elsewhere"
+      const input: Fleet.StepInput = {
+        op,
+        now,
+        epoch: known,
+        inc,
+        token: "t0",
+        delay: 500,
+        asked: deltas.asked,
+        trialTimeout,
+        permits: 2,
+        leaseMillis: 1000,
+        trip: policy,
+        deltas: { ...deltas }
+      }
+      const args = [
+        op,
+        String(now),
+        String(known),
+        "t0",
+        keys.channel,
+        "500",
+        String(deltas.asked),
+        "2",
+        "1000",
+        ...Fleet.policyArgs(policy),
+        ...Fleet.take({ ...deltas }),
+        inc,
+        String(trialTimeout)
+      ]
+      const actual = yield* redisClient.runScript(
+        shared,
+        fleetScript,
+        [keys.state, keys.window],
+        args,
+        false,
+        5000,
+        (reply) => reply as ReadonlyArray<unknown>,
+        (e) => e
+      )
+      const expected = Fleet.step(model, input)
+      expect({ granted: actual[0] === 1, view: Fleet.fromFields(actual.slice(1)) }).toEqual({
+        granted: expected.granted,
+        view: expected.view
+      })
+    }
+    return model
+  })
+
+describeRedis("CircuitBreaker/Redis script and model", () => {
+  afterAll(async () => {
+    shared.disconnect()
+    await deleteKeys(prefix)
+  })
+
+  it.effect.prop(
+    "the script decides exactly as core/breakerFleet's model, operation for operation",
+    {
+      trip: fc.integer({ min: 0, max: trips.length - 1 }),
+      start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
+      steps: fc.array(
+        stepArb([
+          "flush",
+          "flush",
+          "flush",
+          "acquire",
+          "acquire",
+          "release",
+          "success",
+          "success",
+          "failure",
+          "isolate",
+          "reset"
+        ]),
+        { minLength: 1, maxLength: 40 }
+      )
+    },
+    ({ start, steps, trip }) => Effect.asVoid(compare(trips[trip]!, start, steps)),
+    { fastCheck: { numRuns: 150 } }
+  )
+
+  it.effect.prop(
+    "half-open histories too: permits, leases, deadlines, late reports",
+    {
+      start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
+      steps: fc.array(stepArb(["flush", "acquire", "acquire", "acquire", "release", "success", "failure"]), {
+        minLength: 1,
+        maxLength: 40
+      })
+    },
+    ({ start, steps }) =>
+      Effect.gen(function*() {
+        // one failure opens: most histories spend their time open and half-open
+        const open: Step = {
+          op: "flush",
+          delay: 0,
+          epoch: "unknown",
+          ownInc: true,
+          trialTimeout: 300,
+          deltas: { calls: 1, failures: 1, slow: 0, trailing: 1, sawSuccess: false, asked: 0 }
+        }
+        yield* compare({ _tag: "Consecutive", failures: 1 }, start, [open, ...steps])
+      }),
+    { fastCheck: { numRuns: 150 } }
+  )
+})
