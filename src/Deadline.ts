@@ -150,9 +150,9 @@ export const timeout: {
  */
 export type TimeUpError =
   | DeadlineExceeded
-  | (RetriesExhausted<unknown> & ByDeadline)
-  | (RateLimited & ByDeadline)
-  | ((Fatal<unknown> | Retryable<unknown>) & WrapsDeadlineExceeded)
+  | (RetriesExhausted<unknown> & { readonly reason: "deadline" })
+  | (RateLimited & { readonly reason: "deadline" })
+  | ((Fatal<unknown> | Retryable<unknown>) & { readonly cause: DeadlineExceeded })
 
 /**
  * The members of `E` that {@link isTimeUp} accepts (all of {@link TimeUpError} when `E` is `unknown`).
@@ -163,29 +163,9 @@ export type TimeUpError =
 export type TimeUp<E> = unknown extends E ? E & TimeUpError
   :
     | Extract<E, DeadlineExceeded>
-    | (Extract<E, RetriesExhausted<any>> & ByDeadline)
-    | (Extract<E, RateLimited> & ByDeadline)
-    | (Extract<E, Fatal<any> | Retryable<any>> & WrapsDeadlineExceeded)
-
-/**
- * A stop because of the deadline.
- *
- * @since 0.1.0
- * @category models
- */
-export interface ByDeadline {
-  readonly reason: "deadline"
-}
-
-/**
- * A classified `DeadlineExceeded`.
- *
- * @since 0.1.0
- * @category models
- */
-export interface WrapsDeadlineExceeded {
-  readonly cause: DeadlineExceeded
-}
+    | (Extract<E, RetriesExhausted<any>> & { readonly reason: "deadline" })
+    | (Extract<E, RateLimited> & { readonly reason: "deadline" })
+    | (Extract<E, Fatal<any> | Retryable<any>> & { readonly cause: DeadlineExceeded })
 
 /**
  * Whether `error` says the deadline ran out — the one question for the several errors that can say it
