@@ -6,11 +6,19 @@
 // - the root entry and every entry that needs no optional peer type-check with `skipLibCheck: false` and load in
 //   Node, with only `effect` and `@effect/platform` (and their own dependencies) in node_modules: a type or an
 //   import that reaches `ioredis`, `@effect/sql` or `@effect/platform-node` fails here;
-// - the backend entries type-check with their peers installed, so their declarations are whole too.
+// - the backend entries type-check with their peers installed, so their declarations are whole too;
+// - every `npm i` line of README.md and docs/*.md works as written: it names each Effect package with a version
+//   (unversioned, npm takes the Effect 4 releases and fails with ERESOLVE), and, from the registry, it installs in
+//   a fresh project (the tarball in place of `effect-resilience`) with one copy of each Effect package, every
+//   entry point whose peers it installed loads in Node, and a line that installs vitest runs an `it.effect` test.
+//   Every backend entry must be loaded by some line. Install scripts are not run (better-sqlite3 would compile for
+//   minutes): the packages load, the native SQLite binding is not built. EFFECT_RESILIENCE_OFFLINE=1 skips
+//   this part (it needs the registry) and says so.
 //
-// Packages are symlinked from the repository's node_modules (no network). The type-check reports what a user's
-// `tsc` with `skipLibCheck: false` reports for the consumer and this package's declarations; it does not
-// re-check effect's own declarations, which saves two thirds of the time. Exits non-zero on any failure.
+// Except for those installs, packages are symlinked from the repository's node_modules (no network). The
+// type-check reports what a user's `tsc` with `skipLibCheck: false` reports for the consumer and this package's
+// declarations; it does not re-check effect's own declarations, which saves two thirds of the time. Exits
+// non-zero on any failure.
 import { execFile, execFileSync } from "node:child_process"
 import {
   existsSync,
@@ -163,6 +171,7 @@ try {
     }
   })
   await Promise.all(checks)
+  await checkInstallLines(join(work, tarball), entries.map(([n]) => n))
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error))
 }
@@ -218,4 +227,136 @@ function closure(names) {
   }
   names.forEach(visit)
   return [...seen]
+}
+
+/** The `npm i` / `npm install` lines of the ```sh blocks of README.md and docs/*.md, each once, in order. */
+function documentedInstallLines() {
+  const docs = readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)
+  const sources = ["README.md", ...docs]
+  const lines = new Map()
+  for (const source of sources) {
+    for (const [, block] of readFileSync(join(root, source), "utf8").matchAll(/^```sh\n([\s\S]*?)^```/gm)) {
+      for (const line of block.split("\n")) {
+        const command = line.replace(/#.*$/, "").trim()
+        if (/^npm (i|install) /.test(command) && !lines.has(command)) lines.set(command, source)
+      }
+    }
+  }
+  return [...lines].map(([command, source]) => ({ command, source }))
+}
+
+/** Installs each documented line from the registry in a fresh project and loads what it is for (see the top). */
+async function checkInstallLines(tarball, entryNames) {
+  const lines = documentedInstallLines()
+  const effectPackage = (name) => name === "effect" || name.startsWith("@effect/") || name === "vitest"
+  for (const { command, source } of lines) {
+    for (const arg of command.split(/\s+/).slice(2).filter((a) => !a.startsWith("-"))) {
+      const name = arg.replace(/(.)@.*$/, "$1")
+      if (effectPackage(name) && !/.@./.test(arg)) {
+        fail(`${source}: "${command}" names ${name} without a version: npm would take the Effect 4 release`)
+      }
+    }
+  }
+  if (!lines.some((l) => l.command.includes(" effect-resilience "))) fail("README.md and docs/ give no install line")
+  if (process.env["EFFECT_RESILIENCE_OFFLINE"] === "1") {
+    console.log(`package check: EFFECT_RESILIENCE_OFFLINE=1, the ${lines.length} install lines were NOT installed`)
+    return
+  }
+  const run = promisify(execFile)
+  const npm = (dir, command) =>
+    run("npm", [
+      ...command.split(/\s+/).slice(1).map((a) => a === "effect-resilience" ? tarball : a),
+      "--no-audit",
+      "--no-fund",
+      "--ignore-scripts",
+      "--prefer-offline"
+    ], { cwd: dir, maxBuffer: 16 << 20 })
+  const bases = lines.filter((l) => l.command.split(/\s+/).includes("effect-resilience"))
+  // a line without the package adds to a project that has it: the first (core) line's
+  const additions = lines.filter((l) => !bases.includes(l))
+  const loaded = new Set()
+  const started = Date.now()
+  const failedBefore = failures.length
+  const checkLine = async ({ command, source }, i, before = []) => {
+    const dir = join(dirname(tarball), `install-${i}`)
+    mkdirSync(dir)
+    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `install-${i}`, private: true, type: "module" }))
+    const what = `${source}: "${command}"`
+    try {
+      for (const c of [...before, command]) await npm(dir, c)
+    } catch (error) {
+      return fail(`${what} does not install:\n${head(error.stderr ?? error, 12)}`)
+    }
+    const has = (name) => existsSync(join(dir, "node_modules", name, "package.json"))
+    // npm ls exits non-zero for a missing optional peer, but its JSON is the tree all the same
+    const listed = await run("npm", ["ls", "--all", "--json"], { cwd: dir, maxBuffer: 64 << 20 }).catch((e) => e)
+    for (const [name, versions] of versionsIn(JSON.parse(listed.stdout))) {
+      if ((effectPackage(name) || name === "effect-resilience") && versions.size > 1) {
+        fail(`${what} installs ${versions.size} copies of ${name} (${[...versions].join(", ")})`)
+      }
+    }
+    const usable = entryNames.filter((e) => (backends[e] ?? []).every(has))
+    const named = command.split(/\s+/).slice(2).filter((a) => !a.startsWith("-")).map((a) => a.replace(/(.)@.*$/, "$1"))
+    const imports = [
+      ...usable.map(specifier),
+      ...named.filter((n) => n !== "effect-resilience" && n !== "vitest" && n !== "@effect/vitest")
+    ]
+    try {
+      const script = imports.map((m) => `await import(${JSON.stringify(m)})`).join("\n")
+      await run(process.execPath, ["--input-type=module", "-e", script], { cwd: dir })
+      usable.forEach((e) => loaded.add(e))
+    } catch (error) {
+      fail(`${what}: an entry point does not load after it:\n${head(error.stderr, 8)}`)
+    }
+    if (has("vitest")) {
+      writeFileSync(
+        join(dir, "install.test.ts"),
+        [
+          `import { expect, it } from "@effect/vitest"`,
+          `import { Effect, Fiber, TestClock } from "effect"`,
+          `import { Deadline } from "effect-resilience"`,
+          `it.effect("a deadline under TestClock", () => Effect.gen(function*() {`,
+          `  const fiber = yield* Effect.fork(Effect.flip(Effect.never.pipe(Deadline.within("1 second"))))`,
+          `  yield* TestClock.adjust("1 second")`,
+          `  expect((yield* Fiber.join(fiber))._tag).toBe("DeadlineExceeded")`,
+          `}))`
+        ].join("\n")
+      )
+      try {
+        await run(join(dir, "node_modules/.bin/vitest"), ["run", "--root", dir], { cwd: dir })
+      } catch (error) {
+        fail(`${what}: an it.effect test does not run after it:\n${head(error.stdout, -12)}`)
+      }
+    }
+  }
+  await Promise.all([
+    ...bases.map((line, i) => checkLine(line, i)),
+    ...additions.map((line, i) => checkLine(line, bases.length + i, [bases[0].command]))
+  ])
+  for (const entry of entryNames) {
+    if (!loaded.has(entry)) fail(`no documented install line makes ${specifier(entry)} load`)
+  }
+  if (failures.length > failedBefore) return
+  console.log(
+    `package check: ${lines.length} install lines of the docs installed from the registry and their entry points ` +
+      `loaded (${((Date.now() - started) / 1000).toFixed(0)} s)`
+  )
+}
+
+/** The first `n` lines of `text` (the last ones when `n` is negative). */
+function head(text, n) {
+  const lines = String(text).split("\n")
+  return (n < 0 ? lines.slice(n) : lines.slice(0, n)).join("\n")
+}
+
+/** name → the versions installed, from `npm ls --all --json`. */
+function versionsIn(tree, found = new Map()) {
+  for (const [name, node] of Object.entries(tree.dependencies ?? {})) {
+    if (node.version !== undefined) {
+      if (!found.has(name)) found.set(name, new Set())
+      found.get(name).add(node.version)
+    }
+    versionsIn(node, found)
+  }
+  return found
 }

@@ -18,7 +18,10 @@ import type * as RateLimiterStore from "./RateLimiterStore.js"
  * - `retryAfter`: zero when allowed; otherwise the wait after which the same request would pass (if
  *   nobody else takes the units first), rounded up to whole milliseconds;
  * - `resetAfter`: the time until the key is back to its initial state — the bucket full, or nothing
- *   counted in any window that still matters.
+ *   counted in any window that still matters;
+ * - `outage`: present (`true`) only when the store could not be asked (e.g. Redis unreachable) and the decision
+ *   is its outage policy (`onError`), not a count: `remaining` and `resetAfter` then say nothing about the
+ *   quota, and a denial's `retryAfter` is the store's `retryAfterOnError`.
  *
  * @since 0.1.0
  * @category models
@@ -29,6 +32,7 @@ export interface Decision {
   readonly remaining: number
   readonly retryAfter: Duration.Duration
   readonly resetAfter: Duration.Duration
+  readonly outage?: true
 }
 
 /**

@@ -33,6 +33,11 @@ export interface StoreDecision {
   readonly retryAfterMillis: number
   /** Time until the key is back to its initial state (bucket full, nothing counted), in whole milliseconds. */
   readonly resetAfterMillis: number
+  /**
+   * Present (`true`) only when the store could not decide — its backend failed or timed out — and this is its
+   * outage policy (deny or allow) rather than a count. The limiter passes it on as `Decision.outage`.
+   */
+  readonly outage?: true
 }
 
 /**
@@ -79,7 +84,8 @@ export interface SyncStore {
  * validated (an integer >= 1); a cost above the limit is denied with `retryAfterMillis: Infinity`.
  *
  * Operations cannot fail: a remote store chooses what an outage means (deny, allow, or die) and
- * documents it.
+ * documents it; a decision made because of an outage carries `outage: true`, so that no one reports it as a
+ * quota used up (the rate-limit middleware answers 503, not 429).
  *
  * @since 0.1.0
  * @category models

@@ -1,7 +1,8 @@
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { afterAll, expect, it } from "@effect/vitest"
 import { Duration, Effect, FastCheck as fc, Layer, Logger, TestClock } from "effect"
 import { Redis } from "ioredis"
-import { RateLimiter, RateLimiterStore } from "../src/index.js"
+import { RateLimiter, RateLimiterStore, RateLimitMiddleware } from "../src/index.js"
 import { keyOf } from "../src/internal/rateLimiterStore/redis.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
@@ -214,8 +215,35 @@ describeRedis("RateLimiterStore/Redis", () => {
         expect(d.allowed).toBe(false)
         expect(d.limit).toBe(5)
         expect(Duration.toMillis(d.retryAfter)).toBe(1000)
+        expect(d.outage).toBe(true)
       }
       expect(messages.filter((m) => m.includes("denying"))).toHaveLength(1) // the second one is not logged again
+    }))
+
+  it.live("behind the middleware, an unreachable Redis is a 503 that says so, not a quota exceeded", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const layer = RateLimiterStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, retryAfterOnError: "2 seconds" })
+      const response = yield* Effect.provide(
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter.fixedWindow({ limit: 100, window: "10 seconds", name: fresh("http") })
+          const app = Effect.succeed(HttpServerResponse.text("ok")).pipe(
+            RateLimitMiddleware.make({ limiter, scope: () => Effect.succeed("customer-7") })
+          )
+          return yield* Effect.provideService(
+            app,
+            HttpServerRequest.HttpServerRequest,
+            HttpServerRequest.fromWeb(new Request("http://127.0.0.1/orders"))
+          )
+        }).pipe(Effect.scoped),
+        Layer.merge(layer, logged([]))
+      )
+      expect(response.status).toBe(503)
+      expect(response.headers["retry-after"]).toBe("2")
+      expect(response.headers["ratelimit"]).toBeUndefined()
+      expect(response.headers["ratelimit-policy"]).toBeUndefined()
+      const body = response.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(response.body.body)) : {}
+      expect(body.type).toBe(RateLimitMiddleware.storeUnavailableType)
     }))
 
   it.live("onError: \"allow\" fails open; a Redis that never answers times out instead of hanging", () =>

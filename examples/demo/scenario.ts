@@ -4,7 +4,13 @@
  * orders `c`, `c + clients`, `c + 2 × clients`, … one after the other, so which client sends which request
  * does not depend on timing, and neither does the fault each attempt meets (see faults.ts).
  */
-import { HttpClient, HttpClientRequest, type HttpClientResponse, HttpServer } from "@effect/platform"
+import {
+  HttpClient,
+  type HttpClientError,
+  HttpClientRequest,
+  type HttpClientResponse,
+  HttpServer
+} from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Clock, Duration, Effect, Layer, Metric, Option, Random } from "effect"
@@ -153,7 +159,7 @@ const resilientOrder = (
   ref: string
 ): Effect.Effect<Outcome> =>
   http.execute(orderRequest(url, client, ref)).pipe(
-    Effect.flatMap((response): Effect.Effect<Answer, unknown> =>
+    Effect.flatMap((response): Effect.Effect<Answer, Failure.Retryable<string> | HttpClientError.ResponseError> =>
       // 409: the same key is still being processed; ask again after its Retry-After
       response.status === 409
         ? Effect.fail(Failure.retryable(status(409), "1 second"))

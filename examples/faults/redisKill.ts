@@ -17,8 +17,8 @@
  * `FAULTS_VERBOSE=1` prints its phases and the serve processes' logs to stderr.
  *
  * Checks: during the outage the fail-open processes answer 503 from the idempotency middleware and the
- * fail-closed one 429 from the limiter, and no handler runs (the orders counted by `GET /orders/count` do
- * not move); after it, every logical order exists exactly once across the 3 processes (`GET /orders`).
+ * fail-closed one 503 from the limiter (its store is unavailable; no quota was used up), and no handler runs
+ * (the orders counted by `GET /orders/count` do not move); after it, every logical order exists exactly once across the 3 processes (`GET /orders`).
  */
 import type { Fault, FaultRow } from "./fault.js"
 import {
@@ -57,6 +57,9 @@ const headers = { "x-api-key": apiKey }
 const storeUnavailable = "idempotency-store-unavailable"
 
 const isStoreUnavailable = (answer: Answer) => answer.status === 503 && answer.body.includes(storeUnavailable)
+/** The rate-limit middleware's 503 when its store cannot decide and fails closed (`storeUnavailableType`). */
+const isLimiterUnavailable = (answer: Answer) =>
+  answer.status === 503 && answer.body.includes("rate-limit-store-unavailable")
 
 export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray<FaultRow>> => {
   const total = options.orders ?? 1000
@@ -142,12 +145,14 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
       const killedAt = performance.now()
       // the outage lasts at least outageMs, and until every process has refused a request as its limiter's
       // onError says (each saw the outage): 503 from the idempotency middleware when the limiter fails open,
-      // 429 from the limiter when it fails closed
+      // 503 from the limiter when it fails closed
       await until(
         "every process refused a request during the outage",
         () =>
           bases.every((_, s) =>
-            during.some((a) => a.server === s && (onError[s] === "allow" ? isStoreUnavailable(a) : a.status === 429))
+            during.some((a) =>
+              a.server === s && (onError[s] === "allow" ? isStoreUnavailable(a) : isLimiterUnavailable(a))
+            )
           ),
         { withinMs: 30_000 }
       )
@@ -195,7 +200,7 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
     const open = byPolicy("allow")
     const closed = byPolicy("deny")
     const open503 = open.filter(isStoreUnavailable).length
-    const closed429 = closed.filter((a) => a.status === 429).length
+    const closed503 = closed.filter(isLimiterUnavailable).length
     /** The answers besides the expected refusal, by status: requests already past the store when it died. */
     const besides = (answers: ReadonlyArray<Answer>, expected: (a: Answer) => boolean) => {
       const byStatus = new Map<number, number>()
@@ -203,9 +208,9 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
       return byStatus.size === 0 ? "" : `, besides ${[...byStatus].map(([st, n]) => `${st}×${n}`).join(" ")}`
     }
     // fail open: the limiter lets requests through and the idempotency middleware refuses them (503, the
-    // handler not run); fail closed: the limiter refuses them first (429 + Retry-After). Requests already
+    // handler not run); fail closed: the limiter refuses them first (503 + Retry-After). Requests already
     // past the limiter when Redis died may answer otherwise (201, 503), so only these are required.
-    const policyKept = open503 > 0 && open.every((a) => a.status !== 429) && closed429 > 0
+    const policyKept = open503 > 0 && open.every((a) => a.status !== 429) && closed503 > 0
     const handlerRunsDuringOutage = outageFigures.atRestart - outageFigures.duringOutage
     const ok = policyKept && handlerRunsDuringOutage === 0 && wrongReplays === 0 && unknown === 0
     // answers of handlers that ran just before the kill, whose recording failed and was done again later
@@ -222,9 +227,9 @@ export const run = async (options: RedisKillOptions = {}): Promise<ReadonlyArray
       duplicated,
       ok,
       notes: `outage ${outageFigures.outageMs} ms: fail-open procs 503×${open503} (idempotency store unavailable, ` +
-        `limiter onError allow${besides(open, isStoreUnavailable)}), fail-closed proc 429×${closed429} ` +
-        `(limiter onError deny${
-          besides(closed, (a) => a.status === 429)
+        `limiter onError allow${besides(open, isStoreUnavailable)}), fail-closed proc 503×${closed503} ` +
+        `(rate-limit store unavailable, limiter onError deny${
+          besides(closed, isLimiterUnavailable)
         }); handler runs during outage ${handlerRunsDuringOutage}; ` +
         `${attemptsTotal} attempts (${other || "no retries"}); answers recorded late ${recordedLate}/${recordFailed}` +
         (recordRefused > 0 ? ` (${recordRefused} refused: recorded already, taken over or gone)` : "") + "; " +

@@ -18,7 +18,8 @@ import type { RateLimiterStore } from "../RateLimiterStore.js"
  * - `prefix`: put before every key (default `"rl:"`); must not contain `{` or `}`.
  * - `timeout`: a decision Redis has not answered by then counts as an outage (default 1 second).
  * - `onError`: what an outage (error or timeout) decides — `"deny"` (default: fail closed, with
- *   `retryAfter` = `retryAfterOnError`, default 1 second) or `"allow"` (fail open). Either way a warning is
+ *   `retryAfter` = `retryAfterOnError`, default 1 second) or `"allow"` (fail open). Either way the decision is
+ *   marked `outage: true` (the rate-limit middleware answers a denial with 503, not 429) and a warning is
  *   logged, at most once every 10 seconds.
  * - `expiryMargin`: how long after a key is back to its initial state Redis deletes it (default 1 second)
  *   — the tolerance for clock skew between the processes sharing the store.

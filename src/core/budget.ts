@@ -18,8 +18,19 @@ export interface Params {
   readonly ratio: number
 }
 
-/** A count of tokens in thousandths, rounded as gRPC rounds the options (three decimal places). */
-export const toThousandths = (tokens: number): number => Math.round(tokens * MILLI)
+/**
+ * A count of tokens in thousandths: the decimals beyond the third are dropped, as gRPC drops them (A6: 0.5466 is
+ * 0.546; grpc-java's `(int)(ratio * 1000)`). The cut is made on the number as written — its shortest decimal form,
+ * `String(tokens)` — because the binary double may lie just below it: `1.005 * 1000` is `1004.999…`.
+ */
+export const toThousandths = (tokens: number): number => {
+  if (Number.isInteger(tokens) || !Number.isFinite(tokens)) return tokens * MILLI
+  const written = String(tokens)
+  // a fraction in exponent form is below 1e-6, so under one thousandth (larger doubles are integers)
+  if (written.includes("e")) return 0
+  const [whole = "0", fraction = ""] = written.split(".")
+  return Number(whole + (fraction + "000").slice(0, 3))
+}
 
 /** Thousandths back to tokens. */
 export const toTokens = (thousandths: number): number => thousandths / MILLI

@@ -5,7 +5,11 @@
  *   `RateLimit: "<name>";r=<remaining>;t=<seconds>` (IETF draft-ietf-httpapi-ratelimit-headers-11,
  *   Structured Fields);
  * - over the limit: 429 problem+json (type `quota-exceeded`) with `Retry-After` in whole seconds (≥ 1),
- *   and the handler does not run.
+ *   and the handler does not run;
+ * - when the limiter's store cannot decide (`Decision.outage`, e.g. Redis unreachable): with the store failing
+ *   closed, 503 problem+json (type {@link storeUnavailableType}) with `Retry-After` (the store's
+ *   `retryAfterOnError`) and no RateLimit fields, and the handler does not run; failing open, the handler runs and
+ *   the response has no RateLimit fields. Neither reports a quota that nobody used.
  *
  * Put it **before** (outside) the idempotency middleware (`app.pipe(idempotent, RateLimitMiddleware.make(...))`), so
  * a request over the limit is refused before it can claim a key. (The idempotency middleware never stores a
@@ -50,6 +54,14 @@ export interface Options<R = never> {
  * @category constants
  */
 export const quotaExceededType: typeof internal.quotaExceededType = internal.quotaExceededType
+
+/**
+ * The problem type of the 503 answered when the limiter's store is unavailable and fails closed.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const storeUnavailableType: typeof internal.storeUnavailableType = internal.storeUnavailableType
 
 /**
  * A middleware built by {@link make}.

@@ -124,14 +124,17 @@ class Limiter implements RateLimiter {
       span.attribute("rate_limiter.allowed", d.allowed)
       span.attribute("rate_limiter.remaining", d.remaining)
       span.attribute("rate_limiter.retry_after_ms", d.retryAfterMillis)
+      if (d.outage === true) span.attribute("rate_limiter.outage", true)
     }
-    return {
+    const decision: Decision = {
       allowed: d.allowed,
       limit: d.limit,
       remaining: d.remaining,
       retryAfter: toDuration(d.retryAfterMillis),
       resetAfter: toDuration(d.resetAfterMillis)
     }
+    // only then: a counted decision keeps exactly the contract's five fields
+    return d.outage === true ? { ...decision, outage: true } : decision
   }
 
   private invalidCost(cost: number): Effect.Effect<never> {

@@ -33,9 +33,41 @@ describe("core/budget", () => {
     expect(budget.allowsRetry(p, tokens)).toBe(true)
   })
 
-  it("options are kept to three decimal places", () => {
-    expect(budget.params(2.0004, 0.0015)).toEqual({ max: 2_000, ratio: 2 })
+  it("options are kept to three decimal places, the rest ignored (truncated, as gRPC does)", () => {
+    // A6: "decimal places beyond 3 are ignored (eg. 0.5466 is treated as 0.546)"; grpc-java: (int)(ratio * 1000)
+    expect(budget.toThousandths(0.5466)).toBe(546)
+    expect(budget.toThousandths(0.0999)).toBe(99)
+    expect(budget.params(2.0004, 0.0015)).toEqual({ max: 2_000, ratio: 1 })
+    expect(budget.params(9.9999, 0.0019)).toEqual({ max: 9_999, ratio: 1 })
+    // on the decimal the user wrote, not the binary double below it: 1.005 * 1000 is 1004.999…
+    expect(budget.toThousandths(1.005)).toBe(1005)
+    expect(budget.toThousandths(0.001)).toBe(1)
+    expect(budget.toThousandths(4.35)).toBe(4350)
     expect(budget.toThousandths(0.1 + 0.2)).toBe(300)
+    expect(budget.toThousandths(10)).toBe(10_000)
+    expect(budget.toThousandths(1e-7)).toBe(0)
+    expect(budget.toThousandths(1e21)).toBe(1e24)
+  })
+
+  it.prop("truncation keeps the first three decimals of the number as written", [
+    fc.integer({ min: 0, max: 1_000_000_000 }),
+    fc.integer({ min: 0, max: 999 })
+  ], ([thousandths, extra]) => {
+    // thousandths / 1000 written out, with up to three more digits after it
+    const whole = Math.floor(thousandths / 1000)
+    const decimals = String(thousandths % 1000).padStart(3, "0")
+    const written = Number(`${whole}.${decimals}${String(extra).padStart(3, "0")}`)
+    expect(budget.toThousandths(written)).toBe(thousandths)
+    expect(budget.toThousandths(thousandths / 1000)).toBe(thousandths)
+  })
+
+  it.prop("never more than the value, less by under one thousandth", [
+    fc.double({ min: 0.001, max: 1e9, noNaN: true })
+  ], ([x]) => {
+    const t = budget.toThousandths(x)
+    expect(Number.isInteger(t)).toBe(true)
+    expect(t / 1000).toBeLessThanOrEqual(x)
+    expect(x - t / 1000).toBeLessThan(0.001 + 1e-9 * x)
   })
 
   it("check names the option that cannot work", () => {

@@ -9,6 +9,23 @@ import { refuse, resolver } from "./clientScope.js"
 import { problem } from "./problem.js"
 
 export const quotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+export const storeUnavailableType = "urn:effect-resilience:problem:rate-limit-store-unavailable"
+
+/**
+ * A decision the store made because it could not count (`Decision.outage`): a denial is a 503 that says so, an
+ * admission passes; neither carries RateLimit fields, which would report a quota nobody used.
+ */
+const duringOutage = <E, R>(decision: Decision, app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
+  if (decision.allowed) return app
+  const retryAfter = RateLimitHeaders.retryAfterSeconds(Duration.toMillis(decision.retryAfter))
+  return Effect.succeed(problem({
+    status: 503,
+    type: storeUnavailableType,
+    title: "Service Unavailable",
+    detail: `the rate limiter cannot reach its store, so the request was not processed; retry in ${retryAfter} s`,
+    headers: { "retry-after": String(retryAfter) }
+  }))
+}
 
 export const make = <R = never>(options: Options<R>) => {
   const name = options?.name ?? "default"
@@ -35,6 +52,7 @@ export const make = <R = never>(options: Options<R>) => {
     Effect.flatMap(
       limiter.tryAcquire(scope, options.cost === undefined ? 1 : options.cost(request)),
       (decision) => {
+        if (decision.outage === true) return duringOutage(decision, app)
         const headers = headersOf(decision)
         if (!decision.allowed) {
           const retryAfter = RateLimitHeaders.retryAfterSeconds(Duration.toMillis(decision.retryAfter))

@@ -163,13 +163,14 @@ export const make = (
 
   const fallback = (limit: number, nowMillis: number, cause: unknown): Effect.Effect<StoreDecision> => {
     const decision: StoreDecision = options.onError === "allow"
-      ? { allowed: true, limit, remaining: 0, retryAfterMillis: 0, resetAfterMillis: 0 }
+      ? { allowed: true, limit, remaining: 0, retryAfterMillis: 0, resetAfterMillis: 0, outage: true }
       : {
         allowed: false,
         limit,
         remaining: 0,
         retryAfterMillis: options.retryAfterOnErrorMillis,
-        resetAfterMillis: options.retryAfterOnErrorMillis
+        resetAfterMillis: options.retryAfterOnErrorMillis,
+        outage: true
       }
     if (nowMillis - lastWarning < WARN_EVERY_MILLIS) {
       suppressed++
