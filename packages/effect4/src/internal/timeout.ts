@@ -1,0 +1,87 @@
+import type { Clock } from "effect"
+import { Duration, Effect, Exit, Fiber } from "effect"
+import { resume } from "./resume.js"
+
+/**
+ * How many timed children may start synchronously inside one another on one JavaScript stack. Deeper than this, a
+ * child starts on the scheduler instead, so synchronous nesting costs constant stack per level at any depth.
+ * (Effect 3 needed a whole fast path for the synchronous start; Effect 4's `forkDetach` has `startImmediately`.)
+ */
+const MAX_SYNC_DEPTH = 64
+let syncDepth = 0
+
+/**
+ * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for its
+ * finalizers, and fails with `onTimeout()`. `self` runs in a detached fiber that shares the caller's context and
+ * interruptibility, started at once on the caller's stack: when it is already done on return (the common case for
+ * fast calls) no timer is ever armed. Otherwise the timer is aimed at `at` as the clock reads *after* the
+ * synchronous start, so a blocking prefix is not given a whole extra budget.
+ */
+export const timeoutWith = <A, E, R, E2>(
+  self: Effect.Effect<A, E, R>,
+  at: number,
+  clock: Clock.Clock,
+  onTimeout: () => E2
+): Effect.Effect<A, E | E2, R> =>
+  Effect.uninterruptibleMask((restore) => {
+    const immediate = syncDepth < MAX_SYNC_DEPTH
+    if (immediate) syncDepth++
+    return Effect.flatMap(
+      Effect.forkDetach(restore(self), { startImmediately: immediate, uninterruptible: "inherit" }),
+      (child): Effect.Effect<A, E | E2> => {
+        if (immediate) syncDepth--
+        const done = child.pollUnsafe()
+        if (done !== undefined) return done
+        const left = at - clock.currentTimeMillisUnsafe()
+        if (left <= 0) return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
+        return Effect.flatMap(
+          Effect.forkChild(clock.sleep(Duration.millis(left)), { startImmediately: true }),
+          (timer) =>
+            Effect.flatMap(
+              Effect.onInterrupt(restore(firstOf(child, timer)), () => {
+                timer.interruptUnsafe()
+                return Fiber.interrupt(child)
+              }),
+              (exit): Effect.Effect<A, E | E2> => {
+                if (exit !== undefined) {
+                  timer.interruptUnsafe()
+                  return exit
+                }
+                return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
+              }
+            )
+        )
+      }
+    )
+  })
+
+/**
+ * Waits for the child's exit or the timer, whichever comes first (`undefined` for the timer). A plain callback
+ * wait, so it is as interruptible as the caller and no third fiber is needed: the caller may be uninterruptible
+ * (HTTP servers run handlers so) and the timer must still be able to end the wait. Resumed through the depth
+ * guard: nested timed calls finish inside one another.
+ */
+const firstOf = <A, E>(
+  child: Fiber.Fiber<A, E>,
+  timer: Fiber.Fiber<void>
+): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.callback((wake) => {
+    let settled = false
+    let offChild = noop
+    let offTimer = noop
+    const settle = (value: Exit.Exit<A, E> | undefined) => {
+      if (settled) return
+      settled = true
+      offChild()
+      offTimer()
+      resume(wake, Effect.succeed(value))
+    }
+    offChild = child.addObserver(settle)
+    offTimer = timer.addObserver(() => settle(undefined))
+    return Effect.sync(() => {
+      offChild()
+      offTimer()
+    })
+  })
+
+const noop = () => {}
