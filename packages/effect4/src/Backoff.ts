@@ -48,7 +48,7 @@ export const exponential: (options: Options) => Schedule.Schedule<Duration.Durat
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { Backoff, Retry } from "effect-resilience"
+ * import { Backoff } from "effect-resilience"
  *
  * declare const call: Effect.Effect<string, Error>
  *

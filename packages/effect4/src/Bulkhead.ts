@@ -64,7 +64,7 @@ export interface Options {
    * `"queue-timeout"`. Default: no limit.
    */
   readonly queueTimeout?: Duration.Input
-  /** Tags the bulkhead's metrics (`bulkhead` label) and errors. */
+  /** Tags the bulkhead's metrics (`bulkhead` attribute) and errors. */
   readonly name?: string
 }
 
@@ -103,8 +103,9 @@ export interface Bulkhead {
  * `BulkheadFull` (reason `"closed"`) and so do later calls; calls already running finish normally.
  *
  * Metrics: gauges `effect_resilience_bulkhead_active` and `effect_resilience_bulkhead_queued`, counter
- * `effect_resilience_bulkhead_rejections_total` (label `reason`), all with label `bulkhead` = `name`
- * when a name is given. A call that had to queue annotates the current span with
+ * `effect_resilience_bulkhead_rejections_total` (attribute `reason`), all with attribute `bulkhead` = `name`
+ * when a name is given, in the `Metric.MetricRegistry` of the context `make` runs in (so the gauges' moves of one
+ * bulkhead always add up in one registry, whichever fiber calls `protect`). A call that had to queue annotates the current span with
  * `bulkhead.queued_ms`; a rejected one with `bulkhead.rejected`.
  *
  * Throws `IllegalArgumentError` when `maxConcurrent` is not an integer >= 1, `maxQueue` not an
