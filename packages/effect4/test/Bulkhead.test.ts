@@ -247,23 +247,29 @@ describe("Bulkhead", () => {
     Effect.gen(function*() {
       // each released slot resumes the next waiter, and Effect 4 runs it on the releasing fiber's stack: every
       // waiter would finish inside the one before it (internal/resume.ts unwinds past a depth)
-      const waiters = 20_000
-      const bulkhead = yield* Bulkhead.make({ maxConcurrent: 1, maxQueue: waiters })
-      const gate = yield* Deferred.make<void>()
-      const holder = yield* Effect.forkChild(bulkhead.protect(Deferred.await(gate)))
-      yield* settle
-      let ran = 0
-      const queued = yield* Effect.forEach(
-        Array.from({ length: waiters }),
-        () => Effect.forkChild(bulkhead.protect(Effect.sync(() => ran++)), { startImmediately: true })
-      )
-      expect((yield* bulkhead.stats).queued).toBe(waiters)
-      yield* Deferred.succeed(gate, undefined)
-      yield* Fiber.join(holder)
-      yield* Fiber.joinAll(queued)
-      expect(ran).toBe(waiters)
-      expect(yield* bulkhead.stats).toEqual({ active: 0, queued: 0 })
-    }))
+      // with a queueTimeout, each wait runs in a fiber of Effect.timeoutOrElse's race, one more resume per level
+      for (const [waiters, queueTimeout] of [[20_000, undefined], [5_000, "1 hour"]] as const) {
+        const bulkhead = yield* Bulkhead.make({
+          maxConcurrent: 1,
+          maxQueue: waiters,
+          ...(queueTimeout === undefined ? {} : { queueTimeout })
+        })
+        const gate = yield* Deferred.make<void>()
+        const holder = yield* Effect.forkChild(bulkhead.protect(Deferred.await(gate)))
+        yield* settle
+        let ran = 0
+        const queued = yield* Effect.forEach(
+          Array.from({ length: waiters }),
+          () => Effect.forkChild(bulkhead.protect(Effect.sync(() => ran++)), { startImmediately: true })
+        )
+        expect((yield* bulkhead.stats).queued).toBe(waiters)
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(holder)
+        yield* Fiber.joinAll(queued)
+        expect(ran).toBe(waiters)
+        expect(yield* bulkhead.stats).toEqual({ active: 0, queued: 0 })
+      }
+    }), 60_000)
 
   it.effect("counts in the metric registry of the context it was built in", () =>
     Effect.gen(function*() {
