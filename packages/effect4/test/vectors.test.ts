@@ -19,18 +19,22 @@ import {
 import { Backoff, Bulkhead, Deadline, Failure, Hedge, Retry, RetryBudget } from "../src/index.js"
 import { fixed, withRandom } from "./support/random.js"
 
-/** What the driver records of one call. */
-interface Call {
-  readonly fiber: Fiber.Fiber<unknown, unknown>
+/** What the driver records of one call, as the call runs. */
+interface Trace {
   readonly starts: Array<number>
   readonly interrupted: Array<number>
   readonly delays: Array<number>
   ran: boolean
 }
 
+interface Call {
+  readonly fiber: Fiber.Fiber<unknown, unknown>
+  readonly trace: Trace
+}
+
 /** One subject's interpreter for one vector: how a call step runs, and what the policy's state is. */
 interface Driver {
-  readonly start: (step: CallStep, call: Omit<Call, "fiber">) => Effect.Effect<unknown, unknown>
+  readonly start: (step: CallStep, call: Trace) => Effect.Effect<unknown, unknown>
   readonly state: Effect.Effect<Record<string, unknown>>
 }
 
@@ -216,10 +220,10 @@ const observe = (name: string, call: Call | undefined, wanted: Outcome) => {
   if (call === undefined) throw new Error(`no call ${name}`)
   const actual: Record<string, unknown> = {}
   if (wanted.exit !== undefined) actual.exit = exitOf(call.fiber.pollUnsafe())
-  if (wanted.starts !== undefined) actual.starts = call.starts
-  if (wanted.interrupted !== undefined) actual.interrupted = [...call.interrupted].sort((a, b) => a - b)
-  if (wanted.delays !== undefined) actual.delays = call.delays
-  if (wanted.ran !== undefined) actual.ran = call.ran
+  if (wanted.starts !== undefined) actual.starts = call.trace.starts
+  if (wanted.interrupted !== undefined) actual.interrupted = [...call.trace.interrupted].sort((a, b) => a - b)
+  if (wanted.delays !== undefined) actual.delays = call.trace.delays
+  if (wanted.ran !== undefined) actual.ran = call.trace.ran
   expect(actual, `call ${name}`).toMatchObject(wanted)
 }
 
@@ -233,15 +237,8 @@ const run = (subject: Subject, vector: Vector) =>
     const calls = new Map<string, Call>()
     for (const step of vector.steps as ReadonlyArray<Step & Record<string, unknown>>) {
       if ("call" in step) {
-        const record = { starts: [], interrupted: [], delays: [], ran: false }
-        const fiber = yield* Effect.forkChild(driver.start(step as CallStep, record))
-        calls.set(step.call as string, {
-          ...record,
-          fiber,
-          get ran() {
-            return record.ran
-          }
-        } as Call)
+        const trace: Trace = { starts: [], interrupted: [], delays: [], ran: false }
+        calls.set(step.call as string, { fiber: yield* Effect.forkChild(driver.start(step as CallStep, trace)), trace })
       } else if ("advance" in step) {
         yield* TestClock.adjust(Duration.millis(step.advance as number))
       } else if ("interrupt" in step) {
