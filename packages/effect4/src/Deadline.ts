@@ -6,8 +6,19 @@
  * @since 1.0.0
  */
 import type { Cause, Duration, Effect, Option } from "effect"
+import type { Fatal, Retryable } from "./Failure.js"
 import * as internal from "./internal/deadline.js"
 import type { Fields } from "./internal/errorFields.js"
+import type { RetriesExhausted } from "./Retry.js"
+
+/**
+ * `RateLimiter.RateLimited`, by its tag and reason, until the rate limiter is ported to this edition (`isTimeUp`
+ * reads errors by tag and field, so it recognises the real one already).
+ */
+interface RateLimited {
+  readonly _tag: "RateLimited"
+  readonly reason: string
+}
 
 /**
  * The deadline passed before the work finished. The work was interrupted and its finalizers ran.
@@ -134,3 +145,65 @@ export const timeout: {
     duration: Duration.Input
   ): Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R>
 } = internal.timeout
+
+/**
+ * Every error that means "the deadline ran out", whatever gave up: {@link DeadlineExceeded} itself;
+ * `RetriesExhausted` with reason `"deadline"` (the next retry would have started too late) and `RateLimited`
+ * with reason `"deadline"` (waiting for the limiter would have passed it); a `Fatal` or `Retryable` whose
+ * `cause` is a `DeadlineExceeded` (`Deadline.timeout` inside a classifier: `Failure.retryWhen` makes it a
+ * `Fatal`). `AttemptTimeout` is not one: that attempt ran out of its own time, not the caller's.
+ *
+ * @since 1.0.0
+ * @category models
+ */
+export type TimeUpError =
+  | DeadlineExceeded
+  | (RetriesExhausted<unknown> & { readonly reason: "deadline" })
+  | (RateLimited & { readonly reason: "deadline" })
+  | ((Fatal<unknown> | Retryable<unknown>) & { readonly cause: DeadlineExceeded })
+
+/**
+ * The members of `E` that {@link isTimeUp} accepts (all of {@link TimeUpError} when `E` is `unknown`).
+ *
+ * @since 1.0.0
+ * @category models
+ */
+export type TimeUp<E> = unknown extends E ? E & TimeUpError
+  :
+    | Extract<E, DeadlineExceeded>
+    | (Extract<E, RetriesExhausted<any>> & { readonly reason: "deadline" })
+    | (Extract<E, RateLimited> & { readonly reason: "deadline" })
+    | (Extract<E, Fatal<any> | Retryable<any>> & { readonly cause: DeadlineExceeded })
+
+/**
+ * Whether `error` says the deadline ran out — the one question for the several errors that can say it
+ * (see {@link TimeUpError}): a deadline can pass during an attempt (`DeadlineExceeded`), between attempts
+ * (`RetriesExhausted`, reason `"deadline"`) or while waiting for a rate limiter (`RateLimited`, reason
+ * `"deadline"`), depending only on when it ran out. `AttemptTimeout` is not time up: the attempt ran out, the
+ * caller still has time.
+ *
+ * A refinement: with `Effect.catchIf` it handles exactly those errors, and removes from the error type only what
+ * it handled in full (`DeadlineExceeded`; a `RetriesExhausted` may still have another reason).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Backoff, Deadline, Failure, Retry } from "effect-resilience"
+ *
+ * declare const fetchPrice: Effect.Effect<number, { readonly _tag: "Unavailable" }>
+ * declare const cachedPrice: Effect.Effect<number>
+ *
+ * const price = fetchPrice.pipe(
+ *   Deadline.timeout("300 millis"),
+ *   Failure.retryWhen((e) => e._tag === "AttemptTimeout" || e._tag === "Unavailable"),
+ *   Retry.retry({ schedule: Backoff.fullJitter({ base: "50 millis", cap: "500 millis" }), maxAttempts: 5 }),
+ *   Deadline.within("1 second"),
+ *   // however the second ran out: the cached price
+ *   Effect.catchIf(Deadline.isTimeUp, () => cachedPrice)
+ * )
+ * ```
+ *
+ * @since 1.0.0
+ * @category refinements
+ */
+export const isTimeUp: <E>(error: E) => error is TimeUp<E> = internal.isTimeUp

@@ -105,12 +105,13 @@ export type RetriedError<E> =
 /**
  * What `Retry.retry` asks of the error type: at least one {@link Retryable} member. An error channel without
  * one would never be retried, so applying `Retry.retry` to it is a compile error whose message says what to do.
- * (`unknown` and `any` are accepted: they may hold a `Retryable`.)
+ * `unknown` and `any` are refused too: an error typed so (`Effect.tryPromise({ try, catch: (e) => e })`) is
+ * almost never a `Retryable`, and nothing in the type says which failures may be retried.
  *
  * @since 1.0.0
  * @category models
  */
-export type RequireRetryable<E> = unknown extends E ? unknown
+export type RequireRetryable<E> = unknown extends E ? NothingToRetry
   : [Extract<E, Retryable<any>>] extends [never] ? NothingToRetry
   : unknown
 
@@ -149,7 +150,8 @@ export const exhaustedTotal: Metric.Counter<number> = internal.exhausted
  * - With a deadline (`Deadline.within`), a retry that would start at or after it is not attempted.
  * - With a `budget` option, or else a {@link RetryBudget} in the context, every failed attempt and success is
  *   recorded in it, and a retry it refuses is not attempted.
- * - An error type with no `Retryable` member does not compile (see {@link RequireRetryable}): classify first.
+ * - An error type with no `Retryable` member — `unknown` and `any` included — does not compile (see
+ *   {@link RequireRetryable}): classify first.
  * - The success path costs one catch frame: no schedule work happens until a failure.
  *
  * Each retry increments the `effect_resilience_retries_total` counter and annotates the current span

@@ -62,9 +62,9 @@ export const RetryBudget: typeof internal.RetryBudget = internal.RetryBudget
 export type RetryBudget = internal.RetryBudget
 
 /**
- * Builds a budget. Both options are kept to three decimal places, as gRPC keeps them. Throws
- * `IllegalArgumentError` for `maxTokens <= 0`, `tokenRatio < 0.001` (it would round to nothing) or a value
- * that is not a finite number.
+ * Builds a budget. Both options are kept to three decimal places and the rest is ignored, as gRPC does
+ * (`tokenRatio: 0.5466` gives back 0.546 per success). Throws `IllegalArgumentError` for `maxTokens <= 0`,
+ * a value below 0.001 (nothing would be left of it) or a value that is not a finite number.
  *
  * @example
  * ```ts

@@ -274,8 +274,27 @@ describe("Retry.retry", () => {
     expectTypeOf(classified).toEqualTypeOf<
       Effect.Effect<string, Failure.Fatal<NotFound> | Retry.RetriesExhausted<NotFound>>
     >()
-    // an unknown error type may hold a Retryable: accepted
-    Retry.retry(unclassified as Effect.Effect<string, unknown>, policy)
+  })
+
+  it("does not compile on an error typed unknown or any: nothing there is known to be Retryable", () => {
+    const policy = { schedule: exponential, maxAttempts: 3 }
+    // `catch: (e) => e` types the error unknown: it compiled and never retried before
+    const untyped = Effect.tryPromise({ try: () => Promise.resolve("ok"), catch: (e) => e })
+    // @ts-expect-error Retry.retry: nothing in this error type is Retryable (classify first)
+    untyped.pipe(Retry.retry(policy))
+    // @ts-expect-error Retry.retry: nothing in this error type is Retryable (classify first)
+    Retry.retry(untyped, policy)
+    const loose = untyped as Effect.Effect<string, any>
+    // @ts-expect-error Retry.retry: nothing in this error type is Retryable (classify first)
+    loose.pipe(Retry.retry(policy))
+    // @ts-expect-error Retry.retry: nothing in this error type is Retryable (classify first)
+    Retry.retry(loose, policy)
+    // classified, both compile
+    const classified = untyped.pipe(Failure.retryWhen(() => true), Retry.retry(policy))
+    expectTypeOf(classified).toEqualTypeOf<
+      Effect.Effect<string, Failure.Fatal<unknown> | Retry.RetriesExhausted<unknown>>
+    >()
+    loose.pipe(Failure.retryWhen(() => true), Retry.retry(policy))
   })
 
   it("rejects bad options when the policy is built", () => {

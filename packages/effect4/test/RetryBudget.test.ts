@@ -25,6 +25,16 @@ describe("RetryBudget", () => {
     expect(Effect.runSync(budget.tokens)).toBe(1.5)
   })
 
+  it("ignores the decimals beyond the third, as gRPC does: 0.0999 gives back 0.099", () => {
+    const budget = RetryBudget.unsafeMake({ maxTokens: 2, tokenRatio: 0.0999 })
+    budget.unsafeRecordFailure()
+    budget.unsafeRecordSuccess()
+    expect(Effect.runSync(budget.tokens)).toBe(1.099)
+    // 0.0009 is under one thousandth once the rest is dropped: it would give back nothing
+    expect(() => RetryBudget.unsafeMake({ maxTokens: 2, tokenRatio: 0.0009 })).toThrow(/tokenRatio must be >= 0.001/)
+    expect(() => RetryBudget.unsafeMake({ maxTokens: 0.0009, tokenRatio: 0.1 })).toThrow(/maxTokens/)
+  })
+
   it("the exact count matches rational arithmetic for any sequence", () => {
     fc.assert(fc.property(
       fc.integer({ min: 1, max: 1000 }),

@@ -1,4 +1,4 @@
-import { Clock, Context, Data, Duration, Effect, Option } from "effect"
+import { Clock, Context, Data, Duration, Effect, Option, Predicate } from "effect"
 import type * as Api from "../Deadline.js"
 import { compiled } from "./dual.js"
 import type { Fields } from "./errorFields.js"
@@ -32,6 +32,25 @@ export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
 export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<Fields<Api.AttemptTimeout>> {
   override get message(): string {
     return `the attempt timed out after ${Duration.format(this.timeout)}`
+  }
+}
+
+const isExceeded = (u: unknown): boolean => Predicate.isTagged(u, "DeadlineExceeded")
+
+/** See `Deadline.isTimeUp`: read by tag and field, so errors of every copy of the library are recognised. */
+export const isTimeUp = <E>(error: E): error is Api.TimeUp<E> => {
+  if (!Predicate.hasProperty(error, "_tag")) return false
+  switch (error._tag) {
+    case "DeadlineExceeded":
+      return true
+    case "RetriesExhausted":
+    case "RateLimited":
+      return (error as { readonly reason?: unknown }).reason === "deadline"
+    case "Fatal":
+    case "Retryable":
+      return isExceeded((error as { readonly cause?: unknown }).cause)
+    default:
+      return false
   }
 }
 
