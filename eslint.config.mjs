@@ -4,7 +4,20 @@ import js from "@eslint/js"
 import tseslint from "typescript-eslint"
 
 export default tseslint.config(
-  { ignores: ["dist/**", "node_modules/**", "sim-out/**", ".docs-check/**", ".docgen/**"] },
+  {
+    ignores: [
+      "dist/**",
+      "node_modules/**",
+      "sim-out/**",
+      ".docs-check/**",
+      ".docgen/**",
+      ".tools/**",
+      // the editions' generated files: a copy of the one core (linted where it lives), builds, extracted examples
+      "packages/*/src/core/**",
+      "packages/*/dist/**",
+      "packages/*/.examples/**"
+    ]
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -31,7 +44,7 @@ export default tseslint.config(
   },
   {
     // library code takes time only from Clock and randomness only from Random
-    files: ["src/**/*.ts"],
+    files: ["src/**/*.ts", "packages/*/src/**/*.ts"],
     rules: {
       "no-restricted-properties": ["error", { object: "Date", property: "now", message: "use Clock" }, {
         object: "Math",
@@ -45,7 +58,15 @@ export default tseslint.config(
     languageOptions: { globals: { console: "readonly", process: "readonly", URL: "readonly" } }
   },
   {
-    files: ["bench/**/*.ts", "examples/**/*.ts", "test/**/*.ts", ".ci/**/*.mjs"],
+    files: [
+      "bench/**/*.ts",
+      "examples/**/*.ts",
+      "test/**/*.ts",
+      ".ci/**/*.mjs",
+      "packages/*/test/**/*.ts",
+      "packages/*/bench/**/*.{ts,mjs}",
+      "packages/*/scripts/**/*.mjs"
+    ],
     rules: { "no-restricted-globals": "off" }
   }
 )

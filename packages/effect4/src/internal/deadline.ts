@@ -1,0 +1,112 @@
+import { Clock, Context, Data, Duration, Effect, Option, Predicate } from "effect"
+import type * as Api from "../Deadline.js"
+import { compiled } from "./dual.js"
+import type { Fields } from "./errorFields.js"
+import { timeoutWith } from "./timeout.js"
+import * as validate from "./validate.js"
+
+/**
+ * The absolute deadline (epoch millis from `Clock`) of the current fiber, or `undefined`. A forked fiber shares
+ * the context it was forked with, so children see it; nothing a child does changes its parent's deadline.
+ */
+export const CurrentDeadline: Context.Reference<number | undefined> = Context.Reference<number | undefined>(
+  "effect-resilience/Deadline/currentDeadline",
+  { defaultValue: () => undefined }
+)
+
+/** `(deadline, now, clock)` of the current fiber, read without allocating an effect per piece. */
+export const withDeadline = <A, E, R>(
+  f: (deadline: number | undefined, now: number, clock: Clock.Clock) => Effect.Effect<A, E, R>
+): Effect.Effect<A, E, R> =>
+  Effect.withFiber((fiber) => {
+    const clock = fiber.getRef(Clock.Clock)
+    return f(fiber.getRef(CurrentDeadline), clock.currentTimeMillisUnsafe(), clock)
+  })
+
+export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
+  override get message(): string {
+    return "the deadline passed before the operation finished"
+  }
+}
+
+export class AttemptTimeout extends Data.TaggedError("AttemptTimeout")<Fields<Api.AttemptTimeout>> {
+  override get message(): string {
+    return `the attempt timed out after ${Duration.format(this.timeout)}`
+  }
+}
+
+const isExceeded = (u: unknown): boolean => Predicate.isTagged(u, "DeadlineExceeded")
+
+/** See `Deadline.isTimeUp`: read by tag and field, so errors of every copy of the library are recognised. */
+export const isTimeUp = <E>(error: E): error is Api.TimeUp<E> => {
+  if (!Predicate.hasProperty(error, "_tag")) return false
+  switch (error._tag) {
+    case "DeadlineExceeded":
+      return true
+    case "RetriesExhausted":
+    case "RateLimited":
+      return (error as { readonly reason?: unknown }).reason === "deadline"
+    case "Fatal":
+    case "Retryable":
+      return isExceeded((error as { readonly cause?: unknown }).cause)
+    default:
+      return false
+  }
+}
+
+// Each combinator is a typed builder (validates once, returns the data-last function; internal callers use it)
+// and its dual, whose overloads the public module declares.
+
+export const withinOf = (duration: Duration.Input) => {
+  const budget = validate.millis("Deadline.within duration", duration)
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline((deadline, now, clock) => {
+      const own = now + budget
+      return runUntil(self, deadline === undefined || own < deadline ? own : deadline, now, clock)
+    })
+}
+export const within = compiled(withinOf)
+
+export const withDeadlineAtOf = (epochMillis: number) => {
+  if (typeof epochMillis !== "number" || Number.isNaN(epochMillis)) {
+    validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
+  }
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline((deadline, now, clock) =>
+      runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, clock)
+    )
+}
+export const withDeadlineAt = compiled(withDeadlineAtOf)
+
+export const timeoutOf = (duration: Duration.Input) => {
+  const own = validate.millis("Deadline.timeout duration", duration)
+  const timeout = Duration.millis(own)
+  return <A, E, R>(self: Effect.Effect<A, E, R>) =>
+    withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now, clock) => {
+      if (deadline !== undefined && now + own >= deadline) return runUntil(self, deadline, now, clock)
+      if (own <= 0) return Effect.fail(new AttemptTimeout({ timeout }))
+      return timeoutWith(self, now + own, clock, () => new AttemptTimeout({ timeout }))
+    })
+}
+export const timeout = compiled(timeoutOf)
+
+export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = withDeadline((deadline, now) =>
+  Effect.succeed(deadline === undefined ? Option.none() : Option.some(Duration.millis(Math.max(0, deadline - now))))
+)
+
+export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadline) =>
+  Effect.succeed(Option.fromUndefinedOr(deadline))
+)
+
+const exceeded = () => new DeadlineExceeded()
+
+/** Runs `self` under the deadline `deadline`; one that has passed (or is now) fails without running `self`. */
+const runUntil = <A, E, R>(
+  self: Effect.Effect<A, E, R>,
+  deadline: number,
+  now: number,
+  clock: Clock.Clock
+): Effect.Effect<A, E | DeadlineExceeded, R> =>
+  deadline <= now
+    ? Effect.fail(exceeded())
+    : Effect.provideService(timeoutWith(self, deadline, clock, exceeded), CurrentDeadline, deadline)

@@ -1,0 +1,212 @@
+import type { Metric } from "effect"
+import { Cause, Effect } from "effect"
+import { counterWith } from "./metrics.js"
+import { resume } from "./resume.js"
+
+/**
+ * Why a call did not get a slot: the queue was full, the wait too long, the slots closed, or (adaptive limiter
+ * with criticality) the call's share of the limit was used up.
+ */
+export type RejectionReason = "queue-full" | "queue-timeout" | "closed" | "shed"
+
+/**
+ * A rejections counter per reason, built once with its attributes (`attributes` plus `reason`): the series that
+ * `Metric.withAttributes(counter, { ...attributes, reason })` reads.
+ */
+export const reasonCounters = (
+  counter: Metric.Counter<number>,
+  attributes: Readonly<Record<string, string>>
+): Record<RejectionReason, Metric.Counter<number>> => {
+  const of = (reason: RejectionReason) => counterWith(counter, { ...attributes, reason })
+  return {
+    "queue-full": of("queue-full"),
+    "queue-timeout": of("queue-timeout"),
+    "closed": of("closed"),
+    "shed": of("shed")
+  }
+}
+
+export interface Config<Err extends { readonly reason: RejectionReason }> {
+  /** The slots in force now; read on every admission and release, so it may change between calls. */
+  readonly capacity: () => number
+  readonly maxQueue: number
+  readonly queueTimeout: number | undefined
+  /** Builds the rejection (and counts it). */
+  readonly reject: (reason: RejectionReason) => Err
+  /** Gauge updates, by deltas. */
+  readonly onActive: (delta: number) => void
+  readonly onQueued: (delta: number) => void
+  /** Span attributes: `${span}.queued_ms` and `${span}.rejected`. */
+  readonly span: string
+}
+
+export interface Slots<Err> {
+  /**
+   * Runs `self` in a slot: at once when one is free, after the callers queued before it otherwise, or fails
+   * with the rejection without running it. The slot is given back however `self` ends. With `share`, a call that
+   * finds `share` or more slots taken is refused at once with reason `"shed"` (it neither runs nor queues):
+   * the rest of the capacity is kept for calls with a larger share.
+   */
+  readonly protect: <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    share?: number
+  ) => Effect.Effect<A, E | Err, R>
+  /** Calls holding a slot, and calls waiting. */
+  readonly active: () => number
+  readonly queued: () => number
+  /** Rejects every waiter and every later call with reason `"closed"`; running calls finish. */
+  readonly close: () => void
+}
+
+const WAITING = 0
+const GRANTED = 1
+const REJECTED = 2
+
+/**
+ * A queued caller. The slot may be granted (or the slots closed) before the caller's fiber has registered its
+ * callback, so the outcome is recorded first and delivered on registration.
+ */
+class Waiter<Err> {
+  state = WAITING
+  resume: ((effect: Effect.Effect<void, Err>) => void) | undefined = undefined
+  rejection: Err | undefined = undefined
+}
+
+/**
+ * A first-in-first-out set of slots, shared by `Bulkhead` (fixed capacity) and `AdaptiveLimiter` (a capacity that
+ * moves). The state is plain fields read and written synchronously inside `uninterruptibleMask`, so the
+ * uncontended path is one mask and one match frame: no Ref, no Semaphore, no fork. A released slot goes straight
+ * to the oldest waiter while the capacity allows it, so a newcomer never takes a slot a waiter was promised.
+ * Waiters sit in a `Set` (insertion-ordered, O(1) delete) so an interrupted waiter leaves the queue at once.
+ */
+export const make = <Err extends { readonly reason: RejectionReason }>(config: Config<Err>): Slots<Err> => {
+  const { capacity, maxQueue, onActive, onQueued, queueTimeout } = config
+  const rejectedAttr = `${config.span}.rejected`
+  const queuedAttr = `${config.span}.queued_ms`
+  let active = 0
+  let closed = false
+  const queue = new Set<Waiter<Err>>()
+
+  function reject(reason: RejectionReason): Effect.Effect<never, Err> {
+    return Effect.andThen(Effect.annotateCurrentSpan(rejectedAttr, reason), Effect.fail(config.reject(reason)))
+  }
+
+  /**
+   * Hands free slots to the oldest waiters while the capacity allows: one per release when it has not moved,
+   * several after it grew, none after it shrank. Returns how many were handed over.
+   */
+  function drain(): number {
+    let granted = 0
+    while (queue.size > 0 && active < capacity()) {
+      const waiter = queue.values().next().value!
+      queue.delete(waiter)
+      waiter.state = GRANTED
+      active++
+      granted++
+      // Effect 4 runs the waiter on this stack: a chain of waiters handed slots one after another nests
+      if (waiter.resume !== undefined) resume(waiter.resume, Effect.void)
+    }
+    if (granted > 0) onQueued(-granted)
+    return granted
+  }
+
+  /** Gives a slot back (to the oldest waiter when the capacity allows). */
+  function release(): void {
+    active--
+    const granted = drain()
+    if (granted !== 1) onActive(granted - 1)
+  }
+
+  /** A waiter stopped waiting without running (interrupted, timed out, or rejected at close). */
+  function abandon(waiter: Waiter<Err>): void {
+    if (waiter.state === GRANTED) {
+      // the slot arrived just as the wait ended: pass it on rather than leak it
+      release()
+    } else if (waiter.state === WAITING) {
+      waiter.state = REJECTED
+      queue.delete(waiter)
+      onQueued(-1)
+    }
+  }
+
+  function close(): void {
+    closed = true
+    if (queue.size === 0) return
+    const waiters = Array.from(queue)
+    queue.clear()
+    onQueued(-waiters.length)
+    for (const waiter of waiters) {
+      waiter.state = REJECTED
+      waiter.rejection = config.reject("closed")
+      if (waiter.resume !== undefined) resume(waiter.resume, Effect.fail(waiter.rejection))
+    }
+  }
+
+  function wait(waiter: Waiter<Err>): Effect.Effect<void, Err> {
+    const waiting = Effect.callback<void, Err>((wake) => {
+      if (waiter.state === GRANTED) wake(Effect.void)
+      else if (waiter.state === REJECTED) wake(Effect.fail(waiter.rejection!))
+      else waiter.resume = wake
+    })
+    return queueTimeout === undefined
+      ? waiting
+      : Effect.timeoutOrElse(waiting, {
+        duration: queueTimeout,
+        orElse: () => Effect.fail(config.reject("queue-timeout"))
+      })
+  }
+
+  // built once: handlers created per call would cost an allocation each
+  const giveBack = {
+    onFailure: (cause: Cause.Cause<unknown>) => {
+      release()
+      return Effect.failCause(cause)
+    },
+    onSuccess: (a: unknown) => {
+      release()
+      return Effect.succeed(a)
+    }
+  }
+
+  /** Runs `effect` in a slot already taken, giving it back however `effect` ends. */
+  function run<A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.matchCauseEffect(effect, giveBack) as Effect.Effect<A, E, R>
+  }
+
+  const protect = <A, E, R>(self: Effect.Effect<A, E, R>, share?: number): Effect.Effect<A, E | Err, R> =>
+    Effect.uninterruptibleMask((restore) => {
+      if (closed) return reject("closed")
+      if (share !== undefined && active >= share) return reject("shed")
+      // the capacity may have grown since the last release: waiters first
+      if (queue.size > 0 && active < capacity()) onActive(drain())
+      if (active < capacity() && queue.size === 0) {
+        active++
+        onActive(1)
+        return run(restore(self))
+      }
+      if (queue.size >= maxQueue) return reject("queue-full")
+      const waiter = new Waiter<Err>()
+      queue.add(waiter)
+      onQueued(1)
+      return Effect.clockWith((clock) => {
+        const since = clock.currentTimeMillisUnsafe()
+        return Effect.matchCauseEffect(restore(wait(waiter)), {
+          onFailure: (cause) => {
+            abandon(waiter)
+            const failure = Cause.findErrorOption(cause)
+            return failure._tag === "Some"
+              ? Effect.andThen(Effect.annotateCurrentSpan(rejectedAttr, failure.value.reason), Effect.failCause(cause))
+              : Effect.failCause(cause)
+          },
+          // drain() counted the slot it handed over in `active`: it is ours now
+          onSuccess: () =>
+            Effect.andThen(
+              Effect.annotateCurrentSpan(queuedAttr, clock.currentTimeMillisUnsafe() - since),
+              run(restore(self))
+            )
+        })
+      })
+    })
+
+  return { protect, active: () => active, queued: () => queue.size, close }
+}

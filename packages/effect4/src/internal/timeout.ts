@@ -1,0 +1,112 @@
+import type { Clock } from "effect"
+import { Duration, Effect, Exit, Fiber } from "effect"
+import { resume } from "./resume.js"
+
+/**
+ * How many timed children may start synchronously inside one another on one JavaScript stack. Deeper than this, a
+ * child starts on the scheduler instead, so synchronous nesting costs constant stack per level at any depth.
+ * (Effect 3 needed a whole fast path for the synchronous start; Effect 4's `forkChild` has `startImmediately`.)
+ * The count goes down in the fork's continuation; a continuation that never runs (its fiber interrupted at a yield
+ * in between) would leave it raised, so it is also reset once the stack has unwound (a microtask).
+ */
+const MAX_SYNC_DEPTH = 64
+let syncDepth = 0
+let resetQueued = false
+const reset = () => {
+  resetQueued = false
+  syncDepth = 0
+}
+
+/**
+ * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for its
+ * finalizers, and fails with `onTimeout()`. Call it where it runs (inside `Effect.withFiber`, say): it reads the
+ * nesting depth when called.
+ *
+ * `self` runs in a child fiber that shares the caller's context and interruptibility, started at once on the
+ * caller's stack: when it is already done on return (the common case for fast calls) no timer is ever armed and no
+ * mask is entered. A child rather than a detached fiber: should the caller be interrupted before it looks, the
+ * child ends with it instead of running on unwatched. Otherwise the timer is aimed at `at` as the clock reads
+ * *after* the synchronous start, so a blocking prefix is not given a whole extra budget.
+ */
+export const timeoutWith = <A, E, R, E2>(
+  self: Effect.Effect<A, E, R>,
+  at: number,
+  clock: Clock.Clock,
+  onTimeout: () => E2
+): Effect.Effect<A, E | E2, R> => {
+  const immediate = syncDepth < MAX_SYNC_DEPTH
+  if (immediate) {
+    if (syncDepth++ === 0 && !resetQueued) {
+      resetQueued = true
+      queueMicrotask(reset)
+    }
+  }
+  return Effect.flatMap(
+    Effect.forkChild(self, { startImmediately: immediate, uninterruptible: "inherit" }),
+    (child): Effect.Effect<A, E | E2> => {
+      if (immediate && syncDepth > 0) syncDepth--
+      const done = child.pollUnsafe()
+      return done !== undefined ? done : waitUntil(child, at, clock, onTimeout)
+    }
+  )
+}
+
+/** The slow path: the child is still running. Arms the timer and waits for whichever comes first. */
+const waitUntil = <A, E, E2>(
+  child: Fiber.Fiber<A, E>,
+  at: number,
+  clock: Clock.Clock,
+  onTimeout: () => E2
+): Effect.Effect<A, E | E2> =>
+  Effect.uninterruptibleMask((restore) => {
+    const left = at - clock.currentTimeMillisUnsafe()
+    if (left <= 0) return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
+    return Effect.flatMap(
+      Effect.forkChild(clock.sleep(Duration.millis(left)), { startImmediately: true }),
+      (timer) =>
+        Effect.flatMap(
+          Effect.onInterrupt(restore(firstOf(child, timer)), () => {
+            timer.interruptUnsafe()
+            return Fiber.interrupt(child)
+          }),
+          (exit): Effect.Effect<A, E | E2> => {
+            if (exit !== undefined) {
+              timer.interruptUnsafe()
+              return exit
+            }
+            return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
+          }
+        )
+    )
+  })
+
+/**
+ * Waits for the child's exit or the timer, whichever comes first (`undefined` for the timer). A plain callback
+ * wait, so it is as interruptible as the caller and no third fiber is needed: the caller may be uninterruptible
+ * (HTTP servers run handlers so) and the timer must still be able to end the wait. Resumed through the depth
+ * guard: nested timed calls finish inside one another.
+ */
+const firstOf = <A, E>(
+  child: Fiber.Fiber<A, E>,
+  timer: Fiber.Fiber<void>
+): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.callback((wake) => {
+    let settled = false
+    let offChild = noop
+    let offTimer = noop
+    const settle = (value: Exit.Exit<A, E> | undefined) => {
+      if (settled) return
+      settled = true
+      offChild()
+      offTimer()
+      resume(wake, Effect.succeed(value))
+    }
+    offChild = child.addObserver(settle)
+    offTimer = timer.addObserver(() => settle(undefined))
+    return Effect.sync(() => {
+      offChild()
+      offTimer()
+    })
+  })
+
+const noop = () => {}

@@ -1,0 +1,261 @@
+/**
+ * The Effect 4 edition's driver of the shared scenario vectors (packages/core/vectors, README.md there): each vector
+ * runs under the TestClock, its calls in fibers of their own. The Effect 3 edition's driver is the root's
+ * test/vectors.test.ts; a vector that passes there and fails here is a bug of this edition.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Schedule } from "effect"
+import { TestClock } from "effect/testing"
+import {
+  type CallStep,
+  type Json,
+  load,
+  type Outcome,
+  type Step,
+  type Subject,
+  subjects,
+  type Vector
+} from "../../core/vectors/format.js"
+import { Backoff, Bulkhead, Deadline, Failure, Hedge, Retry, RetryBudget } from "../src/index.js"
+import { fixed, withRandom } from "./support/random.js"
+
+/** What the driver records of one call, as the call runs. */
+interface Trace {
+  readonly starts: Array<number>
+  readonly interrupted: Array<number>
+  readonly delays: Array<number>
+  ran: boolean
+}
+
+interface Call {
+  readonly fiber: Fiber.Fiber<unknown, unknown>
+  readonly trace: Trace
+}
+
+/** One subject's interpreter for one vector: how a call step runs, and what the policy's state is. */
+interface Driver {
+  readonly start: (step: CallStep, call: Trace) => Effect.Effect<unknown, unknown>
+  readonly state: Effect.Effect<Record<string, unknown>>
+}
+
+type Fields = { readonly [field: string]: Json }
+const fields = (json: Json | undefined): Fields => (json ?? {}) as Fields
+const num = (json: Json | undefined): number | undefined => typeof json === "number" ? json : undefined
+
+const now = Clock.currentTimeMillis
+const sleepThen = <A, E>(takes: Json | undefined, effect: Effect.Effect<A, E>) => {
+  const millis = num(takes) ?? 0
+  return millis > 0 ? Effect.andThen(Effect.sleep(Duration.millis(millis)), effect) : effect
+}
+
+const schedule = (spec: Json | undefined): Schedule.Schedule<Duration.Duration> => {
+  const [kind, bounds] = Object.entries(fields(spec))[0]!
+  const options = { base: num(fields(bounds).base)!, cap: num(fields(bounds).cap)! }
+  switch (kind) {
+    case "exponential":
+      return Backoff.exponential(options)
+    case "fullJitter":
+      return Backoff.fullJitter(options)
+    case "equalJitter":
+      return Backoff.equalJitter(options)
+    case "decorrelatedJitter":
+      return Backoff.decorrelatedJitter(options)
+    default:
+      throw new Error(`no backoff schedule ${kind}`)
+  }
+}
+
+const budgetOf = (spec: Json | undefined) => {
+  const o = fields(spec)
+  return spec === undefined
+    ? undefined
+    : RetryBudget.unsafeMake({ maxTokens: num(o.maxTokens)!, tokenRatio: num(o.tokenRatio)! })
+}
+
+const tokensOf = (budget: RetryBudget.Budget | undefined) =>
+  budget === undefined ? Effect.succeed({}) : Effect.map(budget.tokens, (tokens) => ({ tokens }))
+
+const drivers: Record<Subject, (policy: Fields) => Effect.Effect<Driver, never, any>> = {
+  backoff: (policy) =>
+    Effect.succeed({
+      start: (step, call) =>
+        Effect.gen(function*() {
+          const next = yield* Schedule.toStep(schedule(policy))
+          for (let i = 0; i < num(step.delays)!; i++) {
+            const [delay] = yield* next(0, undefined)
+            call.delays.push(Duration.toMillis(delay))
+          }
+        }),
+      state: Effect.succeed({})
+    }),
+
+  retry: (policy) => {
+    const budget = budgetOf(policy.budget)
+    const maxRetryAfter = num(policy.maxRetryAfter)
+    const retry = Retry.retry({
+      schedule: schedule(policy.schedule),
+      maxAttempts: num(policy.maxAttempts)!,
+      ...(maxRetryAfter === undefined ? {} : { maxRetryAfter }),
+      ...(budget === undefined ? {} : { budget })
+    })
+    return Effect.succeed({
+      start: (step, call) => {
+        const attempts = (step.attempts ?? []) as ReadonlyArray<Fields>
+        const attempt = Effect.flatMap(
+          now,
+          (at): Effect.Effect<Json, Failure.Retryable<Json> | Failure.Fatal<Json>> => {
+            const spec = attempts[call.starts.length] ?? { succeed: "ok" }
+            call.starts.push(at)
+            const retryAfter = num(spec.retryAfter)
+            const result: Effect.Effect<Json, Failure.Retryable<Json> | Failure.Fatal<Json>> =
+              spec.retryable !== undefined
+                ? Effect.fail(
+                  Failure.retryable(spec.retryable, retryAfter === undefined ? undefined : Duration.millis(retryAfter))
+                )
+                : spec.fatal !== undefined
+                ? Effect.fail(Failure.fatal(spec.fatal))
+                : Effect.succeed(spec.succeed ?? null)
+            return sleepThen(spec.takes, result)
+          }
+        )
+        const within = num(step.within)
+        return within === undefined ? retry(attempt) : Deadline.within(retry(attempt), within)
+      },
+      state: tokensOf(budget)
+    })
+  },
+
+  deadline: () =>
+    Effect.succeed({
+      start: (step, call) => {
+        const work = fields(step.work)
+        let effect: Effect.Effect<Json, unknown> = Effect.suspend(() => {
+          call.ran = true
+          if (work.never === true) return Effect.never
+          if (work.remaining === true) {
+            return Effect.map(Deadline.remaining, Option.match({ onNone: () => null, onSome: Duration.toMillis }))
+          }
+          return sleepThen(
+            work.takes,
+            work.fail !== undefined ? Effect.fail(work.fail) : Effect.succeed(work.succeed ?? null)
+          )
+        })
+        for (const wrap of [...((step.wrap ?? []) as ReadonlyArray<Fields>)].reverse()) {
+          if (wrap.within !== undefined) effect = Deadline.within(effect, num(wrap.within)!)
+          else if (wrap.deadlineAt !== undefined) effect = Deadline.withDeadlineAt(effect, num(wrap.deadlineAt)!)
+          else if (wrap.timeout !== undefined) effect = Deadline.timeout(effect, num(wrap.timeout)!)
+          else if (wrap.after !== undefined) effect = sleepThen(wrap.after, effect)
+          else throw new Error(`no deadline wrapper ${JSON.stringify(wrap)}`)
+        }
+        return effect
+      },
+      state: Effect.succeed({})
+    }),
+
+  bulkhead: (policy) =>
+    Effect.map(
+      Bulkhead.make(policy as unknown as Bulkhead.Options),
+      (bulkhead): Driver => ({
+        start: (step, call) =>
+          bulkhead.protect(Effect.flatMap(now, (at) => {
+            call.starts.push(at)
+            call.ran = true
+            return step.takes === undefined ? Effect.never : sleepThen(step.takes, Effect.succeed(step.call))
+          })),
+        state: Effect.map(bulkhead.stats, (stats) => ({ ...stats }))
+      })
+    ),
+
+  hedge: (policy) => {
+    const budget = budgetOf(policy.budget)
+    const hedge = Hedge.hedge({
+      delay: num(policy.delay)!,
+      maxAttempts: num(policy.maxAttempts)!,
+      ...(budget === undefined ? {} : { budget })
+    })
+    return Effect.succeed({
+      start: (step, call) => {
+        const copies = (step.copies ?? []) as ReadonlyArray<Fields>
+        const copy = Effect.flatMap(now, (at) => {
+          const n = call.starts.push(at)
+          const spec = copies[n - 1]
+          const behaviour: Effect.Effect<Json, Json> = spec === undefined
+            ? Effect.never
+            : sleepThen(
+              spec.takes,
+              spec.fail !== undefined ? Effect.fail(spec.fail) : Effect.succeed(spec.succeed ?? null)
+            )
+          return Effect.onInterrupt(behaviour, () => Effect.sync(() => call.interrupted.push(n)))
+        })
+        return hedge(copy)
+      },
+      state: tokensOf(budget)
+    })
+  }
+}
+
+/**
+ * A value as the vectors write it: durations as milliseconds, errors as their own fields (an error's `cause` is
+ * not enumerable), the stack left out.
+ */
+const plain = (value: unknown): unknown => {
+  if (Duration.isDuration(value)) return Duration.toMillis(value)
+  if (typeof value !== "object" || value === null) return value
+  const out: Record<string, unknown> = {}
+  for (const key of Object.getOwnPropertyNames(value)) {
+    if (key !== "stack") out[key] = plain((value as Record<string, unknown>)[key])
+  }
+  return out
+}
+
+const exitOf = (exit: Exit.Exit<unknown, unknown> | undefined): unknown => {
+  if (exit === undefined) return "pending"
+  if (Exit.isSuccess(exit)) return { succeed: plain(exit.value) }
+  if (Cause.hasInterruptsOnly(exit.cause)) return "interrupted"
+  const error = Cause.findErrorOption(exit.cause)
+  return Option.isSome(error) ? { fail: plain(error.value) } : { die: String(Cause.squash(exit.cause)) }
+}
+
+const observe = (name: string, call: Call | undefined, wanted: Outcome) => {
+  if (call === undefined) throw new Error(`no call ${name}`)
+  const actual: Record<string, unknown> = {}
+  if (wanted.exit !== undefined) actual.exit = exitOf(call.fiber.pollUnsafe())
+  if (wanted.starts !== undefined) actual.starts = call.trace.starts
+  if (wanted.interrupted !== undefined) actual.interrupted = [...call.trace.interrupted].sort((a, b) => a - b)
+  if (wanted.delays !== undefined) actual.delays = call.trace.delays
+  if (wanted.ran !== undefined) actual.ran = call.trace.ran
+  expect(actual, `call ${name}`).toMatchObject(wanted)
+}
+
+/** Lets every fiber run until it waits. */
+const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
+
+const run = (subject: Subject, vector: Vector) =>
+  Effect.gen(function*() {
+    if (vector.startAt !== undefined) yield* TestClock.setTime(vector.startAt)
+    const driver = yield* drivers[subject](vector.policy)
+    const calls = new Map<string, Call>()
+    for (const step of vector.steps as ReadonlyArray<Step & Record<string, unknown>>) {
+      if ("call" in step) {
+        const trace: Trace = { starts: [], interrupted: [], delays: [], ran: false }
+        calls.set(step.call as string, { fiber: yield* Effect.forkChild(driver.start(step as CallStep, trace)), trace })
+      } else if ("advance" in step) {
+        yield* TestClock.adjust(Duration.millis(step.advance as number))
+      } else if ("interrupt" in step) {
+        yield* Fiber.interrupt(calls.get(step.interrupt as string)!.fiber)
+      } else if ("expect" in step) {
+        for (const [name, wanted] of Object.entries(step.expect as Record<string, Outcome>)) {
+          observe(name, calls.get(name), wanted)
+        }
+      } else if ("expectState" in step) {
+        expect(yield* driver.state).toMatchObject(step.expectState as object)
+      }
+      yield* settle
+    }
+  }).pipe(vector.random === undefined ? (effect) => effect : withRandom(fixed(vector.random)))
+
+for (const subject of subjects) {
+  describe(`vectors: ${subject}`, () => {
+    for (const vector of load(subject).vectors) it.effect(vector.name, () => run(subject, vector))
+  })
+}
