@@ -11,23 +11,10 @@ import { failed, faults, table } from "../examples/faults.js"
 import type { FaultRow } from "../examples/faults/fault.js"
 import { run as redisKill } from "../examples/faults/redisKill.js"
 import { run as clockSkew } from "../examples/faults/skew.js"
+import { survived } from "./support/faultRows.js"
 
 const redisServer = spawnSync(process.env["REDIS_SERVER"] ?? "redis-server", ["--version"]).status === 0
 const inCI = process.env["CI"] === "true" || process.env["CI"] === "1"
-
-const survived = (rows: ReadonlyArray<FaultRow>) => {
-  expect(rows.length).toBeGreaterThan(0)
-  for (const row of rows) {
-    expect({ fault: row.fault, lost: row.lost, duplicated: row.duplicated, ok: row.ok, notes: row.notes }).toEqual({
-      fault: row.fault,
-      lost: 0,
-      duplicated: 0,
-      ok: true,
-      notes: row.notes
-    })
-    expect(row.offered).toBeGreaterThan(0)
-  }
-}
 
 describe.skipIf(!redisServer && !inCI)("fault suite (redis-server of its own)", () => {
   it("redis-kill: Redis SIGKILLed and restarted under 3 serve processes and 1,000 keyed POSTs", async () => {

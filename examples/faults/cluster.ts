@@ -16,6 +16,7 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { until as holds } from "./support.js"
 
 const HOST = "127.0.0.1"
 export const SLOTS = 16384
@@ -109,15 +110,9 @@ export const missingBinaries = (): string | undefined => {
   return undefined
 }
 
-/** Waits until `condition` holds (an error counts as not yet), every 25 ms; rejects after `withinMs`. */
-export const until = async (what: string, condition: () => Promise<boolean> | boolean, withinMs = 30_000) => {
-  const started = performance.now()
-  for (;;) {
-    if (await Promise.resolve().then(condition).catch(() => false)) return
-    if (performance.now() - started > withinMs) throw new Error(`${what}: not within ${withinMs} ms`)
-    await new Promise((resolve) => setTimeout(resolve, 25))
-  }
-}
+/** `until` of ./support.ts, with an error from the condition counting as "not yet" (a node still starting). */
+const until = (what: string, condition: () => Promise<boolean> | boolean, withinMs = 30_000) =>
+  holds(what, () => Promise.resolve().then(condition).catch(() => false), { withinMs, everyMs: 25 })
 
 /** Whether nothing listens on `port` of 127.0.0.1 (bound for a moment, then closed). */
 const bindable = (port: number): Promise<number | undefined> =>

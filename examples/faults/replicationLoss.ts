@@ -26,8 +26,9 @@ import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis
 import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
 import type { Cluster } from "ioredis"
 import { pathToFileURL } from "node:url"
-import { ready, type RunningCluster, startCluster, until } from "./cluster.js"
+import { ready, type RunningCluster, startCluster } from "./cluster.js"
 import type { Fault, FaultRow } from "./fault.js"
+import { until } from "./support.js"
 
 export interface LossOptions {
   /** Rounds: one master killed in each (default 20). */
@@ -142,7 +143,7 @@ const round = async (
     const killedAt = performance.now()
     await cluster.kill(victim)
     if (replica !== undefined) cluster.signal(replica, "SIGCONT")
-    await until("the replica promoted", async () => (await cluster.masterOf(slot)) !== victim)
+    await until("the replica promoted", () => cluster.masterOf(slot).then((port) => port !== victim, () => false))
     const promotedMs = performance.now() - killedAt
     promoted = true
     // the old master started again, as an operator (or an orchestrator) would: it rejoins as the replica
