@@ -39,7 +39,8 @@ const integration = [
   "test/docs/security.test.ts",
   "test/faults.test.ts",
   "test/faults.pg.test.ts",
-  "test/redisCluster.test.ts"
+  "test/redisCluster.test.ts",
+  "test/redisFailover.test.ts"
 ]
 
 // `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests.

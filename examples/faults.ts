@@ -10,12 +10,16 @@ import { consumerKillPg, consumerKillRedis } from "./faults/consumerKill.js"
 import type { Fault, FaultRow } from "./faults/fault.js"
 import { pgTerminateClaim } from "./faults/pgTerminateClaim.js"
 import { pgTerminateConsume } from "./faults/pgTerminateConsume.js"
+import { redisFailover } from "./faults/redisFailover.js"
 import { redisKill } from "./faults/redisKill.js"
+import { redisReplicaLag } from "./faults/replicationLoss.js"
 import { clockSkew } from "./faults/skew.js"
 
 /** Every fault, in the order they run: one import and one entry each. */
 export const faults: ReadonlyArray<Fault> = [
   redisKill,
+  redisFailover,
+  redisReplicaLag,
   pgTerminateClaim,
   pgTerminateConsume,
   consumerKillPg,

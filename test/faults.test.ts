@@ -1,7 +1,8 @@
 /**
  * The fault suite's own faults (examples/faults/redisKill.ts, skew.ts), run in this process as `npm run
  * faults` runs them: real serve processes and a private redis-server each, nothing shared with other tests.
- * Each must lose nothing, duplicate nothing and keep its bound.
+ * Each must lose nothing, duplicate nothing and keep its bound. The Redis Cluster failover faults run in
+ * test/redisFailover.test.ts, the PostgreSQL ones in test/faults.pg.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"
@@ -10,23 +11,10 @@ import { failed, faults, table } from "../examples/faults.js"
 import type { FaultRow } from "../examples/faults/fault.js"
 import { run as redisKill } from "../examples/faults/redisKill.js"
 import { run as clockSkew } from "../examples/faults/skew.js"
+import { survived } from "./support/faultRows.js"
 
 const redisServer = spawnSync(process.env["REDIS_SERVER"] ?? "redis-server", ["--version"]).status === 0
 const inCI = process.env["CI"] === "true" || process.env["CI"] === "1"
-
-const survived = (rows: ReadonlyArray<FaultRow>) => {
-  expect(rows.length).toBeGreaterThan(0)
-  for (const row of rows) {
-    expect({ fault: row.fault, lost: row.lost, duplicated: row.duplicated, ok: row.ok, notes: row.notes }).toEqual({
-      fault: row.fault,
-      lost: 0,
-      duplicated: 0,
-      ok: true,
-      notes: row.notes
-    })
-    expect(row.offered).toBeGreaterThan(0)
-  }
-}
 
 describe.skipIf(!redisServer && !inCI)("fault suite (redis-server of its own)", () => {
   it("redis-kill: Redis SIGKILLed and restarted under 3 serve processes and 1,000 keyed POSTs", async () => {
@@ -54,7 +42,9 @@ describe("npm run faults (the runner)", () => {
     expect(lines[0]).toMatch(/^fault\s+offered\s+lost\s+duplicated\s+ok\s+notes$/)
     const ok = lines[0]!.indexOf(" ok ") + 1
     expect([lines[2]!.slice(ok, ok + 4), lines[3]!.slice(ok, ok + 4)]).toEqual(["ok  ", "FAIL"])
-    expect(faults.map((f) => f.name)).toEqual(expect.arrayContaining(["redis-kill", "clock-skew"]))
+    expect(faults.map((f) => f.name)).toEqual(
+      expect.arrayContaining(["redis-kill", "redis-failover", "redis-replica-lag", "clock-skew"])
+    )
   })
 
   it("an unknown fault or option exits 2 with the names of the faults", () => {

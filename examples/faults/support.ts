@@ -110,8 +110,16 @@ export interface Served {
 }
 
 /** Starts `examples/serve.ts` with `args` on a port of its choosing and waits for its "listening on" line. */
-export const startServe = async (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Served> => {
-  const child = track(spawn(process.execPath, ["--import", "tsx", "examples/serve.ts", "--port", "0", ...args], {
+export const startServe = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Served> =>
+  startServer("examples/serve.ts", ["--port", "0", ...args], env)
+
+/** Starts a server script (a path from the repository's root) and waits for its "listening on" line. */
+export const startServer = async (
+  script: string,
+  args: ReadonlyArray<string>,
+  env: Record<string, string> = {}
+): Promise<Served> => {
+  const child = track(spawn(process.execPath, ["--import", "tsx", script, ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
@@ -122,7 +130,7 @@ export const startServe = async (args: ReadonlyArray<string>, env: Record<string
   }
   child.stdout!.on("data", keep)
   child.stderr!.on("data", keep)
-  const match = await readyOrExit(child, /listening on (http:\/\/127\.0\.0\.1:\d+)/, "serve", 60_000)
+  const match = await readyOrExit(child, /listening on (http:\/\/127\.0\.0\.1:\d+)/, script, 60_000)
   return { url: match[1]!, child, output: () => output, stop: () => killProcess(child) }
 }
 

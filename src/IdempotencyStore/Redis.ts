@@ -4,7 +4,7 @@
  *
  * @since 0.1.0
  */
-import type { Layer } from "effect"
+import type { Duration, Layer } from "effect"
 import type { IdempotencyStore } from "../IdempotencyStore.js"
 import * as internal from "../internal/idempotencyStore/redis.js"
 import type * as redisOptions from "../internal/redis/options.js"
@@ -19,11 +19,23 @@ import type * as redisOptions from "../internal/redis/options.js"
  * - `timeout`: a call that Redis has not answered by then fails with `IdempotencyStoreError` (default 2 seconds).
  * - `expiryMargin`: how long after a record expired by the caller's clock Redis deletes it (default
  *   1 minute) — the tolerance for clock skew between the processes sharing the store.
+ * - `waitReplicas`: `{ replicas, timeout }` — after each claim, completion and renewal, `WAIT` until that
+ *   many replicas have it, or fail the call with `IdempotencyStoreError` (its cause a `NotReplicated` error)
+ *   when fewer did within `timeout` (shorter than `timeout` above). Redis replicates asynchronously: a write
+ *   its master acknowledged and died before sending is missing on the promoted replica, and a claim or
+ *   completion lost that way lets a retry run the handler again. Off by default: it adds a round trip to a
+ *   replica to every call, and while a master has fewer replicas than asked (one died, a failover promoted
+ *   the only one) every call on its keys fails. Measurements: `docs/reliability.md`.
  *
  * @since 0.1.0
  * @category models
  */
-export type Options = redisOptions.Connection & redisOptions.CommonOptions
+export type Options = redisOptions.Connection & redisOptions.CommonOptions & {
+  readonly waitReplicas?: {
+    readonly replicas: number
+    readonly timeout: Duration.DurationInput
+  }
+}
 
 /**
  * The store as a layer. Each operation is one Lua script (`EVALSHA`, falling back to `EVAL`), so a claim
@@ -32,7 +44,8 @@ export type Options = redisOptions.Connection & redisOptions.CommonOptions
  * `IdempotencyStoreError`, on which the middleware answers 503. See `docs/stores.md`.
  *
  * Throws `IllegalArgumentException` for options naming no connection (or more than one), a prefix with
- * braces or a malformed duration.
+ * braces, a malformed duration, or a `waitReplicas` with fewer than one replica or a timeout not between
+ * zero and `timeout`.
  *
  * @example
  * ```ts

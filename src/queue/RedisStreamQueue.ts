@@ -61,13 +61,23 @@ export interface RedisOptions {
    * Default: 5 seconds. Longer than zero.
    */
   readonly timeout?: Duration.DurationInput
+  /**
+   * `{ replicas, timeout }`: `send` waits (`WAIT`) until that many replicas have the new entries, and fails
+   * with `QueueError` when fewer did within `timeout` (shorter than `timeout` above) — the entries are then
+   * in the stream but a failover may lose them. Without it (the default) a master that dies right after
+   * acknowledging a send may take the entries with it: Redis replicates asynchronously. Acknowledgements
+   * and deliveries are not waited for: losing one redelivers the message, which at-least-once allows.
+   * See docs/reliability.md.
+   */
+  readonly waitReplicas?: { readonly replicas: number; readonly timeout: Duration.DurationInput }
 }
 
 /**
  * Builds the source, creating the consumer group (`XGROUP CREATE ... MKSTREAM`) if it does not exist.
  *
  * Throws `IllegalArgumentException` when called with an empty stream name, a visibility timeout under a
- * millisecond, a malformed duration, or — on a `Cluster` client — a stream name whose keys cannot share a slot.
+ * millisecond, a malformed duration, a `waitReplicas` with fewer than one replica or a timeout not between
+ * zero and `timeout`, or — on a `Cluster` client — a stream name whose keys cannot share a slot.
  *
  * @example
  * ```ts

@@ -27,7 +27,9 @@ import {
   type Resolved
 } from "../redis/options.js"
 
-export type Options = redis.ClientOptions & CommonOptions
+export type Options = redis.ClientOptions & CommonOptions & {
+  readonly waitReplicas?: redis.WaitReplicasOption
+}
 
 const CLAIMED = 0
 const IN_PROGRESS = 1
@@ -105,7 +107,12 @@ const decodeResponse = (reply: ReadonlyArray<unknown>): StoredResponse => {
   }
 }
 
-export const make = (client: redis.Client, options: Resolved): Store => {
+/**
+ * With `waitReplicas`, claim, complete and renew are each followed by `WAIT`: the writes whose loss in a
+ * failover could let a handler run twice (a lost claim or completion frees the key, a lost renewal shortens
+ * the lease). A release is not: losing one only keeps the key until its lease runs out.
+ */
+export const make = (client: redis.Client, options: Resolved, wait?: redis.WaitReplicas): Store => {
   const margin = redis.millisArg(options.marginMillis)
   const run = <A>(
     operation: IdempotencyStoreError["operation"],
@@ -123,7 +130,8 @@ export const make = (client: redis.Client, options: Resolved): Store => {
       buffers,
       options.timeoutMillis,
       decode,
-      (cause) => new IdempotencyStoreError({ operation, cause })
+      (cause) => new IdempotencyStoreError({ operation, cause }),
+      operation === "release" ? undefined : wait
     )
 
   const claim = (request: ClaimRequest): Effect.Effect<ClaimResult, IdempotencyStoreError> =>
@@ -202,8 +210,9 @@ export const make = (client: redis.Client, options: Resolved): Store => {
 export const layer = (options: Options): Layer.Layer<IdempotencyStore> => {
   checkConnection("IdempotencyStore/Redis", options)
   const resolved = resolve("IdempotencyStore/Redis", options, idempotencyDefaults)
+  const wait = redis.resolveWaitReplicas("IdempotencyStore/Redis", options.waitReplicas, resolved.timeoutMillis)
   return Layer.scoped(
     IdempotencyStore,
-    Effect.map(redis.acquire(options), (client) => make(client, resolved))
+    Effect.map(redis.acquire(options), (client) => make(client, resolved, wait))
   )
 }

@@ -100,6 +100,7 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
     ? DEFAULT_TIMEOUT_MILLIS
     : validate.millis("RedisStreamQueue timeout", options.timeout, { finite: true })
   if (timeout <= 0) validate.invalid("RedisStreamQueue timeout must be longer than zero")
+  const wait = redisClient.resolveWaitReplicas("RedisStreamQueue", options.waitReplicas, timeout)
   // every call has the deadline (no command blocks: XREADGROUP is sent without BLOCK, the consumer polls)
   const call = <T>(operation: string, f: () => Promise<unknown>) =>
     redisClient.call(f, timeout, (reply) => reply as T, fail(operation))
@@ -342,14 +343,22 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
     const send = (messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>) =>
       Effect.flatMap(serializedPairs(messages, fail("send")), (pairs) =>
         Effect.forEach(chunk(pairs, 1000), (batch) => {
-          const pipeline = client.pipeline()
-          for (const [m, body] of batch) {
-            const fields = m.key === undefined
-              ? ["id", m.id, "body", body]
-              : ["id", m.id, "key", m.key, "body", body]
-            pipeline.xadd(stream, "*", ...fields)
+          const writes: redisClient.Writes = (pipeline, asking) => {
+            for (const [m, body] of batch) {
+              const fields = m.key === undefined
+                ? ["id", m.id, "body", body]
+                : ["id", m.id, "key", m.key, "body", body]
+              if (asking) pipeline.asking()
+              pipeline.xadd(stream, "*", ...fields)
+            }
           }
-          return call<Array<[Error | null, unknown]> | null>("send", () => pipeline.exec()).pipe(
+          const exec = () => {
+            if (wait !== undefined) return redisClient.execWithWait(client, writes, wait)
+            const pipeline = client.pipeline()
+            writes(pipeline, false)
+            return pipeline.exec()
+          }
+          return call<ReadonlyArray<[Error | null, unknown]> | null>("send", exec).pipe(
             Effect.flatMap((replies) => {
               const error = replies?.find(([e]) => e !== null)?.[0]
               return error === undefined ? Effect.void : Effect.fail(fail("send")(error))
