@@ -5,6 +5,7 @@ import * as fc from "fast-check"
 import { Redis } from "ioredis"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import { keyOf } from "../src/internal/rateLimiterStore/redis.js"
+import * as RateLimiterPersistence from "../src/RateLimiter/Persistence.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { eventually } from "./support/eventually.js"
@@ -249,6 +250,25 @@ describeRedis("RateLimiterStore/Redis", () => {
       expect(elapsed).toBeLessThan(10_000)
       expect(decision.allowed).toBe(true)
       expect(messages.some((m) => m.includes("allowing"))).toBe(true)
+    }).pipe(Effect.scoped))
+
+  it.effect("Effect's RateLimiter service over it: two processes' bridges share one limit", () =>
+    Effect.gen(function*() {
+      const name = fresh("bridge")
+      // two layers, two connections (open for the test's scope): what two processes sharing the store have
+      const process = Effect.flatMap(
+        Layer.build(RateLimiterStoreRedis.layer({ url: REDIS_URL, prefix, expiryMargin: "1 minute" })),
+        (context) => Effect.provideContext(RateLimiterPersistence.make({ name }), context)
+      )
+      const [a, b] = [yield* process, yield* process]
+      const admitted: Array<string> = []
+      for (let i = 0; i < 4; i++) {
+        for (const [which, limiter] of [["a", a], ["b", b]] as const) {
+          const exit = yield* Effect.exit(limiter.consume({ key: "partner", limit: 3, window: "10 seconds" }))
+          if (exit._tag === "Success") admitted.push(which)
+        }
+      }
+      expect(admitted).toEqual(["a", "b", "a"])
     }).pipe(Effect.scoped))
 
   it("rejects bad options when built", () => {
