@@ -1,4 +1,4 @@
-// Extracts every ```ts example of the public modules' JSDoc (src/**/*.ts but the core and internal/)
+// Extracts every ```ts example of the public modules' JSDoc (src/**/*.ts but the core and internal/) and of the README
 // into .examples/ (git-ignored), one file per example, for `tsc -p tsconfig.examples.json` to type-check: an example
 // that does not compile fails `npm run check`. The examples import the library as users do, `effect-resilience` and
 // its entry points (`effect-resilience/RateLimiterStore/Redis`), mapped to src/ by tsconfig.json's paths.
@@ -41,6 +41,7 @@ for (const path of modules(src)) {
     extract(basename(path, ".ts"), comment.split("\n").map((line) => line.replace(/^\s*\* ?/, "")))
   }
 }
+extract("README", readFileSync(join(pkg, "README.md"), "utf8").split("\n"))
 if (count === 0) {
   console.error("scripts/examples.mjs: no examples found")
   process.exit(1)
