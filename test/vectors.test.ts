@@ -16,7 +16,18 @@ import {
   subjects,
   type Vector
 } from "../packages/core/vectors/format.js"
-import { Backoff, Bulkhead, Deadline, Failure, Hedge, Retry, RetryBudget } from "../src/index.js"
+import {
+  AdaptiveThrottle,
+  Backoff,
+  Bulkhead,
+  Deadline,
+  Failure,
+  Hedge,
+  RateLimiter,
+  RateLimiterStore,
+  Retry,
+  RetryBudget
+} from "../src/index.js"
 
 /** What the driver records of one call, as the call runs. */
 interface Trace {
@@ -192,7 +203,63 @@ const drivers: Record<Subject, (policy: Fields) => Effect.Effect<Driver, never, 
       },
       state: tokensOf(budget)
     })
-  }
+  },
+
+  rateLimiter: (policy) =>
+    Effect.gen(function*() {
+      // no background sweep: its timer would tie with the calls' (state evicts explicitly, at the clock's time)
+      const store = yield* RateLimiterStore.makeMemory({ sweepInterval: Duration.infinity })
+      const maxWait = num(policy.maxWait)
+      const common = maxWait === undefined ? {} : { maxWait }
+      const window = (spec: Json | undefined) => ({
+        limit: num(fields(spec).limit)!,
+        window: num(fields(spec).window)!
+      })
+      const make = policy.tokenBucket !== undefined
+        ? RateLimiter.tokenBucket({
+          capacity: num(fields(policy.tokenBucket).capacity)!,
+          refillPerSecond: num(fields(policy.tokenBucket).refillPerSecond)!,
+          ...common
+        })
+        : policy.fixedWindow !== undefined
+        ? RateLimiter.fixedWindow({ ...window(policy.fixedWindow), ...common })
+        : RateLimiter.slidingWindow({ ...window(policy.slidingWindow), ...common })
+      const limiter = yield* Effect.provideService(make, RateLimiterStore.RateLimiterStore, store)
+      return {
+        start: (step) => {
+          const key = step.key as string
+          const cost = num(step.cost) ?? 1
+          if (step.acquire !== true) return limiter.tryAcquire(key, cost)
+          const own = num(step.maxWait)
+          const acquire = limiter.acquire(key, cost, own === undefined ? undefined : { maxWait: own })
+          const within = num(step.within)
+          return within === undefined ? acquire : Deadline.within(acquire, within)
+        },
+        state: Effect.zipRight(store.evictExpired, Effect.sync(() => ({ keys: store.unsafeSize() })))
+      }
+    }),
+
+  throttle: (policy) =>
+    Effect.map(AdaptiveThrottle.make(policy as unknown as AdaptiveThrottle.Options), (throttle): Driver => {
+      const keys = new Set<string>()
+      return {
+        start: (step, call) => {
+          const key = step.key as string
+          keys.add(key)
+          const work = Effect.suspend(() => {
+            call.ran = true
+            return sleepThen(step.takes, step.outcome === "accept" ? Effect.succeed("ok") : Effect.fail("503"))
+          })
+          return throttle.protect(work, key)
+        },
+        state: Effect.suspend(() =>
+          Effect.map(
+            Effect.forEach([...keys], (key) => Effect.map(throttle.probability(key), (p) => [key, p] as const)),
+            (entries) => ({ probability: Object.fromEntries(entries) })
+          )
+        )
+      }
+    })
 }
 
 /**

@@ -10,10 +10,18 @@
 import { readFileSync } from "node:fs"
 
 /** What the vectors of one file exercise; the file is `<subject>.json`. */
-export type Subject = "backoff" | "retry" | "deadline" | "bulkhead" | "hedge"
+export type Subject = "backoff" | "retry" | "deadline" | "bulkhead" | "hedge" | "rateLimiter" | "throttle"
 
 /** Every subject that has vectors, in the order the drivers run them. */
-export const subjects: ReadonlyArray<Subject> = ["backoff", "retry", "deadline", "bulkhead", "hedge"]
+export const subjects: ReadonlyArray<Subject> = [
+  "backoff",
+  "retry",
+  "deadline",
+  "bulkhead",
+  "hedge",
+  "rateLimiter",
+  "throttle"
+]
 
 /** JSON values, as written in the files. */
 export type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }
@@ -64,7 +72,7 @@ export interface Outcome {
   readonly interrupted?: ReadonlyArray<number>
   /** Backoff: the delays (ms) the schedule chose. */
   readonly delays?: ReadonlyArray<number>
-  /** Deadline, bulkhead: whether the call's own work ran at all. */
+  /** Deadline, bulkhead, throttle: whether the call's own work ran at all. */
   readonly ran?: boolean
 }
 

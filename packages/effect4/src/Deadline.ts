@@ -9,16 +9,8 @@ import type { Cause, Duration, Effect, Option } from "effect"
 import type { Fatal, Retryable } from "./Failure.js"
 import * as internal from "./internal/deadline.js"
 import type { Fields } from "./internal/errorFields.js"
+import type { RateLimited } from "./RateLimiter.js"
 import type { RetriesExhausted } from "./Retry.js"
-
-/**
- * `RateLimiter.RateLimited`, by its tag and reason, until the rate limiter is ported to this edition (`isTimeUp`
- * reads errors by tag and field, so it recognises the real one already).
- */
-interface RateLimited {
-  readonly _tag: "RateLimited"
-  readonly reason: string
-}
 
 /**
  * The deadline passed before the work finished. The work was interrupted and its finalizers ran.

@@ -1,13 +1,19 @@
 /**
- * effect-resilience for Effect 4: timeouts, deadlines, retries, retry budgets, bulkheads and hedging.
+ * effect-resilience for Effect 4: timeouts, deadlines, retries, retry budgets, bulkheads, hedging, rate limiters,
+ * adaptive concurrency limits and client-side throttling, and the HTTP header parsers they need.
  *
  * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. This
- * edition is being built: the modules below are ported; the breaker, the limiters, the HTTP and queue modules
- * follow.
+ * edition is being built: the modules below are ported; the breaker, the HTTP client and middlewares, the other
+ * stores and the queues follow. The backends are entry points of their own (`effect-resilience/RateLimiterStore/Redis`),
+ * so this root needs only `effect`.
  *
  * @since 1.0.0
  */
 
+/** @since 1.0.0 */
+export * as AdaptiveLimiter from "./AdaptiveLimiter.js"
+/** @since 1.0.0 */
+export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
 /** @since 1.0.0 */
 export * as Backoff from "./Backoff.js"
 /** @since 1.0.0 */
@@ -21,6 +27,18 @@ export * as Failure from "./Failure.js"
 /** @since 1.0.0 */
 export * as Hedge from "./Hedge.js"
 /** @since 1.0.0 */
+export * as HttpClassify from "./http/HttpClassify.js"
+/** @since 1.0.0 */
+export * as RateLimitHeaders from "./http/RateLimitHeaders.js"
+/** @since 1.0.0 */
+export * as RateLimiter from "./RateLimiter.js"
+/** @since 1.0.0 */
+export * as RateLimiterStore from "./RateLimiterStore.js"
+/** @since 1.0.0 */
 export * as Retry from "./Retry.js"
 /** @since 1.0.0 */
+export * as RetryAfter from "./http/RetryAfter.js"
+/** @since 1.0.0 */
 export * as RetryBudget from "./RetryBudget.js"
+/** @since 1.0.0 */
+export * as StructuredFields from "./http/StructuredFields.js"

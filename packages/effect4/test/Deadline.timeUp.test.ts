@@ -1,7 +1,7 @@
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
 import { Duration, Effect, Fiber } from "effect"
 import { TestClock } from "effect/testing"
-import { Backoff, Deadline, Failure, Retry } from "../src/index.js"
+import { Backoff, Deadline, Failure, RateLimiter, RateLimiterStore, Retry } from "../src/index.js"
 
 class Unavailable {
   readonly _tag = "Unavailable"
@@ -67,12 +67,17 @@ describe("Deadline.isTimeUp", () => {
       expect(yield* failureOf(fallback(tooFew))).toMatchObject({ _tag: "RetriesExhausted", reason: "attempts" })
     }))
 
-  // the rate limiter is not ported to this edition yet: its two errors, as it builds them (isTimeUp reads tag and reason)
-  it("a limiter's RateLimited is time up with reason deadline, not with max-wait", () => {
-    const rateLimited = (reason: string) => ({ _tag: "RateLimited", reason, limit: 1, retryAfter: Duration.seconds(9) })
-    expect(Deadline.isTimeUp(rateLimited("deadline"))).toBe(true)
-    expect(Deadline.isTimeUp(rateLimited("max-wait"))).toBe(false)
-  })
+  it.effect("a limiter wait that would pass the deadline is time up; one that would pass maxWait is not", () =>
+    Effect.gen(function*() {
+      const limiter = yield* RateLimiter.fixedWindow({ limit: 1, window: "10 seconds" })
+      yield* limiter.tryAcquire("k")
+      const byDeadline = yield* Effect.flip(limiter.acquire("k").pipe(Deadline.within("1 second")))
+      const byMaxWait = yield* Effect.flip(limiter.acquire("k", 1, { maxWait: "1 second" }))
+      expect(byDeadline).toMatchObject({ _tag: "RateLimited", reason: "deadline" })
+      expect(Deadline.isTimeUp(byDeadline)).toBe(true)
+      expect(byMaxWait).toMatchObject({ _tag: "RateLimited", reason: "max-wait" })
+      expect(Deadline.isTimeUp(byMaxWait)).toBe(false)
+    }).pipe(Effect.provide(RateLimiterStore.layerMemory)))
 
   it("AttemptTimeout is not time up: the attempt ran out, not the caller's time", () => {
     const timeout = new Deadline.AttemptTimeout({ timeout: Duration.millis(300) })

@@ -38,3 +38,10 @@ export const positiveInt = (name: string, n: number, opts?: { readonly allowInfi
   if (!Number.isInteger(n) || n < 1) return invalid(`${name} must be an integer >= 1, got ${n}`)
   return n
 }
+
+export const positive = (name: string, n: number): number => {
+  if (!(typeof n === "number" && Number.isFinite(n) && n > 0)) {
+    return invalid(`${name} must be a finite number > 0, got ${n}`)
+  }
+  return n
+}

@@ -1,0 +1,12 @@
+import { Option } from "effect"
+import * as sf from "../../core/structuredFields.js"
+
+export const parseSfString = (value: string): Option.Option<string> => Option.fromNullishOr(sf.parseSfString(value))
+
+export const formatSfString = (value: string): Option.Option<string> =>
+  Option.fromNullishOr(typeof value === "string" ? sf.serializeString(value) : undefined)
+
+export const parseIdempotencyKey = (
+  value: string,
+  options?: { readonly maxLength?: number | undefined }
+): Option.Option<string> => Option.fromNullishOr(sf.parseIdempotencyKey(value, options?.maxLength ?? 255))

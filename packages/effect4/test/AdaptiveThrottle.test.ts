@@ -1,0 +1,141 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Effect, Exit, Metric } from "effect"
+import { TestClock } from "effect/testing"
+import { AdaptiveThrottle } from "../src/index.js"
+
+/**
+ * Runs `n` calls of `backend` through the throttle, 100 ms of `TestClock` apart per ten calls; returns how many
+ * reached the backend and how many the throttle refused.
+ */
+const drive = <E>(
+  throttle: AdaptiveThrottle.AdaptiveThrottle,
+  key: string,
+  n: number,
+  backend: () => Effect.Effect<void, E>
+) =>
+  Effect.gen(function*() {
+    let reached = 0
+    let rejected = 0
+    for (let i = 0; i < n; i++) {
+      const result = yield* Effect.result(throttle.protect(Effect.suspend(() => (reached++, backend())), key))
+      if (result._tag === "Failure" && isLocal(result.failure)) rejected++
+      if (i % 10 === 9) yield* TestClock.adjust("100 millis")
+    }
+    return { reached, rejected }
+  })
+
+const isLocal = (e: unknown): e is AdaptiveThrottle.LocallyRejected =>
+  typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "LocallyRejected"
+
+describe("AdaptiveThrottle", () => {
+  it.effect("rejects nothing while the backend accepts everything", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make()
+      const { reached, rejected } = yield* drive(throttle, "a", 500, () => Effect.void)
+      expect(reached).toBe(500)
+      expect(rejected).toBe(0)
+      expect(yield* throttle.probability("a")).toBe(0)
+    }))
+
+  it.effect("when the backend refuses everything, almost nothing more is sent, and the rest fails locally", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make({ name: "down" })
+      const before =
+        (yield* Metric.value(Metric.withAttributes(AdaptiveThrottle.rejectionsTotal, { throttle: "down" })))
+          .count
+      const { reached, rejected } = yield* drive(throttle, "a", 1_000, () => Effect.fail("503"))
+      expect(reached + rejected).toBe(1_000)
+      // with no accepts the probability is r / (r + 1): after the first few, nearly every call stays home
+      expect(reached).toBeLessThan(30)
+      expect(yield* throttle.probability("a")).toBeGreaterThan(0.99)
+      const after = (yield* Metric.value(Metric.withAttributes(AdaptiveThrottle.rejectionsTotal, { throttle: "down" })))
+        .count
+      expect(after - before).toBe(rejected)
+    }))
+
+  it.effect("a local rejection is a typed error naming the key, and the effect never runs", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make()
+      yield* drive(throttle, "api.example.com", 200, () => Effect.fail("503"))
+      let ran = 0
+      const errors = yield* Effect.forEach(
+        Array.from({ length: 20 }),
+        () =>
+          Effect.flip(
+            throttle.protect(Effect.sync(() => ran++).pipe(Effect.andThen(Effect.fail("503"))), "api.example.com")
+          )
+      )
+      const local = errors.filter(isLocal)
+      expect(local.length).toBeGreaterThan(15)
+      expect(ran).toBe(20 - local.length)
+      const first = local[0]!
+      expect(first.key).toBe("api.example.com")
+      expect(first.probability).toBeGreaterThan(0.9)
+    }))
+
+  it.effect("sends about k times what an overloaded backend accepts", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make({ k: 2 })
+      let sent = 0
+      let ok = 0
+      let lastAccepted = -1
+      // ten calls are offered per 100 ms; the backend has room for one per 100 ms and refuses the rest
+      const result = yield* drive(throttle, "b", 2_000, () =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          sent++
+          if (now === lastAccepted) return Effect.fail("503")
+          lastAccepted = now
+          ok++
+          return Effect.void
+        }))
+      expect(result.reached).toBe(sent)
+      expect(result.reached + result.rejected).toBe(2_000)
+      // unthrottled, all 2,000 would be sent for 200 accepted; throttled, the client sends about k = 2 per accept
+      expect(ok).toBeGreaterThan(150)
+      expect(sent / ok).toBeGreaterThan(1.5)
+      expect(sent / ok).toBeLessThan(3)
+    }))
+
+  it.effect("forgets an outage once it has left the window", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make({ window: "1 minute", buckets: 60 })
+      yield* drive(throttle, "a", 100, () => Effect.fail("503"))
+      expect(yield* throttle.probability("a")).toBeGreaterThan(0.9)
+      yield* TestClock.adjust("1 minute")
+      expect(yield* throttle.probability("a")).toBe(0)
+    }))
+
+  it.effect("keys are independent, and isAccepted decides what counts as accepted", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make({
+        isAccepted: (exit) => Exit.isSuccess(exit) || Exit.isFailure(exit)
+      })
+      yield* drive(throttle, "a", 200, () => Effect.fail("404"))
+      expect(yield* throttle.probability("a")).toBe(0)
+
+      const plain = yield* AdaptiveThrottle.make()
+      yield* drive(plain, "down", 200, () => Effect.fail("503"))
+      expect(yield* plain.probability("down")).toBeGreaterThan(0.9)
+      expect(yield* plain.probability("up")).toBe(0)
+      const { rejected } = yield* drive(plain, "up", 100, () => Effect.void)
+      expect(rejected).toBe(0)
+    }))
+
+  it.effect("tracks at most maxKeys keys, forgetting the least recently used", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make({ maxKeys: 2 })
+      yield* drive(throttle, "a", 50, () => Effect.fail("503"))
+      yield* drive(throttle, "b", 50, () => Effect.fail("503"))
+      yield* drive(throttle, "a", 1, () => Effect.fail("503"))
+      yield* drive(throttle, "c", 1, () => Effect.void)
+      expect(yield* throttle.probability("a")).toBeGreaterThan(0.9)
+      expect(yield* throttle.probability("b")).toBe(0)
+    }))
+
+  it("refuses options that could never work, when called", () => {
+    expect(() => AdaptiveThrottle.make({ k: 0.5 })).toThrow(/k must be/)
+    expect(() => AdaptiveThrottle.make({ window: 0 })).toThrow(/window/)
+    expect(() => AdaptiveThrottle.make({ buckets: 0 })).toThrow(/buckets/)
+    expect(() => AdaptiveThrottle.make({ maxKeys: 1.5 })).toThrow(/maxKeys/)
+  })
+})
