@@ -5,13 +5,12 @@
 import { HttpClient, HttpClientRequest, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer, Undici } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Schedule, TestClock } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Schedule, TestClock } from "effect"
 import { spawn } from "node:child_process"
 import { createServer, type Server, type ServerResponse } from "node:http"
 import { connect, createServer as createNetServer } from "node:net"
 import * as ResilientHttpClientNode from "../src/http/ResilientHttpClient/Node.js"
 import { Hedge, HttpErrors, IdempotencyStore, RateLimiterStore, ResilientHttpClient, Retry } from "../src/index.js"
-import { untilSleeping } from "./support/eventually.js"
 import { serve, ServerAndClient } from "./support/httpServer.js"
 import { tappedOrders } from "./support/orders.js"
 
@@ -86,11 +85,15 @@ describe("ResilientHttpClient over sockets", () => {
       Effect.gen(function*() {
         const server = yield* rawServer(write)
         const http = yield* ResilientHttpClient.make({ attemptTimeout: "1 second" })
-        const call = yield* Effect.fork(
-          Effect.exit(Effect.flatMap(http.execute(HttpClientRequest.get(`http://127.0.0.1:${server}/`)), (r) => r.text))
+        const headers = yield* Deferred.make<void>()
+        const call = yield* HttpClientRequest.get(`http://127.0.0.1:${server}/`).pipe(
+          http.execute,
+          Effect.tap(() => Deferred.succeed(headers, undefined)),
+          Effect.flatMap((response) => response.text), // starts at once, before this fiber waits
+          Effect.exit,
+          Effect.fork
         )
-        // the attempt's timer, then the body's: both end at 1 s
-        yield* untilSleeping(1000, 2)
+        yield* Deferred.await(headers)
         yield* TestClock.adjust("1 second")
         const error = failureOf(yield* Fiber.join(call))
         expect(error?._tag).toBe("ResponseError")

@@ -3,13 +3,17 @@
  * to the fiber's deadline. The body is read after `execute` returns, so the response handed on is one whose body
  * reads are bounded by the same instant: a body that stalls or trickles fails with a typed read timeout instead
  * of holding the caller until its deadline (or forever, without one).
+ *
+ * One timer serves the whole attempt: the exchange races it, and the response keeps it for its first body read
+ * (which stops it), so a request arms one timer however its body is read.
  */
 import type { HttpClient } from "@effect/platform"
 import { HttpClientError, HttpClientResponse, HttpIncomingMessage } from "@effect/platform"
 import type { Clock } from "effect"
-import { Duration, Effect, FiberRef, Inspectable, Stream } from "effect"
+import { Duration, Effect, Exit, Fiber, FiberId, FiberRef, Inspectable, Stream } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import { AttemptTimeout, DeadlineExceeded, withDeadline } from "../../deadline.js"
+import { forkDetached } from "../../fastPath.js"
 import { timeoutWith } from "../../timeout.js"
 import * as validate from "../../validate.js"
 import { NoResponse } from "../httpErrors.js"
@@ -24,6 +28,48 @@ export const currentAttemptEnd: FiberRef.FiberRef<number | undefined> = globalVa
   () => FiberRef.unsafeMake<number | undefined>(undefined)
 )
 
+type Timer = Fiber.RuntimeFiber<void>
+
+/**
+ * A timer that ends at `end`, started at once, in a fiber of its own (not the attempt's child): a response keeps
+ * it after the fiber that made the attempt has ended.
+ */
+const arm = (clock: Clock.Clock, end: number): Effect.Effect<Timer> =>
+  forkDetached(
+    Effect.interruptible(
+      Effect.suspend(() => clock.sleep(Duration.millis(Math.max(0, end - clock.unsafeCurrentTimeMillis()))))
+    )
+  )
+
+const stop = (timer: Timer): void => timer.unsafeInterruptAsFork(FiberId.none)
+
+/** Waits for the child's exit or the timer, whichever comes first (`undefined` for the timer). */
+const firstOf = <A, E>(child: Fiber.RuntimeFiber<A, E>, timer: Timer): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.async((resume) => {
+    const onChild = (exit: Exit.Exit<A, E>) => resume(Effect.succeed(exit))
+    const onTimer = () => resume(Effect.succeed(undefined))
+    child.addObserver(onChild)
+    timer.addObserver(onTimer)
+    return Effect.sync(() => {
+      child.removeObserver(onChild)
+      timer.removeObserver(onTimer)
+    })
+  })
+
+/** Runs `self` until `timer` ends, then interrupts it and fails with `onTimeout()`; the timer keeps running. */
+const until = <A, E, R, E2>(self: Effect.Effect<A, E, R>, timer: Timer, onTimeout: () => E2) =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(forkDetached(restore(self)), (child): Effect.Effect<A, E | E2> => {
+      const done = child.unsafePoll()
+      if (done !== null) return done
+      return Effect.flatMap(
+        Effect.onInterrupt(restore(firstOf(child, timer)), () => Fiber.interrupt(child)),
+        (exit): Effect.Effect<A, E | E2> =>
+          exit !== undefined ? exit : Effect.zipRight(Fiber.interrupt(child), Exit.fail(onTimeout()))
+      )
+    })
+  )
+
 const compile = (duration: Duration.DurationInput) => {
   const own = validate.millis("ResilientHttpClient attemptTimeout", duration)
   const timeout = Duration.millis(own)
@@ -37,8 +83,13 @@ const compile = (duration: Duration.DurationInput) => {
             ? new DeadlineExceeded()
             : new NoResponse({ reason: "read-timeout", request, cause: new AttemptTimeout({ timeout }) })
         if (end <= now) return Effect.fail(timedOut())
-        const attempt = Effect.map(execute(request), (response) => new BoundedResponse(response, end, own, clock))
-        return Effect.locally(timeoutWith(attempt, end, clock, timedOut), currentAttemptEnd, end)
+        return Effect.flatMap(arm(clock, end), (timer) =>
+          Effect.locally(until(execute(request), timer, timedOut), currentAttemptEnd, end).pipe(
+            Effect.onExit((exit) =>
+              Effect.sync(() => Exit.isFailure(exit) && stop(timer))
+            ),
+            Effect.map((response) => new BoundedResponse(response, end, own, clock, timer))
+          ))
       }))
 }
 
@@ -57,7 +108,9 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
     readonly original: HttpClientResponse.HttpClientResponse,
     readonly end: number,
     readonly attemptMillis: number,
-    readonly clock: Clock.Clock
+    readonly clock: Clock.Clock,
+    /** The attempt's timer, for the first body read, which stops it; later reads arm their own. */
+    private timer: Timer | undefined
   ) {}
 
   get request() {
@@ -92,10 +145,15 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
   }
   get stream() {
     return Stream.suspend(() => {
-      const left = this.until() - this.clock.unsafeCurrentTimeMillis()
-      return Stream.interruptWhen(
-        this.original.stream,
-        Effect.zipRight(this.clock.sleep(Duration.millis(left)), Effect.fail(this.timedOut()))
+      const timer = this.take()
+      const expiry = timer === undefined
+        ? Effect.zipRight(
+          this.clock.sleep(Duration.millis(this.until() - this.clock.unsafeCurrentTimeMillis())),
+          Effect.void
+        )
+        : Fiber.await(timer)
+      return Stream.interruptWhen(this.original.stream, Effect.zipRight(expiry, Effect.fail(this.timedOut()))).pipe(
+        Stream.ensuring(Effect.sync(() => timer !== undefined && stop(timer)))
       )
     })
   }
@@ -115,8 +173,19 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
     return now < this.end ? this.end : now + this.attemptMillis
   }
 
+  /** The attempt's timer, if no read has taken it yet and the attempt's time is not over. */
+  private take(): Timer | undefined {
+    const timer = this.timer
+    this.timer = undefined
+    return timer !== undefined && this.clock.unsafeCurrentTimeMillis() < this.end ? timer : undefined
+  }
+
   private bound<A>(read: Effect.Effect<A, HttpClientError.ResponseError>) {
-    return Effect.suspend(() => timeoutWith(read, this.until(), this.clock, () => this.timedOut()))
+    return Effect.suspend(() => {
+      const timer = this.take()
+      if (timer === undefined) return timeoutWith(read, this.until(), this.clock, () => this.timedOut())
+      return Effect.ensuring(until(read, timer, () => this.timedOut()), Effect.sync(() => stop(timer)))
+    })
   }
 
   private timedOut(): HttpClientError.ResponseError {
