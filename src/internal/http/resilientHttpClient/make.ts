@@ -1,6 +1,6 @@
 /**
  * `make`: the client's options as one pipe of the combinators. That pipe is the one description of the order of
- * the layers; docs/http-client.md shows it, and test/docs/http-client.test.ts checks that the two agree.
+ * the layers; docs/http-client.md shows it, and test/ResilientHttpClient.test.ts checks that the two agree.
  */
 import { HttpClient } from "@effect/platform"
 import { Cause, Context, Duration, Effect, Exit, Layer, Option } from "effect"
@@ -58,7 +58,7 @@ const isKeyed = (u: unknown): u is Keyed<string> =>
 const isBudget = (u: unknown): u is Budget =>
   typeof u === "object" && u !== null && typeof (u as Budget).unsafeRecordFailure === "function"
 
-type Layer = <E, R>(self: HttpClient.HttpClient.With<E, R>) => HttpClient.HttpClient.With<any, R>
+type ClientLayer = <E, R>(self: HttpClient.HttpClient.With<E, R>) => HttpClient.HttpClient.With<any, R>
 
 /**
  * Checks every option when `make` is called and compiles the layers. Nothing stateful is made here: what a layer
@@ -76,7 +76,7 @@ const resolve = (options: Options) => {
   const makeBudgetNow: Effect.Effect<Budget | undefined> = budget === undefined || isBudget(budget)
     ? Effect.succeed(budget)
     : makeBudget(budget) // checked now, made with the client
-  const retryWith = (made: Budget | undefined): Layer => {
+  const retryWith = (made: Budget | undefined): ClientLayer => {
     const compiled = { ...retryOptions, budget: made, idempotencyKeyHeader: keyOptions?.header }
     return off(options.retry) ? identity : retry(compiled)
   }
@@ -90,7 +90,7 @@ const resolve = (options: Options) => {
     criticalityHeader: off(options.criticalityHeader)
       ? identity
       : criticalityHeader({ header: options.criticalityHeader as string }),
-    attemptTimeout: attemptTimeout(options.attemptTimeout ?? "10 seconds") as Layer,
+    attemptTimeout: attemptTimeout(options.attemptTimeout ?? "10 seconds") as ClientLayer,
     breakers: breaker === undefined
       ? Effect.succeed(undefined)
       : isKeyed(breaker)
@@ -99,7 +99,7 @@ const resolve = (options: Options) => {
     throttle: options.throttle === undefined || options.throttle === false
       ? Effect.succeed(undefined)
       : throttles.make({ isAccepted, ...(options.throttle === true ? {} : options.throttle) }),
-    rateLimiter: options.rateLimiter === undefined ? identity : rateLimiter(options.rateLimiter) as Layer,
+    rateLimiter: options.rateLimiter === undefined ? identity : rateLimiter(options.rateLimiter) as ClientLayer,
     sharedBackpressure: off(backpressure)
       ? identity
       : sharedBackpressure(backpressure === true ? undefined : backpressure),
@@ -109,7 +109,7 @@ const resolve = (options: Options) => {
   }
 }
 
-const guardedBy = <A>(value: A | undefined, layer: (value: A) => Layer): Layer =>
+const guardedBy = <A>(value: A | undefined, layer: (value: A) => ClientLayer): ClientLayer =>
   value === undefined ? identity : layer(value)
 
 export const make = (options: Options = {}) => {

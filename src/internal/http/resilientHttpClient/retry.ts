@@ -6,6 +6,7 @@
 import type { HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import type { HttpClient } from "@effect/platform"
 import { Clock, type Duration, Effect, type Schedule } from "effect"
+import * as Backpressure from "../../../core/backpressure.js"
 import * as HttpClassify from "../../../core/httpClassify.js"
 import type { Budget } from "../../../RetryBudget.js"
 import { fullJitter } from "../../backoff.js"
@@ -33,20 +34,13 @@ export interface RetryOptions {
  * client use `t` only when there is no `Retry-After`.
  */
 const waitAsked = (response: HttpClientResponse.HttpClientResponse, now: number): number | undefined => {
-  const { limits, retryAfterMillis } = fieldsOf(response, now)
-  if (retryAfterMillis !== undefined) {
-    return HttpClassify.honoursRetryAfter(response.status)
-      ? retryAfterMillis
-      : undefined
+  const answer = fieldsOf(response, now)
+  if (answer.retryAfterMillis !== undefined) {
+    return HttpClassify.honoursRetryAfter(response.status) ? answer.retryAfterMillis : undefined
   }
-  if (response.status !== 429 && response.status !== 503) return undefined
-  let reset: number | undefined
-  for (const limit of limits ?? []) {
-    if (limit.remaining === 0 && limit.reset !== undefined && !(reset !== undefined && reset >= limit.reset)) {
-      reset = limit.reset
-    }
-  }
-  return reset === undefined ? undefined : reset * 1000
+  return Backpressure.isRefusal(response.status)
+    ? Backpressure.quotaPauseMillis({ ...answer, status: response.status })
+    : undefined
 }
 
 type Classified = Retryable<ConnectFailed | NoResponse | StatusError>
