@@ -35,7 +35,7 @@ const integration = [
   "test/demo.test.ts",
   "test/IdempotencyMiddleware*.test.ts",
   "test/ServerMiddleware.test.ts",
-  "test/ResilientHttpClient.test.ts",
+  "test/ResilientHttpClient.sockets.test.ts",
   "test/docs/security.test.ts",
   "test/faults.test.ts",
   "test/faults.pg.test.ts",

@@ -2,7 +2,7 @@
  * What the demo prints: the table, the reasons clients gave up (in words), and a footer whose every claim
  * is derived from the numbers it sits under.
  */
-import { CircuitBreaker, Deadline, HttpErrors, RateLimiter, Retry } from "../../src/index.js"
+import { CircuitBreaker, Deadline, HttpErrors, RateLimiter, ResilientHttpClient, Retry } from "../../src/index.js"
 import { rates, readTimeoutMillis } from "./faults.js"
 import type { Summary } from "./scenario.js"
 
@@ -42,6 +42,9 @@ export const describe = (error: unknown): string => {
   }
   if (error instanceof Deadline.DeadlineExceeded) return `the ${deadlineSeconds} s deadline passed`
   if (error instanceof RateLimiter.RateLimited) return "the client-side rate limiter would not admit it in time"
+  if (error instanceof ResilientHttpClient.OriginPaused) {
+    return "the service asked every caller to hold off until after the deadline"
+  }
   if (typeof error === "object" && error !== null && "_tag" in error) {
     switch (error._tag) {
       case "TimeoutException":
@@ -49,7 +52,9 @@ export const describe = (error: unknown): string => {
       case "RequestError":
         return "the connection broke before an answer arrived"
       case "ResponseError":
-        return "the answer could not be read"
+        return (error as { readonly cause?: unknown }).cause instanceof HttpErrors.NoResponse
+          ? `the answer's body did not arrive within the ${readTimeoutMillis / 1000} s attempt timeout`
+          : "the answer could not be read"
     }
   }
   return error instanceof Error ? error.message : String(error)

@@ -4,13 +4,7 @@
  * orders `c`, `c + clients`, `c + 2 × clients`, … one after the other, so which client sends which request
  * does not depend on timing, and neither does the fault each attempt meets (see faults.ts).
  */
-import {
-  HttpClient,
-  type HttpClientError,
-  HttpClientRequest,
-  type HttpClientResponse,
-  HttpServer
-} from "@effect/platform"
+import { HttpClient, HttpClientRequest, type HttpClientResponse, HttpServer } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Clock, Duration, Effect, Layer, Metric, Option, Random } from "effect"
@@ -23,10 +17,8 @@ import {
   Backoff,
   CircuitBreaker,
   Deadline,
-  Failure,
   RateLimiterStore,
   ResilientHttpClient,
-  Retry,
   RetryAfter
 } from "../../src/index.js"
 import { makeOrdersApp, type Order } from "../orders.js"
@@ -151,7 +143,10 @@ interface Answer {
   readonly json: unknown
 }
 
-/** The same intent with the library: one Idempotency-Key per order, deadline, jitter, budget, breaker. */
+/**
+ * The same intent with the library: one Idempotency-Key per order, deadline, jitter, budget, breaker. A 409 "still
+ * in progress" for the order's key is the client's to wait out, after its Retry-After.
+ */
 const resilientOrder = (
   http: ResilientHttpClient.ResilientHttpClient,
   url: string,
@@ -159,13 +154,7 @@ const resilientOrder = (
   ref: string
 ): Effect.Effect<Outcome> =>
   http.execute(orderRequest(url, client, ref)).pipe(
-    Effect.flatMap((response): Effect.Effect<Answer, Failure.Retryable<string> | HttpClientError.ResponseError> =>
-      // 409: the same key is still being processed; ask again after its Retry-After
-      response.status === 409
-        ? Effect.fail(Failure.retryable(status(409), "1 second"))
-        : Effect.map(response.json, (json) => ({ status: response.status, json }))
-    ),
-    Retry.retry({ schedule: Backoff.exponential({ base: "1 second", cap: "1 second" }), maxAttempts: 5 }),
+    Effect.flatMap((response) => Effect.map(response.json, (json): Answer => ({ status: response.status, json }))),
     Deadline.within(`${deadlineSeconds} seconds`),
     Effect.map((r): Outcome =>
       r.status === 201 ? { created: true, order: r.json as Order } : { created: false, reason: status(r.status) }

@@ -97,9 +97,49 @@ export const secondsOf = (millis: number): number => Math.ceil(millis / 1000)
 export const policyFor = (name: string, limit: number, windowMillis: number): string =>
   formatPolicy({ name, quota: limit, window: Math.max(1, secondsOf(windowMillis)) })
 
-/** The middleware's `RateLimit` for a decision leaving `remaining` units that resets in `resetMillis`. */
-export const stateFor = (name: string, remaining: number, resetMillis: number): string =>
-  formatRateLimit({ name, remaining, reset: secondsOf(resetMillis) })
+/** The middleware's `RateLimit` for a decision leaving `remaining` units, more of which come in `nextMillis`. */
+export const stateFor = (name: string, remaining: number, nextMillis: number): string =>
+  formatRateLimit({ name, remaining, reset: secondsOf(nextMillis) })
+
+/** What the middleware knows of its limiter and of one decision, in milliseconds. */
+export interface Quota {
+  readonly algorithm: "token-bucket" | "fixed-window" | "sliding-window"
+  readonly limit: number
+  /** The window, or a token bucket's time to refill from empty. */
+  readonly windowMillis: number
+  readonly allowed: boolean
+  readonly remaining: number
+  /** When the refused request would pass (0 when allowed). */
+  readonly retryAfterMillis: number
+  /** When the key is back to its initial state. */
+  readonly resetAfterMillis: number
+}
+
+/**
+ * The `t` of the `RateLimit` field: in draft-ietf-httpapi-ratelimit-headers-11 the seconds until *additional*
+ * quota is made available, not until it is all restored. So a client told `r=0` can come back at `t` and be
+ * admitted, which is what it acts on:
+ *
+ * - refused: when the request would pass, the same moment as `Retry-After` (the draft asks the two to agree);
+ * - token bucket: when the next whole token is in (`remaining + 1`), one refill interval at most;
+ * - fixed window: when the window ends (nothing comes back before);
+ * - sliding window (a weighted two-window count): an upper bound of when one more unit fits, at most a
+ *   `1 / limit` share into the next window, never later than the full reset.
+ */
+export const nextQuotaMillis = (quota: Quota): number => {
+  const { limit, remaining, resetAfterMillis: reset, windowMillis } = quota
+  if (!quota.allowed) return quota.retryAfterMillis
+  const share = limit > 0 ? windowMillis / limit : windowMillis
+  switch (quota.algorithm) {
+    case "token-bucket":
+      // the bucket is `reset` from full; `remaining + 1` tokens are there `limit - remaining - 1` tokens earlier
+      return Math.max(0, reset - (limit - remaining - 1) * share)
+    case "fixed-window":
+      return reset
+    case "sliding-window":
+      return Math.min(reset, Math.max(0, reset - windowMillis) + share)
+  }
+}
 
 /** A refusal's `Retry-After` in whole seconds: rounded up and at least 1, so a client never comes back at once. */
 export const retryAfterSeconds = (retryAfterMillis: number): number => Math.max(1, secondsOf(retryAfterMillis))

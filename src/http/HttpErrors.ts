@@ -85,8 +85,8 @@ export interface NoResponse extends Cause.YieldableError {
 
 /**
  * A response arrived with a status the client retries (408, 429, 500, 502, 503, 504, for a request that is
- * safe to repeat), and it gave up: it is the `last` of `RetriesExhausted`, or the failure itself with
- * `retry: false`. Other statuses are returned as responses.
+ * safe to repeat; a keyed request's 409 that says it is still in progress), and it gave up: it is the `last` of
+ * `RetriesExhausted`. Other statuses, and every status with `retry: false`, are returned as responses.
  *
  * It is not `@effect/platform`'s `HttpClientError.ResponseError`, on purpose: a `ResponseError` with reason
  * `"StatusCode"` is what the caller's own `HttpClient.filterStatusOk` raises, around the live response; a
@@ -108,7 +108,7 @@ export const StatusError: new(args: Fields<StatusError>) => StatusError = intern
  */
 export interface StatusError extends Cause.YieldableError {
   readonly _tag: "StatusError"
-  /** The response's status (408, 429 or a 5xx). */
+  /** The response's status (408, 409, 429 or a 5xx). */
   readonly status: number
   /** A detached copy of the response: at most 64 KiB of its body, its connection already released. */
   readonly response: HttpClientResponse.HttpClientResponse

@@ -4,14 +4,25 @@
  *
  * @since 0.1.0
  */
-import type { Layer } from "effect"
-import * as internal from "../../internal/http/resilientHttpClientNode.js"
+import type { Duration, Layer } from "effect"
+import * as internal from "../../internal/http/resilientHttpClient/node.js"
 import type { Options, ResilientHttpClient } from "../ResilientHttpClient.js"
+
+/**
+ * The client's options and the transport's.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface NodeOptions extends Options {
+  /** undici's connect timeout: a connection not made by then is `ConnectFailed` ("timeout"). Default 3 seconds. */
+  readonly connectTimeout?: Duration.DurationInput
+}
 
 /**
  * A layer providing `ResilientHttpClient` over Node's undici transport, configured so that a connect timeout
  * (`connectTimeout`, default 3 seconds) is its own error and classified as "not sent". The undici agent is
- * closed when the layer is released. Throws `IllegalArgumentException` for a malformed `connectTimeout`.
+ * closed when the layer is released. Throws `IllegalArgumentException` for invalid options.
  *
  * @example
  * ```ts
@@ -29,4 +40,4 @@ import type { Options, ResilientHttpClient } from "../ResilientHttpClient.js"
  * @since 0.1.0
  * @category layers
  */
-export const layer: (options?: Options) => Layer.Layer<ResilientHttpClient> = internal.layerNode
+export const layer: (options?: NodeOptions) => Layer.Layer<ResilientHttpClient> = internal.layerNode

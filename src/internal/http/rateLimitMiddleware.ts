@@ -45,7 +45,19 @@ export const make = <R = never>(options: Options<R>) => {
   const policy = RateLimitHeaders.policyFor(name, limiter.limit, windowMillis)
   const headersOf = (decision: Decision) => ({
     "ratelimit-policy": policy,
-    ratelimit: RateLimitHeaders.stateFor(name, decision.remaining, Duration.toMillis(decision.resetAfter))
+    ratelimit: RateLimitHeaders.stateFor(
+      name,
+      decision.remaining,
+      RateLimitHeaders.nextQuotaMillis({
+        algorithm: limiter.algorithm,
+        limit: limiter.limit,
+        windowMillis,
+        allowed: decision.allowed,
+        remaining: decision.remaining,
+        retryAfterMillis: Duration.toMillis(decision.retryAfter),
+        resetAfterMillis: Duration.toMillis(decision.resetAfter)
+      })
+    )
   })
 
   const decide = <E, R1>(scope: string, request: HttpServerRequest.HttpServerRequest, app: HttpApp.Default<E, R1>) =>
