@@ -439,21 +439,3 @@ export const transitionsTotal: Metric.Metric.Counter<number> = internal.transiti
  * @category metrics
  */
 export const rejectionsTotal: Metric.Metric.Counter<number> = internal.rejections
-
-/**
- * The former name of {@link transitionsTotal}.
- *
- * @deprecated Use `transitionsTotal`, named like every other counter.
- * @since 0.1.0
- * @category metrics
- */
-export const transitions: Metric.Metric.Counter<number> = internal.transitions
-
-/**
- * The former name of {@link rejectionsTotal}.
- *
- * @deprecated Use `rejectionsTotal`, named like every other counter.
- * @since 0.1.0
- * @category metrics
- */
-export const rejections: Metric.Metric.Counter<number> = internal.rejections
