@@ -1,7 +1,9 @@
 import { afterAll, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
 import { Redis } from "ioredis"
-import * as Fleet from "../src/core/breakerFleet.js"
+import type * as Fleet from "../src/core/breakerFleet.js"
+import * as Model from "../src/core/breakerFleetModel.js"
+import * as Protocol from "../src/core/breakerFleetProtocol.js"
 import type { Trip } from "../src/core/breakerWindow.js"
 import { keysOf } from "../src/internal/circuitBreaker/redis.js"
 import { fleetScript } from "../src/internal/circuitBreaker/redisScript.js"
@@ -9,8 +11,9 @@ import * as redisClient from "../src/internal/redis/client.js"
 import { deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { describeRedis } from "./support/services.js"
 
-// The fleet breaker's Lua script against its TypeScript reference, core/breakerFleet.ts `step`: random
-// histories of operations, each run on both, every reply compared.
+// The fleet breaker's Lua script against its TypeScript reference, core/breakerFleetModel.ts `step`: random
+// histories of calls, each encoded by the protocol (core/breakerFleetProtocol.ts) and run on both, every reply
+// compared.
 
 const prefix = uniquePrefix("cbmodel")
 const shared = new Redis(REDIS_URL, { lazyConnect: true })
@@ -52,7 +55,7 @@ const deltasArb = fc.integer({ min: 0, max: 6 }).chain((calls) =>
 )
 
 type Step = {
-  readonly op: Fleet.Op
+  readonly op: Protocol.Op
   readonly delay: number
   readonly epoch: "current" | "stale" | "unknown"
   readonly ownInc: boolean
@@ -60,7 +63,7 @@ type Step = {
   readonly deltas: Fleet.Deltas
 }
 
-const stepArb = (ops: ReadonlyArray<Fleet.Op>) =>
+const stepArb = (ops: ReadonlyArray<Protocol.Op>) =>
   fc.record<Step>({
     op: fc.constantFrom(...ops),
     // 250, 500 and 1000 hit the boundaries: a bucket, openFor, a trial's lease, a half-open timeout
@@ -77,13 +80,13 @@ const stepArb = (ops: ReadonlyArray<Fleet.Op>) =>
 const compare = (policy: Trip, start: number, steps: ReadonlyArray<Step>) =>
   Effect.gen(function*() {
     const keys = keysOf(prefix, fresh(), policy)
-    const model = Fleet.emptyShared()
+    const model = Model.emptyShared()
     let now = start
     for (const { delay, deltas, epoch, op, ownInc, trialTimeout } of steps) {
       now += delay
       const known = epoch === "unknown" ? -1 : epoch === "stale" ? model.epoch - 1 : model.epoch
       const inc = ownInc ? model.inc ?? "" : "elsewhere"
-      const input: Fleet.StepInput = {
+      const call: Protocol.Call = {
         op,
         now,
         epoch: known,
@@ -97,36 +100,18 @@ const compare = (policy: Trip, start: number, steps: ReadonlyArray<Step>) =>
         trip: policy,
         deltas: { ...deltas }
       }
-      const args = [
-        op,
-        String(now),
-        String(known),
-        "t0",
-        keys.channel,
-        "500",
-        String(deltas.asked),
-        "2",
-        "1000",
-        ...Fleet.policyArgs(policy),
-        ...Fleet.take({ ...deltas }),
-        inc,
-        String(trialTimeout)
-      ]
       const actual = yield* redisClient.runScript(
         shared,
         fleetScript,
         [keys.state, keys.window],
-        args,
+        Protocol.encode(call, keys.channel),
         false,
         5000,
-        (reply) => reply as ReadonlyArray<unknown>,
+        (reply) => reply,
         (e) => e
       )
-      const expected = Fleet.step(model, input)
-      expect({ granted: actual[0] === 1, view: Fleet.fromFields(actual.slice(1)) }).toEqual({
-        granted: expected.granted,
-        view: expected.view
-      })
+      const { published: _, ...expected } = Model.step(model, call)
+      expect(Protocol.decodeReply(actual)).toEqual(expected)
     }
     return model
   })
@@ -138,7 +123,7 @@ describeRedis("CircuitBreaker/Redis script and model", () => {
   })
 
   it.effect.prop(
-    "the script decides exactly as core/breakerFleet's model, operation for operation",
+    "the script decides exactly as core/breakerFleetModel, call for call",
     {
       trip: fc.integer({ min: 0, max: trips.length - 1 }),
       start: fc.integer({ min: 0, max: 2_000_000_000_000 }),

@@ -2,8 +2,9 @@ import { Effect, ExecutionStrategy, Exit, Scope } from "effect"
 import { dual } from "effect/Function"
 import type { CircuitBreaker, CircuitOpen, Keyed, KeyedOptions } from "../../CircuitBreaker.js"
 import * as validate from "../validate.js"
-import { buildInternal, type Built, env } from "./breaker.js"
+import { buildInternal, type Built } from "./breaker.js"
 import { forKey, resolve } from "./policy.js"
+import { env } from "./shell.js"
 
 interface Entry extends Built {
   readonly scope: Scope.CloseableScope
