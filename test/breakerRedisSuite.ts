@@ -214,6 +214,26 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
         yield* Deferred.succeed(gate, undefined)
       }))
 
+    it.scoped("a sparse half-open period: a trial granted with none running starts the fleet's clock again", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* halfOpenPair({ openFor: "1 second", halfOpenPermits: 2, halfOpenTimeout: "1 second" })
+        expect(yield* a.protect(ok)).toBe("ok")
+        // the second trial comes long after the first one's deadline, on the other replica
+        yield* TestClock.adjust("5 seconds")
+        expect(yield* b.state).toBe("half-open")
+        const gate = yield* Deferred.make<void>()
+        let started = false
+        const second = yield* Effect.fork(
+          b.protect(Effect.zipRight(Effect.sync(() => (started = true)), Effect.as(Deferred.await(gate), "ok")))
+        )
+        yield* eventually(Effect.sync(() => started))
+        // the period's deadline is the full halfOpenTimeout from this trial, not the first one's, long gone
+        expect(retryAfterOf(yield* Effect.exit(a.protect(ok)))).toBe(1000)
+        yield* Deferred.succeed(gate, undefined)
+        expect(yield* Fiber.join(second)).toBe("ok")
+        for (const r of [a, b]) yield* stateIs(r, "closed")
+      }))
+
     it.scoped("consecutive(n) fleet-wide: failures add up across replicas; a reported success restarts the run", () =>
       Effect.gen(function*() {
         const { all: [a, b] } = yield* replicas(2, { trip: CircuitBreaker.consecutive(4), openFor: "10 seconds" })

@@ -10,9 +10,10 @@
  * if the breaker is still in it when the call ends: a result from before an opening (or a reset) says
  * nothing about the period now.
  *
- * A half-open period has a deadline, `trialTimeout` after its first trial started: a trial still running
- * then is presumed hung, its period is over (the caller opens again, see {@link expiredAt}) and its permit is
- * freed. So a trial holds its permit until it ends or its period's deadline passes, whichever comes first.
+ * A half-open period has a deadline, `trialTimeout` after a trial started while none of the period's was
+ * running: a trial still running then is presumed hung, its period is over (the caller opens again, see
+ * {@link expiredAt}) and its permit is freed. So a trial holds its permit until it ends or its period's deadline
+ * passes, whichever comes first; a period with no trial running waits for callers as long as it takes.
  */
 
 /** The three states; the number beside each is its gauge value. */
@@ -37,7 +38,7 @@ export interface Machine {
   readonly openings: number
   /** The `halfOpenTimeout` of the half-open period that follows this opening, in milliseconds. */
   readonly trialTimeout: number
-  /** When the half-open period times out: set by its first trial; meaningless while `admitted` is 0. */
+  /** When the half-open period times out: set by a trial admitted with none running; meaningless then. */
   readonly halfOpenUntil: number
   /** Half-open permits taken in this period: trials running or succeeded. */
   readonly admitted: number
@@ -93,7 +94,7 @@ export const expiredAt = (m: Machine, now: number): number | undefined =>
 
 /**
  * Opens for `delayMillis` (the caller's `openFor`, stepped for this opening); the half-open period after it
- * times out `trialTimeoutMillis` after its first trial started.
+ * times out `trialTimeoutMillis` after a trial started with none running.
  */
 export const open = (m: Machine, now: number, delayMillis: number, trialTimeoutMillis: number): Machine =>
   enter(m, "open", { openings: m.openings + 1, openUntil: now + delayMillis, trialTimeout: trialTimeoutMillis })
@@ -147,8 +148,9 @@ export const admit = (m0: Machine, now: number, permits: number): Admit => {
   if (m.state === "open" || m.admitted >= permits || m.leases.length >= permits) {
     return { machine: m, admission: { _tag: "Rejected", retryAfterMillis: retryAfterMillis(m, now, permits) } }
   }
-  // the period's clock starts with its first trial (again, when every trial before gave its permit back)
-  const until = m.admitted === 0 ? now + m.trialTimeout : m.halfOpenUntil
+  // the period's clock starts with a trial admitted while none of the period's runs: it bounds how long trials
+  // run, not how long the period waits for callers
+  const until = m.admitted === m.succeeded ? now + m.trialTimeout : m.halfOpenUntil
   return {
     machine: {
       ...m,
@@ -213,7 +215,7 @@ export const save = (m: Machine): Saved => ({
 
 /**
  * A machine restored from a snapshot: open (or isolated) until `openUntil`, or half-open with no trial
- * running; its half-open period times out `trialTimeoutMillis` after its first trial.
+ * running; its half-open period times out `trialTimeoutMillis` after a trial started with none running.
  */
 export const restore = (s: Saved, trialTimeoutMillis: number): Machine => {
   const base = { ...initial, openings: s.openings, trialTimeout: trialTimeoutMillis }

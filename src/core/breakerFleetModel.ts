@@ -22,8 +22,8 @@ export interface Shared {
   succeeded: number
   lease: number
   /**
-   * The half-open period's deadline, set by its first permit, and the epoch it was set in: a deadline of
-   * another epoch (one an older version of the script left behind) is none.
+   * The half-open period's deadline, set by a permit granted with no trial running, and the epoch it was set
+   * in: a deadline of another epoch (one an older version of the script left behind) is none.
    */
   halfOpenUntil: number
   halfOpenEpoch: number
@@ -156,8 +156,8 @@ export const step = (s: Shared, input: Call): StepResult => {
       if (s.state === "half-open") {
         if (s.taken >= input.permits && now >= s.lease) s.taken = s.succeeded
         if (s.taken < input.permits) {
-          // the period's clock starts with its first trial (again, when every trial before gave its permit back)
-          if (s.taken === 0 || s.halfOpenEpoch !== s.epoch) {
+          // the period's clock starts with a trial granted while none of the period's runs
+          if (s.taken === s.succeeded || s.halfOpenEpoch !== s.epoch) {
             s.halfOpenUntil = now + input.trialTimeout
             s.halfOpenEpoch = s.epoch
           }

@@ -79,6 +79,22 @@ describe("core/breaker", () => {
     expect(Breaker.expiredAt(back, 1e9)).toBeUndefined()
   })
 
+  it("a trial admitted while none of its period runs starts the period's clock again: a sparse period can close", () => {
+    const m = Breaker.open(Breaker.initial, 0, 1000, 300)
+    const first = Breaker.admit(m, 1000, 2).machine
+    const ended = Breaker.trialEnded(first, first.generation, "success", false, 2).machine
+    // long after the first trial's deadline (1300), the second comes: nothing ran meanwhile, nothing hung
+    const second = Breaker.admit(Breaker.refresh(ended, 5000), 5000, 2).machine
+    expect(second.halfOpenUntil).toBe(5300)
+    expect(Breaker.expiredAt(second, 5100)).toBeUndefined()
+    expect(Breaker.trialEnded(Breaker.refresh(second, 5100), second.generation, "success", false, 2).verdict).toBe(
+      "close"
+    )
+    // while a trial runs, the next one shares its clock
+    const both = Breaker.admit(first, 1200, 2).machine
+    expect(both.halfOpenUntil).toBe(1300)
+  })
+
   it("a trial ending at or after its period's deadline decides nothing, even before the caller reopened", () => {
     const t = Breaker.admit(Breaker.open(Breaker.initial, 0, 10, 10), 10, 1).machine
     expect(Breaker.trialEnded(Breaker.refresh(t, 20), t.generation, "success", false, 1).verdict).toBe("none")

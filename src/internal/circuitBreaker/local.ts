@@ -139,7 +139,8 @@ export class Local {
       Effect.suspend((): Eff.Effect<A, E | CircuitOpen, R> => {
         const at = this.shell.now()
         this.refresh(at)
-        const first = this.m.admitted === 0
+        // a trial admitted while none of its period runs starts the period's clock
+        const starts = this.m.admitted === this.m.succeeded
         const { admission, machine } = Machine.admit(this.m, at, this.shell.config.permits)
         this.set(machine, at)
         switch (admission._tag) {
@@ -149,8 +150,8 @@ export class Local {
             return this.shell.reject(admission.retryAfterMillis)
           case "Trial": {
             const gen = admission.generation
-            // the period's first trial starts its clock: at the deadline, trials still running reopen it
-            if (first) this.arm(this.m.halfOpenUntil - at)
+            // at the deadline, trials still running reopen it
+            if (starts) this.arm(this.m.halfOpenUntil - at)
             return this.shell.observe(restore(self), (outcome) => this.recordTrial(gen, outcome, at))
           }
         }

@@ -171,8 +171,8 @@ elseif op == "acquire" then
     -- permits of trials that never reported (their replica died) are freed when their lease runs out
     if taken >= permits and now >= lease then taken = succ end
     if taken < permits then
-      -- the period's clock starts with its first trial (again, when every trial before gave its permit back)
-      if taken == 0 or hoe ~= epoch then
+      -- the period's clock starts with a trial granted while none of the period's runs
+      if taken == succ or hoe ~= epoch then
         hou = now + tonumber(A.trialTimeout)
         hoe = epoch
       end
