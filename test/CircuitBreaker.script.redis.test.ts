@@ -59,6 +59,7 @@ type Step = {
   readonly delay: number
   readonly epoch: "current" | "stale" | "unknown"
   readonly ownInc: boolean
+  readonly ownSince: boolean
   readonly trialTimeout: number
   readonly deltas: Fleet.Deltas
 }
@@ -71,6 +72,8 @@ const stepArb = (ops: ReadonlyArray<Protocol.Op>) =>
     epoch: fc.constantFrom("current", "current", "current", "stale", "unknown"),
     // the incarnation the caller's epoch belongs to: the state's, or another (the state was lost)
     ownInc: fc.constantFrom(true, true, true, false),
+    // when the caller's period began: the state's, or another time (a period of the same number, set back)
+    ownSince: fc.constantFrom(true, true, true, false),
     // the half-open period's timeout the caller passes (its option, or its opening's delay)
     trialTimeout: fc.constantFrom(250, 300, 1000),
     deltas: deltasArb
@@ -82,15 +85,17 @@ const compare = (policy: Trip, start: number, steps: ReadonlyArray<Step>) =>
     const keys = keysOf(prefix, fresh(), policy)
     const model = Model.emptyShared()
     let now = start
-    for (const { delay, deltas, epoch, op, ownInc, trialTimeout } of steps) {
+    for (const { delay, deltas, epoch, op, ownInc, ownSince, trialTimeout } of steps) {
       now += delay
       const known = epoch === "unknown" ? -1 : epoch === "stale" ? model.epoch - 1 : model.epoch
       const inc = ownInc ? model.inc ?? "" : "elsewhere"
+      const since = ownSince ? model.changedAt : model.changedAt - 1
       const call: Protocol.Call = {
         op,
         now,
         epoch: known,
         inc,
+        since,
         token: "t0",
         delay: 500,
         asked: deltas.asked,
@@ -165,6 +170,7 @@ describeRedis("CircuitBreaker/Redis script and model", () => {
           delay: 0,
           epoch: "unknown",
           ownInc: true,
+          ownSince: true,
           trialTimeout: 300,
           deltas: { calls: 1, failures: 1, slow: 0, trailing: 1, sawSuccess: false, asked: 0 }
         }

@@ -145,7 +145,8 @@ export const step = (s: Shared, input: Call): StepResult => {
     open(s.halfOpenUntil, 0)
     lazyHalfOpen()
   }
-  const current = known === s.epoch
+  // the caller's epoch names this period only if the period began when the caller's did
+  const current = known === s.epoch && input.since === s.changedAt
   switch (input.op) {
     case "flush":
       if (s.state === "closed" && input.deltas.calls > 0 && (known === -1 || current)) {

@@ -20,6 +20,11 @@ export interface Call {
   readonly epoch: number
   /** The incarnation that epoch belongs to ("" when none): an epoch of another incarnation counts as none. */
   readonly inc: string
+  /**
+   * When the period of that epoch began (its view's `changedAt`): a period of the same number that began at
+   * another time (the state set back to an earlier snapshot, then moved on again) is another period.
+   */
+  readonly since: number
   /** The caller's per-process token: a new state's incarnation is `<token>.<now>`, new at each creation. */
   readonly token: string
   /** The `openFor` delay of the fleet's next opening. */
@@ -46,6 +51,7 @@ export const args = [
   "now",
   "epoch",
   "inc",
+  "since",
   "token",
   "channel",
   "delay",
@@ -77,6 +83,7 @@ export const encode = (call: Call, channel: string): Array<string> => {
     now: String(call.now),
     epoch: String(call.epoch),
     inc: call.inc,
+    since: String(call.since),
     token: call.token,
     channel,
     delay: String(call.delay),

@@ -8,6 +8,7 @@ const input = (patch: Partial<Protocol.Call>): Protocol.Call => ({
   now: 1000,
   epoch: -1,
   inc: "",
+  since: 0,
   token: "r1",
   delay: 500,
   asked: 0,
@@ -34,8 +35,12 @@ describe("core/breakerFleetModel", () => {
     const s = Model.emptyShared()
     Model.step(s, input({ now: 0 }))
     Model.step(s, input({ op: "acquire", now: 600, epoch: 1, inc: "r1.0" })) // half-open at epoch 2
-    expect(Model.step(s, input({ op: "success", now: 700, epoch: 2, inc: "r2.0" })).view.state).toBe("half-open")
-    expect(Model.step(s, input({ op: "success", now: 700, epoch: 2, inc: "r1.0" })).view.state).toBe("closed")
+    expect(Model.step(s, input({ op: "success", now: 700, epoch: 2, inc: "r2.0", since: 600 })).view.state).toBe(
+      "half-open"
+    )
+    expect(Model.step(s, input({ op: "success", now: 700, epoch: 2, inc: "r1.0", since: 600 })).view.state).toBe(
+      "closed"
+    )
   })
 
   it("step: a half-open period whose trial has not ended by its deadline opens again, as of the deadline", () => {
@@ -73,7 +78,7 @@ describe("core/breakerFleetModel", () => {
     const u = Model.emptyShared()
     Model.step(u, input({ now: 0 }))
     const granted = Model.step(u, input({ op: "acquire", now: 600, epoch: 1 })).view
-    Model.step(u, input({ op: "release", now: 650, epoch: granted.epoch, inc: granted.inc }))
+    Model.step(u, input({ op: "release", now: 650, epoch: granted.epoch, inc: granted.inc, since: granted.changedAt }))
     expect(Model.step(u, input({ now: 5000, deltas: Fleet.makeDeltas() })).view).toMatchObject({
       state: "half-open",
       halfOpenUntil: 0
@@ -84,5 +89,24 @@ describe("core/breakerFleetModel", () => {
     Model.step(v, input({ op: "acquire", now: 600, epoch: 1 }))
     v.halfOpenEpoch = 0
     expect(Model.step(v, input({ now: 5000, deltas: Fleet.makeDeltas() })).view.state).toBe("half-open")
+  })
+
+  it("step: an epoch names a period only with its start: the same number reached again later is another period", () => {
+    const s = Model.emptyShared()
+    Model.step(s, input({ now: 0 })) // open until 500 (epoch 1)
+    const snapshot = { ...s, chunks: [...s.chunks], buckets: new Map(s.buckets) }
+    const granted = Model.step(s, input({ op: "acquire", now: 600, epoch: 1 })).view // half-open, epoch 2, from 600
+    // the state set back to the snapshot: the next call half-opens it again, epoch 2 again, from 800
+    Object.assign(s, snapshot)
+    const again = Model.step(s, input({ now: 800, deltas: Fleet.makeDeltas() })).view
+    expect(again).toMatchObject({ epoch: granted.epoch, state: "half-open", changedAt: 800 })
+    // the first period's trial reports: not this period's
+    const late = { epoch: granted.epoch, inc: granted.inc, since: granted.changedAt }
+    expect(Model.step(s, input({ op: "success", now: 900, ...late })).view.state).toBe("half-open")
+    expect(Model.step(s, input({ op: "failure", now: 900, ...late })).view.state).toBe("half-open")
+    // this period's does
+    const own = { epoch: again.epoch, inc: again.inc, since: again.changedAt }
+    Model.step(s, input({ op: "acquire", now: 900, epoch: again.epoch }))
+    expect(Model.step(s, input({ op: "success", now: 950, ...own })).view.state).toBe("closed")
   })
 })

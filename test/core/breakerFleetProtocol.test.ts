@@ -8,6 +8,7 @@ const call: Protocol.Call = {
   now: 1234,
   epoch: 7,
   inc: "r1.5",
+  since: 1200,
   token: "r2",
   delay: 500,
   asked: 900,
@@ -29,11 +30,12 @@ describe("core/breakerFleetProtocol", () => {
     const argv = Protocol.encode(call, "cb:{x}:events")
     expect(argv).toHaveLength(Protocol.args.length)
     const at = (name: Protocol.Arg) => argv[Protocol.args.indexOf(name)]
-    expect([at("op"), at("now"), at("epoch"), at("inc"), at("token"), at("channel")]).toEqual([
+    expect([at("op"), at("now"), at("epoch"), at("inc"), at("since"), at("token"), at("channel")]).toEqual([
       "success",
       "1234",
       "7",
       "r1.5",
+      "1200",
       "r2",
       "cb:{x}:events"
     ])

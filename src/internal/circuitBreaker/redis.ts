@@ -82,11 +82,11 @@ class FleetBreaker {
     if (this.replica.prompted(message, this.flushAgain)) this.kick()
   }
 
+  /** One script call for the period `period` names (its epoch, incarnation and start). */
   private run(
     op: Protocol.Op,
     at: number,
-    epoch: number,
-    inc: string,
+    period: Fleet.View,
     asked: number,
     deltas: Fleet.Deltas
   ): Effect.Effect<Reply, unknown> {
@@ -96,8 +96,9 @@ class FleetBreaker {
       const call: Protocol.Call = {
         op,
         now: at,
-        epoch,
-        inc,
+        epoch: period.epoch,
+        inc: period.inc,
+        since: period.changedAt,
         token: this.token,
         delay: this.replica.delayOf(this.replica.view.openings + 1, at),
         asked,
@@ -149,10 +150,10 @@ class FleetBreaker {
     }
     this.flushing = true
     this.flushAgain = false
-    const { epoch, inc } = this.replica.view
+    const period = this.replica.view
     const asked = this.replica.deltas.asked
     const deltas = this.fallback.local === undefined ? Fleet.take(this.replica.deltas) : Fleet.noDeltas
-    return this.run("flush", this.shell.now(), epoch, inc, asked, deltas).pipe(
+    return this.run("flush", this.shell.now(), period, asked, deltas).pipe(
       Effect.matchEffect({
         onFailure: (cause) => this.fallBack(cause),
         onSuccess: (reply) => {
@@ -195,14 +196,14 @@ class FleetBreaker {
   }
 
   /** Reports a trial's end; a Redis failure switches to the local breaker (the call's result stands). */
-  private report(epoch: number, inc: string, outcome: Machine.Outcome, startedAt: number): Effect.Effect<void> {
+  private report(period: Fleet.View, outcome: Machine.Outcome, startedAt: number): Effect.Effect<void> {
     const asked = outcome === "failure" ? this.shell.classifier.asked : 0 // read from this trial's failure
     return Effect.suspend(() => {
       const at = this.shell.now()
       const { slowMillis } = this.config
       const slow = slowMillis !== undefined && at - startedAt > slowMillis
       const op = outcome === "ignored" ? "release" : outcome === "failure" || slow ? "failure" : "success"
-      return this.run(op, at, epoch, inc, asked, Fleet.noDeltas).pipe(
+      return this.run(op, at, period, asked, Fleet.noDeltas).pipe(
         Effect.matchEffect({
           onFailure: (cause) => this.fallBack(cause),
           onSuccess: (reply) => Effect.sync(() => this.replica.apply(reply))
@@ -214,7 +215,7 @@ class FleetBreaker {
   /** Half-open: take a permit in Redis, run as a trial, report the outcome. */
   private trial<A, E, R>(self: Effect.Effect<A, E, R>, at: number): Effect.Effect<A, E | CircuitOpen, R> {
     return Effect.uninterruptibleMask((restore) =>
-      this.run("acquire", at, this.replica.view.epoch, this.replica.view.inc, 0, Fleet.noDeltas).pipe(
+      this.run("acquire", at, this.replica.view, 0, Fleet.noDeltas).pipe(
         Effect.matchEffect({
           onFailure: (cause) =>
             Effect.zipRight(
@@ -236,13 +237,13 @@ class FleetBreaker {
               this.replica.denied(now)
               return this.shell.reject(this.replica.retryAfterMillis(now, reply.view))
             }
-            const { epoch, inc } = reply.view
+            const period = reply.view
             const startedAt = this.shell.now()
             return Effect.matchCauseEffect(restore(self), {
-              onSuccess: (a: A) => Effect.as(this.report(epoch, inc, "success", startedAt), a),
+              onSuccess: (a: A) => Effect.as(this.report(period, "success", startedAt), a),
               onFailure: (cause: Cause.Cause<E>) =>
                 Effect.zipRight(
-                  this.report(epoch, inc, this.shell.classifier.classify(cause), startedAt),
+                  this.report(period, this.shell.classifier.classify(cause), startedAt),
                   Effect.failCause(cause)
                 )
             })
@@ -275,7 +276,7 @@ class FleetBreaker {
     return Effect.suspend(() => {
       const local = this.fallback.local
       if (local !== undefined) return Effect.sync(() => local[op]())
-      return this.run(op, this.shell.now(), this.replica.view.epoch, this.replica.view.inc, 0, Fleet.noDeltas).pipe(
+      return this.run(op, this.shell.now(), this.replica.view, 0, Fleet.noDeltas).pipe(
         Effect.matchEffect({
           onFailure: (cause) => Effect.zipRight(this.fallBack(cause), Effect.sync(() => this.fallback.local?.[op]())),
           onSuccess: (reply) => Effect.sync(() => this.replica.apply(reply))

@@ -103,9 +103,12 @@ if state == "half-open" and hoe == epoch and taken > succ and now >= hou then
   lazyHalfOpen()
 end
 
+-- the caller's epoch names this period only if the period began when the caller's did
+local current = known == epoch and tonumber(A.since) == at
+
 if op == "flush" then
   local calls = tonumber(A.calls)
-  if state == "closed" and calls > 0 and (known == -1 or known == epoch) then
+  if state == "closed" and calls > 0 and (known == -1 or current) then
     local kind = A.kind
     local tripped = false
     if kind == "c" then
@@ -183,18 +186,18 @@ elseif op == "acquire" then
     end
   end
 elseif op == "release" then
-  if state == "half-open" and known == epoch and taken > succ then
+  if state == "half-open" and current and taken > succ then
     taken = taken - 1
     dirty = true
   end
 elseif op == "success" then
-  if state == "half-open" and known == epoch then
+  if state == "half-open" and current then
     succ = succ + 1
     dirty = true
     if succ >= permits then close() end
   end
 elseif op == "failure" then
-  if state == "half-open" and known == epoch then open(now, tonumber(A.asked)) end
+  if state == "half-open" and current then open(now, tonumber(A.asked)) end
 elseif op == "isolate" then
   if iso ~= "1" then
     if state ~= "open" then enter("open", now) end
