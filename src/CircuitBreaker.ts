@@ -48,6 +48,13 @@ export interface CircuitOpen extends Cause.YieldableError {
    * the breaker is isolated.
    */
   readonly retryAfter: Duration.Duration
+  /**
+   * The failure that last opened the breaker — the typed failure or the defect of the call (or the last
+   * failed trial of the half-open sample) whose outcome opened it —, so a caller can log why. Absent when no
+   * failure opened it: isolated, a half-open period that timed out, a slow call that succeeded, and for a
+   * fleet breaker, an opening caused by another replica's calls.
+   */
+  readonly lastFailure?: unknown
 }
 
 /**
@@ -191,11 +198,25 @@ export interface Options {
    */
   readonly halfOpenTimeout?: Duration.DurationInput
   /**
+   * Judge a half-open period on a sample instead of on its first failure: wait for all `halfOpenPermits`
+   * trials, then close when `failed / halfOpenPermits` is below this rate, else open again. In `(0, 1]`;
+   * default none: any failed trial opens the breaker again at once. Ignored trials are not in the sample (they
+   * give their permit back), and a period whose trials have not all ended by its `halfOpenTimeout` opens again
+   * whatever its sample says so far.
+   */
+  readonly halfOpenFailureRate?: number
+  /**
    * Which typed failures count against the dependency. Default: all but `Fatal` (a 404 is not an
    * outage), so `AttemptTimeout` and `DeadlineExceeded` count. A failure that does not count is a success
    * for the breaker. Defects always count; interruption never does.
    */
   readonly isFailure?: (error: unknown) => boolean
+  /**
+   * Typed failures that count as neither a success nor a failure (resilience4j's `ignoreExceptions`): the
+   * trip policy does not see them, and a half-open trial that ends with one gives its permit back and decides
+   * nothing. Asked before `isFailure`. Default: none. Defects are never ignored; interruption always is.
+   */
+  readonly isIgnored?: (error: unknown) => boolean
   /**
    * How long the dependency itself asked to be left alone, read from the failure that opens the breaker —
    * e.g. a 503's `Retry-After`. When it is longer than `openFor`'s delay, the breaker stays open that long

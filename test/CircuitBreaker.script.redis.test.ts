@@ -79,8 +79,20 @@ const stepArb = (ops: ReadonlyArray<Protocol.Op>) =>
     deltas: deltasArb
   })
 
+/** How a half-open period is judged: its permits, and `halfOpenFailureRate` (none: the first failure reopens). */
+interface Sample {
+  readonly permits: number
+  readonly failureRate: number | undefined
+}
+
+const sampleArb = fc.record<Sample>({
+  permits: fc.integer({ min: 1, max: 4 }),
+  // rates on the boundaries of 1..4 permits (1/3, 1/2, 2/3...) and one off them
+  failureRate: fc.constantFrom(undefined, undefined, 1 / 3, 0.5, 2 / 3, 0.6, 1)
+})
+
 /** Runs `steps` on the script and on the model, from `start`, comparing every reply. */
-const compare = (policy: Trip, start: number, steps: ReadonlyArray<Step>) =>
+const compare = (policy: Trip, sample: Sample, start: number, steps: ReadonlyArray<Step>) =>
   Effect.gen(function*() {
     const keys = keysOf(prefix, fresh(), policy)
     const model = Model.emptyShared()
@@ -100,7 +112,8 @@ const compare = (policy: Trip, start: number, steps: ReadonlyArray<Step>) =>
         delay: 500,
         asked: deltas.asked,
         trialTimeout,
-        permits: 2,
+        permits: sample.permits,
+        failureRate: sample.failureRate,
         leaseMillis: 1000,
         trip: policy,
         deltas: { ...deltas }
@@ -131,6 +144,7 @@ describeRedis("CircuitBreaker/Redis script and model", () => {
     "the script decides exactly as core/breakerFleetModel, call for call",
     {
       trip: fc.integer({ min: 0, max: trips.length - 1 }),
+      sample: sampleArb,
       start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
       steps: fc.array(
         stepArb([
@@ -149,20 +163,21 @@ describeRedis("CircuitBreaker/Redis script and model", () => {
         { minLength: 1, maxLength: 40 }
       )
     },
-    ({ start, steps, trip }) => Effect.asVoid(compare(trips[trip]!, start, steps)),
+    ({ sample, start, steps, trip }) => Effect.asVoid(compare(trips[trip]!, sample, start, steps)),
     { fastCheck: { numRuns: 150 } }
   )
 
   it.effect.prop(
-    "half-open histories too: permits, leases, deadlines, late reports",
+    "half-open histories too: permits, leases, deadlines, late reports, samples judged on a failure rate",
     {
+      sample: sampleArb,
       start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
       steps: fc.array(stepArb(["flush", "acquire", "acquire", "acquire", "release", "success", "failure"]), {
         minLength: 1,
         maxLength: 40
       })
     },
-    ({ start, steps }) =>
+    ({ sample, start, steps }) =>
       Effect.gen(function*() {
         // one failure opens: most histories spend their time open and half-open
         const open: Step = {
@@ -174,7 +189,7 @@ describeRedis("CircuitBreaker/Redis script and model", () => {
           trialTimeout: 300,
           deltas: { calls: 1, failures: 1, slow: 0, trailing: 1, sawSuccess: false, asked: 0 }
         }
-        yield* compare({ _tag: "Consecutive", failures: 1 }, start, [open, ...steps])
+        yield* compare({ _tag: "Consecutive", failures: 1 }, sample, start, [open, ...steps])
       }),
     { fastCheck: { numRuns: 150 } }
   )

@@ -3,8 +3,8 @@
  * ({@link step}): the reference the script (`internal/circuitBreaker/redisScript.ts`) follows line for line, and
  * that the Redis tests compare it with, call for call. Mutable and used by the tests only; replicas never run it.
  */
-import type { State } from "./breaker.js"
-import type { Deltas } from "./breakerFleet.js"
+import { halfOpenVerdict, type State } from "./breaker.js"
+import type { Deltas, View } from "./breakerFleet.js"
 import type { Call, Reply } from "./breakerFleetProtocol.js"
 import type { Trip } from "./breakerWindow.js"
 
@@ -17,10 +17,16 @@ export interface Shared {
   isolated: boolean
   openings: number
   changedAt: number
-  /** Half-open permits taken (trials running or succeeded) and succeeded, and when the last one's lease ends. */
+  /**
+   * Half-open permits taken (trials running or ended), trials succeeded and failed (with a
+   * `halfOpenFailureRate`; without, a failure reopens), and when the last permit's lease ends.
+   */
   taken: number
   succeeded: number
+  failed: number
   lease: number
+  /** The longest `openForAtLeast` the period's failed trials asked for. */
+  failedAsked: number
   /**
    * The half-open period's deadline, set by a permit granted with no trial running, and the epoch it was set
    * in: a deadline of another epoch (one an older version of the script left behind) is none.
@@ -43,7 +49,9 @@ export const emptyShared = (): Shared => ({
   changedAt: 0,
   taken: 0,
   succeeded: 0,
+  failed: 0,
   lease: 0,
+  failedAsked: 0,
   halfOpenUntil: 0,
   halfOpenEpoch: -1,
   run: 0,
@@ -107,6 +115,10 @@ const addCounts = (s: Shared, trip: Trip, d: Deltas, now: number): boolean => {
   return c >= trip.minimumCalls && c > 0 && (f / c >= trip.threshold || (slowRate > 0 && sl / c >= slowRate))
 }
 
+/** The trials of the half-open period that have not ended. */
+const running = (s: Shared): number =>
+  s.state === "half-open" && s.halfOpenEpoch === s.epoch ? s.taken - s.succeeded - s.failed : 0
+
 /** One run of the script on `s` (updated in place). */
 export const step = (s: Shared, input: Call): StepResult => {
   const { now } = input
@@ -116,11 +128,18 @@ export const step = (s: Shared, input: Call): StepResult => {
   const known = input.epoch !== -1 && input.inc !== s.inc ? -1 : input.epoch
   let published = false
   let granted = false
+  // this call's counts or report opened the breaker (not a deadline, nor isolate)
+  let opened = false
   const enter = (to: State, at: number) => {
     s.epoch++
     s.state = to
     s.changedAt = at
-    s.taken = s.succeeded = s.lease = 0
+    s.taken =
+      s.succeeded =
+      s.failed =
+      s.lease =
+      s.failedAsked =
+        0
     published = true
   }
   const open = (at: number, asked: number) => {
@@ -138,10 +157,18 @@ export const step = (s: Shared, input: Call): StepResult => {
   const lazyHalfOpen = () => {
     if (s.state === "open" && !s.isolated && now >= s.openUntil) enter("half-open", now)
   }
+  // a trial of the period ended: the sample's verdict (core/breaker.ts halfOpenVerdict)
+  const decide = () => {
+    const verdict = halfOpenVerdict(input.permits, s.succeeded, s.failed, input.failureRate)
+    if (verdict === "close") close()
+    else if (verdict === "open") {
+      open(now, s.failedAsked)
+      opened = true
+    }
+  }
   lazyHalfOpen()
   // a half-open period whose trials have not all ended by its deadline opens again, as of that deadline
-  const running = s.state === "half-open" && s.halfOpenEpoch === s.epoch && s.taken > s.succeeded
-  if (running && now >= s.halfOpenUntil) {
+  if (running(s) > 0 && now >= s.halfOpenUntil) {
     open(s.halfOpenUntil, 0)
     lazyHalfOpen()
   }
@@ -150,15 +177,19 @@ export const step = (s: Shared, input: Call): StepResult => {
   switch (input.op) {
     case "flush":
       if (s.state === "closed" && input.deltas.calls > 0 && (known === -1 || current)) {
-        if (addCounts(s, input.trip, input.deltas, now)) open(now, input.asked)
+        if (addCounts(s, input.trip, input.deltas, now)) {
+          open(now, input.asked)
+          opened = true
+        }
       }
       break
     case "acquire":
       if (s.state === "half-open") {
-        if (s.taken >= input.permits && now >= s.lease) s.taken = s.succeeded
+        // permits of trials that never reported (their replica died) are freed when their lease runs out
+        if (s.taken >= input.permits && now >= s.lease) s.taken = s.succeeded + s.failed
         if (s.taken < input.permits) {
           // the period's clock starts with a trial granted while none of the period's runs
-          if (s.taken === s.succeeded || s.halfOpenEpoch !== s.epoch) {
+          if (running(s) === 0 || s.halfOpenEpoch !== s.epoch) {
             s.halfOpenUntil = now + input.trialTimeout
             s.halfOpenEpoch = s.epoch
           }
@@ -169,16 +200,20 @@ export const step = (s: Shared, input: Call): StepResult => {
       }
       break
     case "release":
-      if (s.state === "half-open" && current && s.taken > s.succeeded) s.taken--
+      if (s.state === "half-open" && current && s.taken > s.succeeded + s.failed) s.taken--
       break
     case "success":
       if (s.state === "half-open" && current) {
         s.succeeded++
-        if (s.succeeded >= input.permits) close()
+        decide()
       }
       break
     case "failure":
-      if (s.state === "half-open" && current) open(now, input.asked)
+      if (s.state === "half-open" && current) {
+        s.failed++
+        s.failedAsked = Math.max(s.failedAsked, input.asked)
+        decide()
+      }
       break
     case "isolate":
       if (!s.isolated) {
@@ -190,20 +225,16 @@ export const step = (s: Shared, input: Call): StepResult => {
     case "reset":
       close()
   }
-  return {
-    granted,
-    published,
-    view: {
-      inc: s.inc,
-      epoch: s.epoch,
-      state: s.state,
-      openUntil: s.openUntil,
-      isolated: s.isolated,
-      openings: s.openings,
-      changedAt: s.changedAt,
-      halfOpenUntil: s.state === "half-open" && s.halfOpenEpoch === s.epoch && s.taken > s.succeeded
-        ? s.halfOpenUntil
-        : 0
-    }
-  }
+  return { granted, opened, published, view: viewOf(s) }
 }
+
+const viewOf = (s: Shared): View => ({
+  inc: s.inc!,
+  epoch: s.epoch,
+  state: s.state,
+  openUntil: s.openUntil,
+  isolated: s.isolated,
+  openings: s.openings,
+  changedAt: s.changedAt,
+  halfOpenUntil: running(s) > 0 ? s.halfOpenUntil : 0
+})

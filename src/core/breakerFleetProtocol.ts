@@ -34,6 +34,8 @@ export interface Call {
   /** The `halfOpenTimeout` of the current half-open period (the caller's option, or its opening's delay). */
   readonly trialTimeout: number
   readonly permits: number
+  /** The `halfOpenFailureRate` option: `undefined` for none (any failed trial reopens). */
+  readonly failureRate: number | undefined
   /** How long a granted permit is held within its period (`trialLease`). */
   readonly leaseMillis: number
   readonly trip: Trip
@@ -58,6 +60,7 @@ export const args = [
   "asked",
   "trialTimeout",
   "permits",
+  "failureRate",
   "lease",
   "kind",
   "p1",
@@ -90,6 +93,7 @@ export const encode = (call: Call, channel: string): Array<string> => {
     asked: String(call.asked),
     trialTimeout: String(call.trialTimeout),
     permits: String(call.permits),
+    failureRate: call.failureRate === undefined ? "0" : String(call.failureRate),
     lease: String(call.leaseMillis),
     kind,
     p1,
@@ -110,18 +114,20 @@ export const encode = (call: Call, channel: string): Array<string> => {
 export interface Reply {
   /** A half-open permit was granted (`acquire`). */
   readonly granted: boolean
+  /** This call's counts or trial report opened the breaker (not a half-open deadline, nor `isolate`). */
+  readonly opened: boolean
   /** The fleet's state after the call. */
   readonly view: View
 }
 
-/** The script's reply, in order: `granted` (1/0), then the view's fields ({@link viewFields}). */
-export const replyFields = ["granted", ...viewFields] as const
+/** The script's reply, in order: `granted` and `opened` (1/0), then the view's fields ({@link viewFields}). */
+export const replyFields = ["granted", "opened", ...viewFields] as const
 
 /** A reply from the script's array, `undefined` for anything malformed. */
 export const decodeReply = (reply: unknown): Reply | undefined => {
   if (!Array.isArray(reply) || reply.length !== replyFields.length) return undefined
-  const granted = finite(reply[0])
-  const view = fromFields(reply.slice(1))
-  if ((granted !== 0 && granted !== 1) || view === undefined) return undefined
-  return { granted: granted === 1, view }
+  const [granted, opened] = [finite(reply[0]), finite(reply[1])]
+  const view = fromFields(reply.slice(2))
+  if ((granted !== 0 && granted !== 1) || (opened !== 0 && opened !== 1) || view === undefined) return undefined
+  return { granted: granted === 1, opened: opened === 1, view }
 }

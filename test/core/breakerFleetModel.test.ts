@@ -14,6 +14,7 @@ const input = (patch: Partial<Protocol.Call>): Protocol.Call => ({
   asked: 0,
   trialTimeout: 300,
   permits: 1,
+  failureRate: undefined,
   leaseMillis: 1000,
   trip: { _tag: "Consecutive", failures: 2 },
   deltas: { calls: 2, failures: 2, slow: 0, trailing: 2, sawSuccess: false, asked: 0 },
@@ -108,5 +109,43 @@ describe("core/breakerFleetModel", () => {
     const own = { epoch: again.epoch, inc: again.inc, since: again.changedAt }
     Model.step(s, input({ op: "acquire", now: 900, epoch: again.epoch }))
     expect(Model.step(s, input({ op: "success", now: 950, ...own })).view.state).toBe("closed")
+  })
+
+  it("step: with a failureRate the fleet's sample decides once every permit's trial reported; opened says who", () => {
+    const s = Model.emptyShared()
+    expect(Model.step(s, input({ now: 0 })).opened).toBe(true) // the flush's counts opened it (epoch 1)
+    const rated = { permits: 3, failureRate: 0.5 }
+    const views = [600, 601, 602].map((now) => Model.step(s, input({ ...rated, op: "acquire", now, epoch: 1 })))
+    expect(views.map((r) => r.granted)).toEqual([true, true, true])
+    const period = { epoch: 2, inc: s.inc!, since: 600 }
+    expect(Model.step(s, input({ ...rated, op: "failure", now: 700, asked: 4000, ...period }))).toMatchObject({
+      opened: false,
+      view: { state: "half-open" }
+    })
+    expect(Model.step(s, input({ ...rated, op: "success", now: 710, ...period })).view.state).toBe("half-open")
+    // 1 of 3 failed: below 0.5, closed by a success; no opening
+    expect(Model.step(s, input({ ...rated, op: "success", now: 720, ...period }))).toMatchObject({
+      opened: false,
+      view: { state: "closed" }
+    })
+    // 2 of 3 failed: opened by the last report, a success, for the longest delay a failed trial asked for
+    const t = Model.emptyShared()
+    Model.step(t, input({ now: 0 }))
+    for (const now of [600, 601, 602]) Model.step(t, input({ ...rated, op: "acquire", now, epoch: 1 }))
+    const p = { epoch: 2, inc: t.inc!, since: 600 }
+    Model.step(t, input({ ...rated, op: "failure", now: 700, asked: 4000, ...p }))
+    Model.step(t, input({ ...rated, op: "failure", now: 701, ...p }))
+    expect(Model.step(t, input({ ...rated, op: "success", now: 720, ...p }))).toMatchObject({
+      opened: true,
+      view: { state: "open", openUntil: 4720 }
+    })
+    // a half-open deadline opens it too, but no call's outcome did
+    const u = Model.emptyShared()
+    Model.step(u, input({ now: 0 }))
+    Model.step(u, input({ op: "acquire", now: 600, epoch: 1 }))
+    expect(Model.step(u, input({ now: 5000, deltas: Fleet.makeDeltas() }))).toMatchObject({
+      opened: false,
+      view: { state: "half-open", openings: 2 }
+    })
   })
 })

@@ -14,6 +14,7 @@ const call: Protocol.Call = {
   asked: 900,
   trialTimeout: 300,
   permits: 3,
+  failureRate: 0.5,
   leaseMillis: 1000,
   trip: {
     _tag: "FailureRate",
@@ -53,6 +54,8 @@ describe("core/breakerFleetProtocol", () => {
       "1",
       "1"
     ])
+    expect([at("permits"), at("failureRate"), at("lease")]).toEqual(["3", "0.5", "1000"])
+    expect(Protocol.encode({ ...call, failureRate: undefined }, "c")[Protocol.args.indexOf("failureRate")]).toBe("0")
     expect(new Set(Protocol.args).size).toBe(Protocol.args.length)
   })
 
@@ -66,10 +69,14 @@ describe("core/breakerFleetProtocol", () => {
 
   it("decodes a reply, and rejects a malformed one", () => {
     const view = ["r1.5", "8", "closed", "0", "0", "0", "1234", "0"]
-    expect(Protocol.decodeReply([1, ...view])).toEqual({ granted: true, view: Fleet.fromFields(view) })
-    expect(Protocol.decodeReply([0, ...view])?.granted).toBe(false)
-    expect(Protocol.decodeReply([2, ...view])).toBeUndefined()
-    expect(Protocol.decodeReply([1, ...view.slice(1)])).toBeUndefined()
+    expect(Protocol.decodeReply([1, 0, ...view])).toEqual({
+      granted: true,
+      opened: false,
+      view: Fleet.fromFields(view)
+    })
+    expect(Protocol.decodeReply([0, 1, ...view])).toMatchObject({ granted: false, opened: true })
+    expect(Protocol.decodeReply([2, 0, ...view])).toBeUndefined()
+    expect(Protocol.decodeReply([1, 0, ...view.slice(1)])).toBeUndefined()
     expect(Protocol.decodeReply("OK")).toBeUndefined()
   })
 })

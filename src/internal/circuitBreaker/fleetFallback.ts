@@ -10,7 +10,7 @@ import type { Snapshot } from "../../CircuitBreaker.js"
 import * as Fleet from "../../core/breakerFleet.js"
 import { Local } from "./local.js"
 import { fleetFallback, fleetFallbacks } from "./metrics.js"
-import type { Shell } from "./shell.js"
+import type { Failure, Shell } from "./shell.js"
 
 /**
  * Where the outages of one or more replicas are told: the fallback gauge (1 while any of them runs on its
@@ -63,10 +63,13 @@ export class Fallback {
     private readonly annotations: Record<string, unknown>
   ) {}
 
-  /** Switches to a local breaker seeded with `view` as of `at` (open stays open until the same `openUntil`). */
-  enter(view: Fleet.View, at: number, cause: unknown): Effect.Effect<void> {
+  /**
+   * Switches to a local breaker seeded with `view` as of `at` (open stays open until the same `openUntil`),
+   * opened by `opened` when this replica knows it.
+   */
+  enter(view: Fleet.View, at: number, cause: unknown, opened: Failure | undefined): Effect.Effect<void> {
     const seed: Snapshot = { ...Fleet.saved(view, at), window: null as unknown as Snapshot["window"] }
-    this.local = new Local(this.shell, seed)
+    this.local = new Local(this.shell, seed, opened)
     return this.outages.enter(cause, { ...this.annotations, state: this.shell.shown() })
   }
 

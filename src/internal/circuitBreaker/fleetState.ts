@@ -8,7 +8,7 @@ import * as Fleet from "../../core/breakerFleet.js"
 import type * as Protocol from "../../core/breakerFleetProtocol.js"
 import type { Fallback } from "./fleetFallback.js"
 import { delayAt } from "./policy.js"
-import type { Shell } from "./shell.js"
+import type { Failure, Shell } from "./shell.js"
 
 /**
  * Flushes that messages may prompt in a burst (then one per flushInterval): enough for the transitions that
@@ -27,6 +27,14 @@ export class ReplicaState {
   generation = 0
   readonly deltas = Fleet.makeDeltas()
   disposed = false
+  /**
+   * The failure that opened the fleet breaker, when this replica's own call did (CircuitOpen's lastFailure):
+   * what it knows; another replica's failures it never sees.
+   */
+  lastFailure: Failure | undefined
+  // the last failure this replica counted or reported in the current period
+  private hasRecent = false
+  private recentError: unknown
   // script calls sent, and the number of the one whose reply the view is
   private sent = 0
   private applied = 0
@@ -75,13 +83,19 @@ export class ReplicaState {
    * (an epoch going backwards included: Redis restored from an older snapshot). Only the reply to a call
    * sent before the one the view came from is dropped.
    */
-  apply(reply: Reply): void {
+  apply(reply: Reply, opener: Failure | undefined): void {
     if (reply.seq < this.applied) return
     this.applied = reply.seq
     const next = reply.view
     if (Fleet.sameView(this.view, next)) return
-    // the counts and refusals of the period that ended say nothing about the new one
-    if (!Fleet.samePeriod(this.view, next)) this.newPeriod()
+    if (!Fleet.samePeriod(this.view, next)) {
+      // the counts and refusals of the period that ended say nothing about the new one
+      this.newPeriod()
+      // a half-open period follows the opening before it: what opened that still stands
+      if (next.state !== "half-open") this.lastFailure = undefined
+    }
+    if (reply.opened) this.lastFailure = opener
+    if (next.isolated) this.lastFailure = undefined
     this.stopTimer()
     this.view = next
     this.sync(this.shell.now())
@@ -91,12 +105,25 @@ export class ReplicaState {
   rejoin(reply: Reply): void {
     this.applied = Math.max(this.applied, reply.seq)
     this.view = reply.view
+    this.lastFailure = undefined
     this.newPeriod()
   }
 
   private newPeriod(): void {
     Fleet.clear(this.deltas)
     this.generation++
+    this.hasRecent = false
+  }
+
+  /** A call of the current period failed with `error`: if what this replica sends next opens the fleet, why. */
+  noteFailure(error: unknown): void {
+    this.hasRecent = true
+    this.recentError = error
+  }
+
+  /** The last failure noted in the current period, for the call about to be sent. */
+  recentFailure(): Failure | undefined {
+    return this.hasRecent ? { error: this.recentError } : undefined
   }
 
   /**

@@ -15,7 +15,7 @@ import * as Machine from "../../core/breaker.js"
 import * as Window from "../../core/breakerWindow.js"
 import type { CircuitOpen } from "./errors.js"
 import { delayAt, stepSync } from "./policy.js"
-import type { Shell } from "./shell.js"
+import type { Failure, Shell } from "./shell.js"
 
 export class Local {
   private m: Machine.Machine = Machine.initial
@@ -26,8 +26,16 @@ export class Local {
   private replay = 0 // schedule steps owed after restoring `openings` from a snapshot
   private lastDelay: number
   private disposed = false
+  // the last failure counted in the current period (a closed call's, or a failed trial's), and the longest
+  // openForAtLeast the period's failed trials asked for: what an opening at the period's end is told
+  private hasRecent = false
+  private recentError: unknown
+  private sampleAsked = 0
+  /** The failure that opened the breaker last (CircuitOpen's lastFailure), until it closes or is isolated. */
+  private lastFailure: Failure | undefined
 
-  constructor(private readonly shell: Shell, initial: Snapshot | undefined) {
+  /** `opened`: the failure that opened the `initial` state, when the caller knows it (a fleet replica's). */
+  constructor(private readonly shell: Shell, initial: Snapshot | undefined, opened?: Failure) {
     const { config, now } = shell
     this.window = Window.make(config.trip)
     this.timedClosed = Window.timed(this.window) || config.slowMillis !== undefined
@@ -39,11 +47,16 @@ export class Local {
       this.set(Machine.restore(initial, timeout), now())
       this.replay = initial.openings
       if (this.m.state === "open" && !this.m.isolated) this.arm(Math.max(0, this.m.openUntil - now()))
+      if (!this.m.isolated && this.m.state !== "closed") this.lastFailure = opened
     }
   }
 
   /** Takes the machine's next value; a new generation is a new period (a transition, when the state changed). */
   private set(next: Machine.Machine, at: number): void {
+    if (next.generation !== this.m.generation) {
+      this.hasRecent = false
+      this.sampleAsked = 0
+    }
     this.m = next
     this.shell.show(next.state, at)
   }
@@ -64,6 +77,8 @@ export class Local {
     this.set(Machine.refresh(this.m, at), at)
     const deadline = Machine.expiredAt(this.m, at)
     if (deadline === undefined) return
+    // no failure opened it: its trials hung
+    this.hasRecent = false
     this.open(deadline, 0)
     this.set(Machine.refresh(this.m, at), at)
   }
@@ -79,10 +94,12 @@ export class Local {
 
   /**
    * Opens for openFor's next delay, or for `asked` (the failure that opened it asked for that) when longer;
-   * the half-open period after it waits `halfOpenTimeout` for its trials, by default that openFor delay.
+   * the half-open period after it waits `halfOpenTimeout` for its trials, by default that openFor delay. The
+   * last failure counted in the period that ends is the one that opened it.
    */
   private open(at: number, asked: number): void {
     const { config } = this.shell
+    this.lastFailure = this.hasRecent ? { error: this.recentError } : undefined
     if (config.schedule !== undefined) {
       const openings = this.m.openings + 1
       for (; this.replay > 0; this.replay--) this.step(at, openings)
@@ -96,6 +113,7 @@ export class Local {
 
   private close(at: number, next: Machine.Machine): void {
     this.shell.cancelTimer()
+    this.lastFailure = undefined
     this.replay = 0
     this.scheduleState = this.shell.config.schedule?.initial
     Window.reset(this.window)
@@ -112,9 +130,17 @@ export class Local {
     const { config, now } = this.shell
     const at = this.timedClosed ? now() : 0
     const slow = config.slowMillis !== undefined && at - startedAt > config.slowMillis
-    if (!Window.record(this.window, outcome === "failure", slow, at)) return false
-    this.open(this.timedClosed ? at : now(), outcome === "failure" ? this.shell.classifier.asked : 0)
+    const failed = outcome === "failure"
+    if (failed) this.noteFailure()
+    if (!Window.record(this.window, failed, slow, at)) return false
+    this.open(this.timedClosed ? at : now(), failed ? this.shell.classifier.asked : 0)
     return true
+  }
+
+  /** The call just classified failed, and counts in the current period. */
+  private noteFailure(): void {
+    this.hasRecent = true
+    this.recentError = this.shell.classifier.failure
   }
 
   /** Records a half-open trial; true when it changed the state (a trial past its deadline never does). */
@@ -124,10 +150,16 @@ export class Local {
     const at = now()
     this.refresh(at)
     const slow = config.slowMillis !== undefined && at - startedAt > config.slowMillis
-    const end = Machine.trialEnded(this.m, gen, outcome, slow, config.permits)
+    const failedBefore = this.m.failed
+    const end = Machine.trialEnded(this.m, gen, outcome, slow, config.permits, config.halfOpenFailureRate)
     this.m = end.machine
+    // a failed trial of this period is in its sample: the opening it leads to is told of it
+    if (end.machine.failed > failedBefore && outcome === "failure") {
+      this.noteFailure()
+      this.sampleAsked = Math.max(this.sampleAsked, this.shell.classifier.asked)
+    }
     if (end.verdict === "none") return false
-    if (end.verdict === "open") this.open(at, outcome === "failure" ? this.shell.classifier.asked : 0)
+    if (end.verdict === "open") this.open(at, this.sampleAsked)
     else this.close(at, Machine.close(this.m))
     return true
   }
@@ -140,14 +172,14 @@ export class Local {
         const at = this.shell.now()
         this.refresh(at)
         // a trial admitted while none of its period runs starts the period's clock
-        const starts = this.m.admitted === this.m.succeeded
+        const starts = Machine.running(this.m) === 0
         const { admission, machine } = Machine.admit(this.m, at, this.shell.config.permits)
         this.set(machine, at)
         switch (admission._tag) {
           case "Closed":
             return restore(this.shell.runClosed(self, admission.generation, this.recordClosed))
           case "Rejected":
-            return this.shell.reject(admission.retryAfterMillis)
+            return this.shell.reject(admission.retryAfterMillis, this.lastFailure)
           case "Trial": {
             const gen = admission.generation
             // at the deadline, trials still running reopen it
@@ -171,6 +203,7 @@ export class Local {
 
   isolate(): void {
     this.shell.cancelTimer()
+    this.lastFailure = undefined
     const next = Machine.isolate(this.m)
     if (next.generation !== this.m.generation) Window.reset(this.window)
     this.set(next, this.shell.now())

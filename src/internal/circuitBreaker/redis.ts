@@ -105,6 +105,7 @@ class FleetBreaker {
         // the current half-open period's timeout: the option, or the delay of the opening before it
         trialTimeout: config.halfOpenTimeoutMillis ?? this.replica.delayOf(this.replica.view.openings, at),
         permits: config.permits,
+        failureRate: config.halfOpenFailureRate,
         leaseMillis: this.fleet.trialLeaseMillis,
         trip: config.trip,
         deltas
@@ -128,7 +129,7 @@ class FleetBreaker {
       if (this.fallback.local !== undefined || this.replica.disposed || this.closing) return Effect.void
       this.replica.stopTimer()
       Fleet.clear(this.replica.deltas)
-      return this.fallback.enter(this.replica.view, this.shell.now(), cause)
+      return this.fallback.enter(this.replica.view, this.shell.now(), cause, this.replica.lastFailure)
     })
   }
 
@@ -152,6 +153,7 @@ class FleetBreaker {
     this.flushAgain = false
     const period = this.replica.view
     const asked = this.replica.deltas.asked
+    const opener = this.replica.recentFailure()
     const deltas = this.fallback.local === undefined ? Fleet.take(this.replica.deltas) : Fleet.noDeltas
     return this.run("flush", this.shell.now(), period, asked, deltas).pipe(
       Effect.matchEffect({
@@ -159,7 +161,7 @@ class FleetBreaker {
         onSuccess: (reply) => {
           if (this.replica.disposed) return Effect.void
           if (this.fallback.local !== undefined) return this.rejoin(reply)
-          this.replica.apply(reply)
+          this.replica.apply(reply, opener)
           return Effect.void
         }
       }),
@@ -182,7 +184,9 @@ class FleetBreaker {
     if (outcome === "ignored" || gen !== this.replica.generation || this.fallback.local !== undefined) return false
     const { slowMillis } = this.config
     const slow = slowMillis !== undefined && this.shell.now() - startedAt > slowMillis
-    const counted = Fleet.record(this.replica.deltas, outcome === "failure", slow, this.shell.classifier.asked)
+    const failed = outcome === "failure"
+    if (failed) this.replica.noteFailure(this.shell.classifier.failure)
+    const counted = Fleet.record(this.replica.deltas, failed, slow, this.shell.classifier.asked)
     if (counted >= this.fleet.flushEvery) this.kick()
     return false
   }
@@ -192,12 +196,17 @@ class FleetBreaker {
   }
 
   private refuse(at: number): Effect.Effect<never, CircuitOpen> {
-    return this.shell.reject(this.replica.retryAfterMillis(at))
+    return this.shell.reject(this.replica.retryAfterMillis(at), this.replica.lastFailure)
   }
 
   /** Reports a trial's end; a Redis failure switches to the local breaker (the call's result stands). */
   private report(period: Fleet.View, outcome: Machine.Outcome, startedAt: number): Effect.Effect<void> {
-    const asked = outcome === "failure" ? this.shell.classifier.asked : 0 // read from this trial's failure
+    // read from this trial's failure, now: the classifier's next call overwrites it
+    const asked = outcome === "failure" ? this.shell.classifier.asked : 0
+    if (outcome === "failure" && Fleet.samePeriod(period, this.replica.view)) {
+      this.replica.noteFailure(this.shell.classifier.failure)
+    }
+    const opener = this.replica.recentFailure()
     return Effect.suspend(() => {
       const at = this.shell.now()
       const { slowMillis } = this.config
@@ -206,7 +215,7 @@ class FleetBreaker {
       return this.run(op, at, period, asked, Fleet.noDeltas).pipe(
         Effect.matchEffect({
           onFailure: (cause) => this.fallBack(cause),
-          onSuccess: (reply) => Effect.sync(() => this.replica.apply(reply))
+          onSuccess: (reply) => Effect.sync(() => this.replica.apply(reply, opener))
         })
       )
     })
@@ -226,7 +235,7 @@ class FleetBreaker {
               })
             ),
           onSuccess: (reply): Effect.Effect<A, E | CircuitOpen, R> => {
-            this.replica.apply(reply)
+            this.replica.apply(reply, undefined)
             if (!reply.granted) {
               const now = this.shell.now()
               // another replica's trial closed it meanwhile (or Redis says closed): a closed call after all
@@ -235,7 +244,7 @@ class FleetBreaker {
               }
               // every permit is taken: refuse without asking Redis again until the next flush
               this.replica.denied(now)
-              return this.shell.reject(this.replica.retryAfterMillis(now, reply.view))
+              return this.shell.reject(this.replica.retryAfterMillis(now, reply.view), this.replica.lastFailure)
             }
             const period = reply.view
             const startedAt = this.shell.now()
@@ -279,7 +288,7 @@ class FleetBreaker {
       return this.run(op, this.shell.now(), this.replica.view, 0, Fleet.noDeltas).pipe(
         Effect.matchEffect({
           onFailure: (cause) => Effect.zipRight(this.fallBack(cause), Effect.sync(() => this.fallback.local?.[op]())),
-          onSuccess: (reply) => Effect.sync(() => this.replica.apply(reply))
+          onSuccess: (reply) => Effect.sync(() => this.replica.apply(reply, undefined))
         })
       )
     })

@@ -46,7 +46,7 @@ local op = A.op
 local now = tonumber(A.now)
 local known = tonumber(A.epoch)
 local v = redis.call("HMGET", H, "inc", "epoch", "state", "until", "iso", "openings", "at", "taken", "succ", "lease",
-  "hou", "hoe")
+  "hou", "hoe", "hf", "ha")
 local inc = v[1]
 local dirty = false
 -- each creation of the state is an incarnation of its own, even by the same replica: its epochs start over
@@ -65,9 +65,15 @@ local lease = tonumber(v[10]) or 0
 -- the half-open period's deadline and the epoch it was set in (one another version left behind is none)
 local hou = tonumber(v[11]) or 0
 local hoe = tonumber(v[12]) or -1
+-- the period's failed trials (halfOpenFailureRate), and the longest openForAtLeast they asked for
+local hf = tonumber(v[13]) or 0
+local ha = tonumber(v[14]) or 0
 local publish = false
 local granted = 0
+-- this call's counts or report opened the breaker (not a deadline, nor isolate)
+local opened = 0
 local permits = tonumber(A.permits)
+local rate = tonumber(A.failureRate)
 
 local function enter(to, t)
   epoch = epoch + 1
@@ -75,7 +81,9 @@ local function enter(to, t)
   at = t
   taken = 0
   succ = 0
+  hf = 0
   lease = 0
+  ha = 0
   dirty = true
   publish = true
 end
@@ -95,10 +103,29 @@ end
 local function lazyHalfOpen()
   if state == "open" and iso == "0" and now >= untilT then enter("half-open", now) end
 end
+-- the trials of the half-open period that have not ended
+local function running()
+  if state == "half-open" and hoe == epoch then return taken - succ - hf end
+  return 0
+end
+-- a trial of the period ended: the sample's verdict (core/breaker.ts halfOpenVerdict)
+local function decide()
+  if rate == 0 and hf > 0 then
+    open(now, ha)
+    opened = 1
+  elseif succ + hf >= permits then
+    if hf / permits < (rate == 0 and 1 or rate) then
+      close()
+    else
+      open(now, ha)
+      opened = 1
+    end
+  end
+end
 
 lazyHalfOpen()
 -- a half-open period whose trials have not all ended by its deadline opens again, as of that deadline
-if state == "half-open" and hoe == epoch and taken > succ and now >= hou then
+if running() > 0 and now >= hou then
   open(hou, 0)
   lazyHalfOpen()
 end
@@ -167,15 +194,18 @@ if op == "flush" then
       tripped = c >= tonumber(A.minimumCalls) and c > 0 and
         (f / c >= tonumber(A.threshold) or (slowRate > 0 and s / c >= slowRate))
     end
-    if tripped then open(now, tonumber(A.asked)) end
+    if tripped then
+      open(now, tonumber(A.asked))
+      opened = 1
+    end
   end
 elseif op == "acquire" then
   if state == "half-open" then
     -- permits of trials that never reported (their replica died) are freed when their lease runs out
-    if taken >= permits and now >= lease then taken = succ end
+    if taken >= permits and now >= lease then taken = succ + hf end
     if taken < permits then
       -- the period's clock starts with a trial granted while none of the period's runs
-      if taken == succ or hoe ~= epoch then
+      if running() == 0 or hoe ~= epoch then
         hou = now + tonumber(A.trialTimeout)
         hoe = epoch
       end
@@ -186,7 +216,7 @@ elseif op == "acquire" then
     end
   end
 elseif op == "release" then
-  if state == "half-open" and current and taken > succ then
+  if state == "half-open" and current and taken > succ + hf then
     taken = taken - 1
     dirty = true
   end
@@ -194,10 +224,15 @@ elseif op == "success" then
   if state == "half-open" and current then
     succ = succ + 1
     dirty = true
-    if succ >= permits then close() end
+    decide()
   end
 elseif op == "failure" then
-  if state == "half-open" and current then open(now, tonumber(A.asked)) end
+  if state == "half-open" and current then
+    hf = hf + 1
+    ha = math.max(ha, tonumber(A.asked))
+    dirty = true
+    decide()
+  end
 elseif op == "isolate" then
   if iso ~= "1" then
     if state ~= "open" then enter("open", now) end
@@ -212,7 +247,7 @@ end
 if dirty then
   redis.call("HSET", H, "inc", inc, "epoch", epoch, "state", state, "until", num(untilT), "iso", iso,
     "openings", openings, "at", num(at), "taken", taken, "succ", succ, "lease", num(lease), "hou", num(hou),
-    "hoe", hoe)
+    "hoe", hoe, "hf", hf, "ha", num(ha))
 end
 -- renewed at every call, changed or not: a breaker in use keeps its state; an idle one's goes away a day
 -- after its last call (or after it stops being open)
@@ -221,9 +256,9 @@ if iso == "1" then
 else
   redis.call("PEXPIRE", H, math.ceil(math.max(0, untilT - now)) + 86400000)
 end
-local running = state == "half-open" and hoe == epoch and taken > succ
 local R = {
   granted = granted,
+  opened = opened,
   inc = inc,
   epoch = num(epoch),
   state = state,
@@ -231,7 +266,7 @@ local R = {
   isolated = iso,
   openings = num(openings),
   changedAt = num(at),
-  halfOpenUntil = running and num(hou) or "0"
+  halfOpenUntil = running() > 0 and num(hou) or "0"
 }
 `
 

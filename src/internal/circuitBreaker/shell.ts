@@ -28,29 +28,41 @@ export const env: Effect.Effect<Env> = Effect.zipWith(
 export const retryAfterOf = (millis: number): Duration.Duration =>
   millis === 0 ? Duration.zero : millis === Infinity ? Duration.infinity : Duration.millis(millis)
 
+/** A failure that opened a breaker: the typed failure or the defect (`CircuitOpen.lastFailure`). */
+export interface Failure {
+  readonly error: unknown
+}
+
 /**
- * What a finished call meant for a breaker (`classify`), and what the last failure it classified asked for
- * through `openForAtLeast`, in milliseconds (`asked`, 0 for nothing usable). One per breaker: `asked` is read
- * right after `classify`, in the same synchronous step.
+ * What a finished call meant for a breaker (`classify`), and of the last call it classified as a failure, what
+ * that failure asked for through `openForAtLeast`, in milliseconds (`asked`, 0 for nothing usable), and the
+ * failure itself (`failure`: the typed failure or the defect). One per breaker: both are read right after
+ * `classify`, in the same synchronous step.
  */
 export interface Classifier {
   readonly classify: (cause: Cause.Cause<unknown>) => Machine.Outcome
   readonly asked: number
+  readonly failure: unknown
 }
 
-export const makeClassifier = (
-  isFailure: (error: unknown) => boolean,
-  openForAtLeast: ((error: unknown) => Duration.Duration | undefined) | undefined
-): Classifier => {
+export const makeClassifier = (config: Config): Classifier => {
+  const { isFailure, isIgnored, openForAtLeast } = config
   const c = {
     asked: 0,
+    failure: undefined as unknown,
     classify: (cause: Cause.Cause<unknown>): Machine.Outcome => {
       if (Cause.isInterruptedOnly(cause)) return "ignored"
       c.asked = 0
-      if (Cause.isDie(cause)) return "failure"
+      const defect = Cause.dieOption(cause)
+      if (defect._tag === "Some") {
+        c.failure = defect.value
+        return "failure"
+      }
       const failure = Cause.failureOption(cause)
       if (failure._tag === "None") return "ignored"
+      if (isIgnored !== undefined && isIgnored(failure.value)) return "ignored"
       if (!isFailure(failure.value)) return "success"
+      c.failure = failure.value
       if (openForAtLeast !== undefined) {
         const asked = openForAtLeast(failure.value)
         const millis = asked === undefined ? 0 : Duration.toMillis(asked)
@@ -134,7 +146,7 @@ export class Shell {
     private readonly hub: PubSub.PubSub<Transition>,
     initial: State
   ) {
-    this.classifier = makeClassifier(config.isFailure, config.openForAtLeast)
+    this.classifier = makeClassifier(config)
     this.changes = Stream.fromPubSub(hub)
     this.subscribe = PubSub.subscribe(hub)
     this.current = initial
@@ -191,9 +203,18 @@ export class Shell {
     )
   }
 
-  reject(retryAfterMillis: number): Effect.Effect<never, CircuitOpen> {
+  /** Refuses a call: `CircuitOpen` with `retryAfterMillis` and, when known, the failure that opened it. */
+  reject(retryAfterMillis: number, opened: Failure | undefined): Effect.Effect<never, CircuitOpen> {
     rejections.unsafeUpdate(1, this.config.labels)
-    return Effect.zipRight(this.annotateRejection, Effect.fail(circuitOpen(retryAfterOf(retryAfterMillis))))
+    return Effect.zipRight(
+      this.annotateRejection,
+      Effect.fail(circuitOpen(retryAfterOf(retryAfterMillis), opened))
+    )
+  }
+
+  /** The failure the call just classified opened the breaker (else `undefined`: nothing failed). */
+  openedBy(outcome: Machine.Outcome): Failure | undefined {
+    return outcome === "failure" ? { error: this.classifier.failure } : undefined
   }
 
   /**
