@@ -386,6 +386,37 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
         expect(yield* a!.protect(ok)).toBe("ok")
       }))
 
+    it.scoped("keyed: each key is a fleet breaker of its own, shared by every replica's registry of the name", () =>
+      Effect.gen(function*() {
+        const name = fresh("keyed")
+        const registry = () =>
+          CircuitBreakerRedis.keyed({
+            trip: CircuitBreaker.consecutive(2),
+            openFor: "10 seconds",
+            name,
+            prefix: suite.prefix,
+            redis: suite.connection(),
+            flushInterval: "100 millis",
+            flushEvery: 100_000,
+            timeout: "2 seconds"
+          })
+        const [r1, r2] = [yield* registry(), yield* registry()]
+        // keys that look alike once joined, and keys with the characters keys are escaped for
+        for (const key of ["https://a.example", "https://a.example:443", "{b}"]) {
+          yield* Effect.exit(r1.protect(boom, key))
+          yield* Effect.exit(boom.pipe(r1.protect(key)))
+        }
+        yield* Effect.exit(r2.protect(ok, "https://c.example"))
+        yield* flushAll(4)
+        for (const key of ["https://a.example", "https://a.example:443", "{b}"]) {
+          yield* stateIs(yield* r2.get(key), "open")
+          expect(isCircuitOpen(yield* Effect.exit(r2.protect(ok, key)))).toBe(true)
+        }
+        expect(yield* r2.protect(ok, "https://c.example")).toBe("ok")
+        expect(yield* (yield* r1.get("https://c.example")).state).toBe("closed")
+        expect(yield* r1.keys).toEqual(["https://a.example", "https://a.example:443", "{b}", "https://c.example"])
+      }))
+
     it.scoped("a replica that starts while the fleet is open starts open, for the time left", () =>
       Effect.gen(function*() {
         const options = { trip: CircuitBreaker.consecutive(1), openFor: "10 seconds" } as const

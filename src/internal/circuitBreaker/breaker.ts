@@ -18,15 +18,6 @@ export const layer = <I>(tag: Context.Tag<I, CircuitBreaker>, options: Options):
   return Layer.scoped(tag, Effect.flatMap(Shell.env, (e) => build(config, e)))
 }
 
-/**
- * A breaker and its internals for the keyed registry: `publish` writes the breaker's state to the gauge
- * again (after another breaker of the same labels, built in a race and dropped, reset it).
- */
-export interface Built {
-  readonly breaker: CircuitBreaker
-  readonly publish: () => void
-}
-
 /** The state a snapshot restores to, before any time has passed. */
 const restoredState = (s: Snapshot | undefined): State =>
   s === undefined ? "closed" : s.isolated || s.state === "open" ? "open" : s.state
@@ -43,11 +34,8 @@ export const breakerOf = (local: Local, shell: Shell.Shell): CircuitBreaker => (
 })
 
 /** Builds a local breaker in the current scope (see `local.ts`). */
-export const buildInternal = (config: Config, e: Shell.Env): Effect.Effect<Built, never, Scope.Scope> =>
-  Effect.map(Shell.make(config, e, restoredState(config.initialState)), (shell) => ({
-    breaker: breakerOf(new Local(shell, config.initialState), shell),
-    publish: shell.publish
-  }))
-
 export const build = (config: Config, e: Shell.Env): Effect.Effect<CircuitBreaker, never, Scope.Scope> =>
-  Effect.map(buildInternal(config, e), (b) => b.breaker)
+  Effect.map(
+    Shell.make(config, e, restoredState(config.initialState)),
+    (shell) => breakerOf(new Local(shell, config.initialState), shell)
+  )

@@ -19,6 +19,11 @@ export interface FleetConfig {
   readonly flushEvery: number
   readonly timeoutMillis: number
   readonly trialLeaseMillis: number
+  /**
+   * Skip the periodic flush when no call used the breaker since the last one (a keyed registry's breakers:
+   * an idle key has nothing to send and nobody to tell, and would cost a script call per interval).
+   */
+  readonly skipIdle: boolean
 }
 
 const what = "CircuitBreaker/Redis"
@@ -53,7 +58,8 @@ export const resolveFleet = (options: Options): { readonly config: Config; reado
     flushIntervalMillis: millis("flushInterval", options.flushInterval, 100),
     flushEvery: validate.positiveInt(`${what} flushEvery`, options.flushEvery ?? 1000),
     timeoutMillis: millis("timeout", options.timeout, 500),
-    trialLeaseMillis: millis("trialLease", options.trialLease, 30_000)
+    trialLeaseMillis: millis("trialLease", options.trialLease, 30_000),
+    skipIdle: false
   }
   const { flushEvery: _1, flushInterval: _2, prefix: _3, redis: _4, timeout: _5, trialLease: _6, ...rest } = options
   const local: LocalOptions = { ...rest, name }

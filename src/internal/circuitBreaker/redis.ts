@@ -59,6 +59,8 @@ class FleetBreaker {
   private flushing = false
   // a flush was asked for while one ran: run again as soon as it ends
   private flushAgain = false
+  // a call used the breaker since the last periodic flush
+  private used = false
 
   constructor(
     private readonly shell: Shell.Shell,
@@ -174,6 +176,13 @@ class FleetBreaker {
     )
   })
 
+  /** The periodic flush: every `flushInterval`, unless idle and `skipIdle` (in fleet mode: a fallback rejoins). */
+  readonly tick: Effect.Effect<void> = Effect.suspend(() => {
+    const idle = !this.used && this.replica.deltas.calls === 0 && this.fallback.local === undefined
+    this.used = false
+    return idle && this.fleet.skipIdle ? Effect.void : this.flush
+  })
+
   private kick(): void {
     if (this.flushing) this.flushAgain = true
     else if (!this.replica.disposed) Runtime.runFork(this.shell.env.runtime, this.flush)
@@ -277,9 +286,12 @@ class FleetBreaker {
 
   // the hot path: closed in fleet mode runs the call with the period's shared handlers
   readonly protect = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E | CircuitOpen, R> =>
-    Effect.suspend(() =>
-      this.shell.shown() === "closed" && this.fallback.local === undefined ? this.runClosed(self) : this.guarded(self)
-    )
+    Effect.suspend(() => {
+      this.used = true
+      return this.shell.shown() === "closed" && this.fallback.local === undefined
+        ? this.runClosed(self)
+        : this.guarded(self)
+    })
 
   control(op: "isolate" | "reset"): Effect.Effect<void> {
     return Effect.suspend(() => {
@@ -339,7 +351,7 @@ export const buildOn = (
   key: string | undefined,
   resources: Resources,
   e: Shell.Env
-): Effect.Effect<{ readonly breaker: CircuitBreaker; readonly shell: Shell.Shell }, never, Scope.Scope> =>
+): Effect.Effect<CircuitBreaker, never, Scope.Scope> =>
   Effect.gen(function*() {
     const { channels, client, outages } = resources
     const keys = keysOf(fleet.prefix, fleet.name, config.trip, key)
@@ -353,10 +365,14 @@ export const buildOn = (
     yield* replica.flush
     // a flush every `flushInterval` from the last (a fixed rate, not a pause after each: the staleness bound
     // in docs/distributed-breaker.md); the first ran above
-    yield* Effect.forkScoped(Effect.schedule(replica.flush, Schedule.fixed(Duration.millis(fleet.flushIntervalMillis))))
+    // (interruptible even when built in an uninterruptible region: a keyed registry builds its breakers so)
+    yield* Effect.schedule(replica.tick, Schedule.fixed(Duration.millis(fleet.flushIntervalMillis))).pipe(
+      Effect.interruptible,
+      Effect.forkScoped
+    )
     // registered last, so it runs first: the last counts go before the channel, the shell and the client
     yield* Effect.addFinalizer(() => replica.close)
-    const breaker: CircuitBreaker = {
+    return {
       protect: replica.protect,
       state: Effect.sync(() => replica.state()),
       changes: shell.changes,
@@ -365,7 +381,6 @@ export const buildOn = (
       reset: replica.control("reset"),
       snapshot: Effect.sync(() => replica.snapshot())
     }
-    return { breaker, shell }
   })
 
 export const build = (
@@ -378,7 +393,7 @@ export const build = (
     const client = yield* redis.acquire(connection)
     const channels = yield* Subscriber.make(client, fleet.timeoutMillis)
     const outages = new Outages(fleet.name, config.labels)
-    return (yield* buildOn(config, fleet, undefined, { client, channels, outages }, e)).breaker
+    return yield* buildOn(config, fleet, undefined, { client, channels, outages }, e)
   })
 
 export const make = (options: Options): Effect.Effect<CircuitBreaker, never, Scope.Scope> => {
