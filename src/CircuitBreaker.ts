@@ -6,8 +6,9 @@
  * - **open**: calls fail at once with {@link CircuitOpen}, for `openFor` (a duration or a `Schedule` that
  *   backs off over repeated openings).
  * - **half-open**: up to `halfOpenPermits` trial calls run; when all of them succeed the breaker closes,
- *   when one fails it opens again, and when they have not all ended within `halfOpenTimeout` it opens again
- *   too. Other callers fail fast meanwhile. At most `halfOpenPermits` trials hold a permit at any moment,
+ *   when one fails it opens again (with `halfOpenFailureRate`, the period is judged once all its trials have
+ *   ended), and when trials are still running at the period's `halfOpenTimeout` it opens again too. Other
+ *   callers fail fast meanwhile. At most `halfOpenPermits` trials hold a permit at any moment,
  *   counting those still running from an earlier half-open period (until that period's `halfOpenTimeout`).
  *
  * Time comes only from `Clock`, so the breaker is deterministic under `TestClock`.
@@ -186,12 +187,16 @@ export interface Options {
    * done at once, fails or is asynchronous is rejected with `IllegalArgumentException`.
    */
   readonly openFor: Duration.DurationInput | Schedule.Schedule<Duration.Duration, unknown>
-  /** Trial calls let through in half-open, all of which must succeed to close. An integer >= 1; default 1. */
+  /**
+   * Trial calls let through in half-open, all of which must succeed to close (unless `halfOpenFailureRate`).
+   * An integer >= 1; default 1.
+   */
   readonly halfOpenPermits?: number
   /**
-   * How long a half-open period waits for its trials, counted from its first trial: when they have not all
-   * ended by then, the breaker opens again (for `openFor`'s next delay), the trials still running lose their
-   * permits, and their late outcomes decide nothing. So a trial that hangs cannot hold the breaker in
+   * How long a half-open period's trials may run, counted from a trial that found none of the period's
+   * running: when trials are still running by then, the breaker opens again (for `openFor`'s next delay), they
+   * lose their permits, and their late outcomes decide nothing. A period with no trial running waits for
+   * callers as long as it takes. So a trial that hangs cannot hold the breaker in
    * half-open. A positive, finite duration; default: the `openFor` delay of the opening before that half-open
    * period (a schedule's step for it; not lengthened by `openForAtLeast`). Make it longer than your slowest
    * healthy call when `openFor` is shorter than that.

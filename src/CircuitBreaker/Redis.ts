@@ -25,8 +25,10 @@ import type * as redisOptions from "../internal/redis/options.js"
 /**
  * The options of `CircuitBreaker.make` (but `initialState`: the state lives in Redis and outlives every
  * replica), with a required `name`, and the rest below. `halfOpenTimeout` is fleet-wide: the half-open
- * period's deadline is kept in Redis, and the fleet reopens when its trials, on whichever replica, have not
- * all ended by then.
+ * period's deadline is kept in Redis, and the fleet reopens when its trials, on whichever replica, are still
+ * running by then. So is `halfOpenFailureRate`: the period's sample is every replica's trials, counted in
+ * Redis. `isIgnored` applies where each call ends. `CircuitOpen.lastFailure` is what this replica knows: set
+ * when its own calls opened the fleet, absent when another replica's did.
  *
  * - `redis`: a client you own (`{ client }`, an ioredis `Redis` or `Cluster`, never closed by the breaker)
  *   or `{ url }` / `{ cluster }` (startup nodes) to connect to (closed with the breaker's scope;
