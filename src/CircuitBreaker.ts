@@ -6,8 +6,9 @@
  * - **open**: calls fail at once with {@link CircuitOpen}, for `openFor` (a duration or a `Schedule` that
  *   backs off over repeated openings).
  * - **half-open**: up to `halfOpenPermits` trial calls run; when all of them succeed the breaker closes,
- *   when one fails it opens again, and when they have not all ended within `halfOpenTimeout` it opens again
- *   too. Other callers fail fast meanwhile. At most `halfOpenPermits` trials hold a permit at any moment,
+ *   when one fails it opens again (with `halfOpenFailureRate`, the period is judged once all its trials have
+ *   ended), and when trials are still running at the period's `halfOpenTimeout` it opens again too. Other
+ *   callers fail fast meanwhile. At most `halfOpenPermits` trials hold a permit at any moment,
  *   counting those still running from an earlier half-open period (until that period's `halfOpenTimeout`).
  *
  * Time comes only from `Clock`, so the breaker is deterministic under `TestClock`.
@@ -48,6 +49,13 @@ export interface CircuitOpen extends Cause.YieldableError {
    * the breaker is isolated.
    */
   readonly retryAfter: Duration.Duration
+  /**
+   * The failure that last opened the breaker — the typed failure or the defect of the call (or the last
+   * failed trial of the half-open sample) whose outcome opened it —, so a caller can log why. Absent when no
+   * failure opened it: isolated, a half-open period that timed out, a slow call that succeeded, and for a
+   * fleet breaker, an opening caused by another replica's calls.
+   */
+  readonly lastFailure?: unknown
 }
 
 /**
@@ -179,23 +187,41 @@ export interface Options {
    * done at once, fails or is asynchronous is rejected with `IllegalArgumentException`.
    */
   readonly openFor: Duration.DurationInput | Schedule.Schedule<Duration.Duration, unknown>
-  /** Trial calls let through in half-open, all of which must succeed to close. An integer >= 1; default 1. */
+  /**
+   * Trial calls let through in half-open, all of which must succeed to close (unless `halfOpenFailureRate`).
+   * An integer >= 1; default 1.
+   */
   readonly halfOpenPermits?: number
   /**
-   * How long a half-open period waits for its trials, counted from its first trial: when they have not all
-   * ended by then, the breaker opens again (for `openFor`'s next delay), the trials still running lose their
-   * permits, and their late outcomes decide nothing. So a trial that hangs cannot hold the breaker in
+   * How long a half-open period's trials may run, counted from a trial that found none of the period's
+   * running: when trials are still running by then, the breaker opens again (for `openFor`'s next delay), they
+   * lose their permits, and their late outcomes decide nothing. A period with no trial running waits for
+   * callers as long as it takes. So a trial that hangs cannot hold the breaker in
    * half-open. A positive, finite duration; default: the `openFor` delay of the opening before that half-open
    * period (a schedule's step for it; not lengthened by `openForAtLeast`). Make it longer than your slowest
    * healthy call when `openFor` is shorter than that.
    */
   readonly halfOpenTimeout?: Duration.DurationInput
   /**
+   * Judge a half-open period on a sample instead of on its first failure: wait for all `halfOpenPermits`
+   * trials, then close when `failed / halfOpenPermits` is below this rate, else open again. In `(0, 1]`;
+   * default none: any failed trial opens the breaker again at once. Ignored trials are not in the sample (they
+   * give their permit back), and a period whose trials have not all ended by its `halfOpenTimeout` opens again
+   * whatever its sample says so far.
+   */
+  readonly halfOpenFailureRate?: number
+  /**
    * Which typed failures count against the dependency. Default: all but `Fatal` (a 404 is not an
    * outage), so `AttemptTimeout` and `DeadlineExceeded` count. A failure that does not count is a success
    * for the breaker. Defects always count; interruption never does.
    */
   readonly isFailure?: (error: unknown) => boolean
+  /**
+   * Typed failures that count as neither a success nor a failure (resilience4j's `ignoreExceptions`): the
+   * trip policy does not see them, and a half-open trial that ends with one gives its permit back and decides
+   * nothing. Asked before `isFailure`. Default: none. Defects are never ignored; interruption always is.
+   */
+  readonly isIgnored?: (error: unknown) => boolean
   /**
    * How long the dependency itself asked to be left alone, read from the failure that opens the breaker —
    * e.g. a 503's `Retry-After`. When it is longer than `openFor`'s delay, the breaker stays open that long
@@ -439,21 +465,3 @@ export const transitionsTotal: Metric.Metric.Counter<number> = internal.transiti
  * @category metrics
  */
 export const rejectionsTotal: Metric.Metric.Counter<number> = internal.rejections
-
-/**
- * The former name of {@link transitionsTotal}.
- *
- * @deprecated Use `transitionsTotal`, named like every other counter.
- * @since 0.1.0
- * @category metrics
- */
-export const transitions: Metric.Metric.Counter<number> = internal.transitions
-
-/**
- * The former name of {@link rejectionsTotal}.
- *
- * @deprecated Use `rejectionsTotal`, named like every other counter.
- * @since 0.1.0
- * @category metrics
- */
-export const rejections: Metric.Metric.Counter<number> = internal.rejections

@@ -161,6 +161,31 @@ describe("CircuitBreaker halfOpenTimeout", () => {
       expect(other.unsafePoll()).toBeNull()
     }))
 
+  it.scoped("a sparse half-open period: a trial admitted with none running starts the clock again, and can close it", () =>
+    Effect.gen(function*() {
+      const breaker = yield* CircuitBreaker.make({
+        trip: CircuitBreaker.consecutive(1),
+        openFor: "10 seconds",
+        halfOpenPermits: 2,
+        halfOpenTimeout: "1 second"
+      })
+      yield* call(breaker, boom)
+      yield* TestClock.adjust("10 seconds")
+      expect(yield* call(breaker, ok)).toEqual(Exit.succeed("ok"))
+      // the second caller comes long after the first trial's deadline: nothing was running, nothing hung
+      yield* TestClock.adjust("5 seconds")
+      expect(yield* breaker.state).toBe("half-open")
+      const gate = yield* Deferred.make<string, string>()
+      const second = yield* held(breaker, gate)
+      yield* settle
+      // its own clock: the full halfOpenTimeout, not what was left of the first trial's
+      expect(yield* refusedFor(breaker)).toBe(1000)
+      yield* TestClock.adjust("500 millis")
+      yield* Deferred.succeed(gate, "ok")
+      expect(yield* Fiber.join(second)).toBe("ok")
+      expect(yield* breaker.state).toBe("closed")
+    }))
+
   it.scoped("a breaker restored half-open times out with the openFor delay of the openings it had", () =>
     Effect.gen(function*() {
       const breaker = yield* CircuitBreaker.make({

@@ -24,6 +24,9 @@ const FLUSH_INTERVAL = 100
 const TIMEOUT = 1000
 const PERMITS = 2
 const OPEN_FOR = 1500
+// longer than the half-open phase below can take on a busy machine: its held trials must not time out (the
+// default, OPEN_FOR, would reopen the fleet and let another round of trials through)
+const HALF_OPEN_TIMEOUT = 60_000
 const MINIMUM_CALLS = 20
 
 const all = (replicas: ReadonlyArray<Replica>, p: (r: Replica) => boolean) =>
@@ -68,6 +71,8 @@ describe("three processes share one breaker on Redis", () => {
           String(PERMITS),
           "--open-for",
           String(OPEN_FOR),
+          "--half-open-timeout",
+          String(HALF_OPEN_TIMEOUT),
           "--minimum-calls",
           String(MINIMUM_CALLS)
         ]

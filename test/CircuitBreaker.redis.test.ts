@@ -1,5 +1,19 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Context, type Duration, Effect, Exit, Logger, Metric, Schedule, Scope, TestClock } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Deferred,
+  type Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Logger,
+  Metric,
+  Schedule,
+  Scope,
+  TestClock
+} from "effect"
 import { Redis } from "ioredis"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
 import { CircuitBreaker } from "../src/index.js"
@@ -239,6 +253,44 @@ describeRedis("CircuitBreaker/Redis", () => {
       yield* breaker.protect(ok)
       yield* flushOnce()
       expect(yield* Effect.promise(() => shared.pttl(keys.state))).toBeGreaterThan(86_000_000)
+    }))
+
+  it.scoped("the state restored to an earlier snapshot that reaches the same epoch again: a trial of the old period decides nothing", () =>
+    Effect.gen(function*() {
+      const name = fresh("collision")
+      const options: CircuitBreakerRedis.Options = {
+        ...onShared(name, CircuitBreaker.consecutive(1)),
+        halfOpenTimeout: "1 minute"
+      }
+      const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
+      const a = yield* CircuitBreakerRedis.make(options)
+      yield* Effect.exit(a.protect(boom))
+      yield* flushOnce()
+      expect(yield* a.state).toBe("open") // epoch 1
+      // an operator's snapshot of the open state
+      const snapshot = yield* Effect.promise(() => shared.hgetall(keys.state))
+      yield* TestClock.adjust("1 second")
+      // a trial of the half-open period (epoch 2, from t = 1.1 s) that runs long
+      const gate = yield* Deferred.make<void>()
+      let started = false
+      const trial = yield* Effect.fork(
+        a.protect(Effect.zipRight(Effect.sync(() => (started = true)), Effect.as(Deferred.await(gate), "late")))
+      )
+      yield* eventually(Effect.sync(() => started))
+      // the state is set back to the snapshot: the next call half-opens it again, epoch 2 again, a later period
+      yield* Effect.promise(() => shared.del(keys.state).then(() => shared.hset(keys.state, snapshot)))
+      yield* flushOnce()
+      expect(yield* Effect.promise(() => shared.hmget(keys.state, "state", "epoch", "taken"))).toEqual([
+        "half-open",
+        "2",
+        "0"
+      ])
+      // the old period's trial succeeds: it is not this period's trial, so it closes nothing
+      yield* Deferred.succeed(gate, undefined)
+      expect(yield* Fiber.join(trial)).toBe("late")
+      yield* flushOnce()
+      expect(yield* Effect.promise(() => shared.hget(keys.state, "state"))).toBe("half-open")
+      expect(yield* a.state).toBe("half-open")
     }))
 
   it.scoped("the state lost (expired, FLUSHDB) and made again by the replica that made it: a new incarnation, the fleet works again", () =>

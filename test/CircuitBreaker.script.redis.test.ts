@@ -1,7 +1,9 @@
 import { afterAll, expect, it } from "@effect/vitest"
 import { Effect, FastCheck as fc } from "effect"
 import { Redis } from "ioredis"
-import * as Fleet from "../src/core/breakerFleet.js"
+import type * as Fleet from "../src/core/breakerFleet.js"
+import * as Model from "../src/core/breakerFleetModel.js"
+import * as Protocol from "../src/core/breakerFleetProtocol.js"
 import type { Trip } from "../src/core/breakerWindow.js"
 import { keysOf } from "../src/internal/circuitBreaker/redis.js"
 import { fleetScript } from "../src/internal/circuitBreaker/redisScript.js"
@@ -9,8 +11,9 @@ import * as redisClient from "../src/internal/redis/client.js"
 import { deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { describeRedis } from "./support/services.js"
 
-// The fleet breaker's Lua script against its TypeScript reference, core/breakerFleet.ts `step`: random
-// histories of operations, each run on both, every reply compared.
+// The fleet breaker's Lua script against its TypeScript reference, core/breakerFleetModel.ts `step`: random
+// histories of calls, each encoded by the protocol (core/breakerFleetProtocol.ts) and run on both, every reply
+// compared.
 
 const prefix = uniquePrefix("cbmodel")
 const shared = new Redis(REDIS_URL, { lazyConnect: true })
@@ -52,15 +55,16 @@ const deltasArb = fc.integer({ min: 0, max: 6 }).chain((calls) =>
 )
 
 type Step = {
-  readonly op: Fleet.Op
+  readonly op: Protocol.Op
   readonly delay: number
   readonly epoch: "current" | "stale" | "unknown"
   readonly ownInc: boolean
+  readonly ownSince: boolean
   readonly trialTimeout: number
   readonly deltas: Fleet.Deltas
 }
 
-const stepArb = (ops: ReadonlyArray<Fleet.Op>) =>
+const stepArb = (ops: ReadonlyArray<Protocol.Op>) =>
   fc.record<Step>({
     op: fc.constantFrom(...ops),
     // 250, 500 and 1000 hit the boundaries: a bucket, openFor, a trial's lease, a half-open timeout
@@ -68,65 +72,64 @@ const stepArb = (ops: ReadonlyArray<Fleet.Op>) =>
     epoch: fc.constantFrom("current", "current", "current", "stale", "unknown"),
     // the incarnation the caller's epoch belongs to: the state's, or another (the state was lost)
     ownInc: fc.constantFrom(true, true, true, false),
+    // when the caller's period began: the state's, or another time (a period of the same number, set back)
+    ownSince: fc.constantFrom(true, true, true, false),
     // the half-open period's timeout the caller passes (its option, or its opening's delay)
     trialTimeout: fc.constantFrom(250, 300, 1000),
     deltas: deltasArb
   })
 
+/** How a half-open period is judged: its permits, and `halfOpenFailureRate` (none: the first failure reopens). */
+interface Sample {
+  readonly permits: number
+  readonly failureRate: number | undefined
+}
+
+const sampleArb = fc.record<Sample>({
+  permits: fc.integer({ min: 1, max: 4 }),
+  // rates on the boundaries of 1..4 permits (1/3, 1/2, 2/3...) and one off them
+  failureRate: fc.constantFrom(undefined, undefined, 1 / 3, 0.5, 2 / 3, 0.6, 1)
+})
+
 /** Runs `steps` on the script and on the model, from `start`, comparing every reply. */
-const compare = (policy: Trip, start: number, steps: ReadonlyArray<Step>) =>
+const compare = (policy: Trip, sample: Sample, start: number, steps: ReadonlyArray<Step>) =>
   Effect.gen(function*() {
     const keys = keysOf(prefix, fresh(), policy)
-    const model = Fleet.emptyShared()
+    const model = Model.emptyShared()
     let now = start
-    for (const { delay, deltas, epoch, op, ownInc, trialTimeout } of steps) {
+    for (const { delay, deltas, epoch, op, ownInc, ownSince, trialTimeout } of steps) {
       now += delay
       const known = epoch === "unknown" ? -1 : epoch === "stale" ? model.epoch - 1 : model.epoch
       const inc = ownInc ? model.inc ?? "" : "elsewhere"
-      const input: Fleet.StepInput = {
+      const since = ownSince ? model.changedAt : model.changedAt - 1
+      const call: Protocol.Call = {
         op,
         now,
         epoch: known,
         inc,
+        since,
         token: "t0",
         delay: 500,
         asked: deltas.asked,
         trialTimeout,
-        permits: 2,
+        permits: sample.permits,
+        failureRate: sample.failureRate,
         leaseMillis: 1000,
         trip: policy,
         deltas: { ...deltas }
       }
-      const args = [
-        op,
-        String(now),
-        String(known),
-        "t0",
-        keys.channel,
-        "500",
-        String(deltas.asked),
-        "2",
-        "1000",
-        ...Fleet.policyArgs(policy),
-        ...Fleet.take({ ...deltas }),
-        inc,
-        String(trialTimeout)
-      ]
       const actual = yield* redisClient.runScript(
         shared,
         fleetScript,
         [keys.state, keys.window],
-        args,
+        Protocol.encode(call, keys.channel),
         false,
         5000,
-        (reply) => reply as ReadonlyArray<unknown>,
+        (reply) => reply,
         (e) => e
       )
-      const expected = Fleet.step(model, input)
-      expect({ granted: actual[0] === 1, view: Fleet.fromFields(actual.slice(1)) }).toEqual({
-        granted: expected.granted,
-        view: expected.view
-      })
+      const { published: _, ...expected } = Model.step(model, call)
+      expect(Protocol.decodeReply(actual)).toEqual(expected)
     }
     return model
   })
@@ -138,9 +141,10 @@ describeRedis("CircuitBreaker/Redis script and model", () => {
   })
 
   it.effect.prop(
-    "the script decides exactly as core/breakerFleet's model, operation for operation",
+    "the script decides exactly as core/breakerFleetModel, call for call",
     {
       trip: fc.integer({ min: 0, max: trips.length - 1 }),
+      sample: sampleArb,
       start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
       steps: fc.array(
         stepArb([
@@ -159,20 +163,21 @@ describeRedis("CircuitBreaker/Redis script and model", () => {
         { minLength: 1, maxLength: 40 }
       )
     },
-    ({ start, steps, trip }) => Effect.asVoid(compare(trips[trip]!, start, steps)),
+    ({ sample, start, steps, trip }) => Effect.asVoid(compare(trips[trip]!, sample, start, steps)),
     { fastCheck: { numRuns: 150 } }
   )
 
   it.effect.prop(
-    "half-open histories too: permits, leases, deadlines, late reports",
+    "half-open histories too: permits, leases, deadlines, late reports, samples judged on a failure rate",
     {
+      sample: sampleArb,
       start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
       steps: fc.array(stepArb(["flush", "acquire", "acquire", "acquire", "release", "success", "failure"]), {
         minLength: 1,
         maxLength: 40
       })
     },
-    ({ start, steps }) =>
+    ({ sample, start, steps }) =>
       Effect.gen(function*() {
         // one failure opens: most histories spend their time open and half-open
         const open: Step = {
@@ -180,10 +185,11 @@ describeRedis("CircuitBreaker/Redis script and model", () => {
           delay: 0,
           epoch: "unknown",
           ownInc: true,
+          ownSince: true,
           trialTimeout: 300,
           deltas: { calls: 1, failures: 1, slow: 0, trailing: 1, sawSuccess: false, asked: 0 }
         }
-        yield* compare({ _tag: "Consecutive", failures: 1 }, start, [open, ...steps])
+        yield* compare({ _tag: "Consecutive", failures: 1 }, sample, start, [open, ...steps])
       }),
     { fastCheck: { numRuns: 150 } }
   )

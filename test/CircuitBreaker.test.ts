@@ -849,46 +849,53 @@ describe("CircuitBreaker", () => {
       fc.record({
         _tag: fc.constant("finish" as const),
         pick: fc.nat(),
-        outcome: fc.constantFrom("ok", "fail", "interrupt")
+        outcome: fc.constantFrom("ok", "fail", "ignored", "interrupt")
       }),
       fc.constant({ _tag: "tick" as const })
     )
 
     it.effect.prop(
       "never runs more concurrent trials than its permits (within halfOpenTimeout), and never leaks a permit",
-      { permits: fc.integer({ min: 1, max: 5 }), commands: fc.array(command, { maxLength: 80 }) },
-      ({ commands, permits }) =>
+      {
+        permits: fc.integer({ min: 1, max: 5 }),
+        // judged on the first failure, or on a sample
+        rate: fc.constantFrom(undefined, 0.3, 0.5, 1),
+        commands: fc.array(command, { maxLength: 80 })
+      },
+      ({ commands, permits, rate }) =>
         Effect.gen(function*() {
           const breaker = yield* CircuitBreaker.make({
             trip: CircuitBreaker.consecutive(1),
             openFor: "10 millis",
             halfOpenPermits: permits,
+            ...(rate === undefined ? {} : { halfOpenFailureRate: rate }),
+            isIgnored: (e) => e === "ignored",
             // longer than any history here: no trial is presumed hung
             halfOpenTimeout: "1 hour"
           })
           let trials = 0
           // calls in flight: the gate that ends each one, and its fiber
           const running: Array<
-            { readonly gate: Deferred.Deferred<boolean>; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }
+            { readonly gate: Deferred.Deferred<string>; readonly fiber: Fiber.RuntimeFiber<unknown, unknown> }
           > = []
-          const body = (gate: Deferred.Deferred<boolean>) =>
+          const body = (gate: Deferred.Deferred<string>) =>
             Effect.acquireUseRelease(
               Effect.map(breaker.state, (s) => s === "half-open" && ++trials > 0),
-              () => Effect.flatMap(Deferred.await(gate), (succeed) => succeed ? Effect.void : Effect.fail("boom")),
+              () => Effect.flatMap(Deferred.await(gate), (end) => end === "ok" ? Effect.void : Effect.fail(end)),
               (trial) => Effect.sync(() => trial && trials--)
             )
           yield* failTimes(breaker, 1)
           yield* TestClock.adjust("10 millis")
           for (const c of commands) {
             if (c._tag === "call") {
-              const gate = yield* Deferred.make<boolean>()
+              const gate = yield* Deferred.make<string>()
               running.push({ gate, fiber: yield* Effect.fork(breaker.protect(body(gate))) })
             } else if (c._tag === "tick") {
               yield* TestClock.adjust("10 millis")
             } else if (running.length > 0) {
               const { fiber, gate } = running.splice(c.pick % running.length, 1)[0]!
               if (c.outcome === "interrupt") yield* Fiber.interrupt(fiber)
-              else yield* Deferred.succeed(gate, c.outcome === "ok")
+              else yield* Deferred.succeed(gate, c.outcome)
             }
             yield* settle
             expect(trials).toBeLessThanOrEqual(permits)

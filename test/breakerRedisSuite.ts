@@ -34,6 +34,33 @@ const stateIs = (breaker: CircuitBreaker.CircuitBreaker, state: CircuitBreaker.S
 
 const times = <A, E>(n: number, self: Effect.Effect<A, E>) => Effect.exit(Effect.repeatN(Effect.exit(self), n - 1))
 
+const notFound = Effect.fail("not found")
+
+/** The `lastFailure` of an exit that is `CircuitOpen`: `{}` when it has none. */
+const lastFailureOf = (exit: Exit.Exit<unknown, unknown>): { readonly lastFailure?: unknown } => {
+  const e = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
+  if (e?._tag !== "Some" || !(e.value instanceof CircuitBreaker.CircuitOpen)) throw new Error("expected CircuitOpen")
+  return "lastFailure" in e.value ? { lastFailure: e.value.lastFailure } : {}
+}
+
+/** A trial on `breaker` held until `end` says how it ends; returns once it runs (its permit granted). */
+const heldTrial = (breaker: CircuitBreaker.CircuitBreaker) =>
+  Effect.gen(function*() {
+    const gate = yield* Deferred.make<boolean>()
+    let started = false
+    const fiber = yield* Effect.fork(
+      breaker.protect(
+        Effect.zipRight(
+          Effect.sync(() => (started = true)),
+          Effect.flatMap(Deferred.await(gate), (succeed) => succeed ? ok : Effect.fail("trial failed"))
+        )
+      )
+    )
+    yield* eventually(Effect.sync(() => started))
+    // ends it and waits for its report's answer (the fiber ends after it)
+    return { end: (succeed: boolean) => Effect.zipRight(Deferred.succeed(gate, succeed), Fiber.await(fiber)) }
+  })
+
 /**
  * Moves TestClock by one flush interval, so each of the `n` replicas' flush fibers sends its counts, and
  * waits until every one has its answer (it then sleeps until the next interval).
@@ -214,6 +241,102 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
         yield* Deferred.succeed(gate, undefined)
       }))
 
+    it.scoped("a sparse half-open period: a trial granted with none running starts the fleet's clock again", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* halfOpenPair({ openFor: "1 second", halfOpenPermits: 2, halfOpenTimeout: "1 second" })
+        expect(yield* a.protect(ok)).toBe("ok")
+        // the second trial comes long after the first one's deadline, on the other replica
+        yield* TestClock.adjust("5 seconds")
+        expect(yield* b.state).toBe("half-open")
+        const gate = yield* Deferred.make<void>()
+        let started = false
+        const second = yield* Effect.fork(
+          b.protect(Effect.zipRight(Effect.sync(() => (started = true)), Effect.as(Deferred.await(gate), "ok")))
+        )
+        yield* eventually(Effect.sync(() => started))
+        // the period's deadline is the full halfOpenTimeout from this trial, not the first one's, long gone
+        expect(retryAfterOf(yield* Effect.exit(a.protect(ok)))).toBe(1000)
+        yield* Deferred.succeed(gate, undefined)
+        expect(yield* Fiber.join(second)).toBe("ok")
+        for (const r of [a, b]) yield* stateIs(r, "closed")
+      }))
+
+    it.scoped("isIgnored fleet-wide: an ignored call is not counted; an ignored trial gives its permit back", () =>
+      Effect.gen(function*() {
+        const isIgnored = (e: unknown) => e === "not found"
+        const { all: [a, b] } = yield* replicas(2, {
+          trip: CircuitBreaker.consecutive(2),
+          openFor: "1 second",
+          isIgnored
+        })
+        yield* Effect.exit(a!.protect(boom))
+        yield* Effect.exit(a!.protect(notFound))
+        yield* flushAll(2)
+        expect(yield* b!.state).toBe("closed")
+        yield* Effect.exit(b!.protect(boom))
+        yield* flushAll(2)
+        yield* stateIs(a!, "open")
+        yield* TestClock.adjust("1 second")
+        yield* stateIs(a!, "half-open")
+        // a's trial is ignored: the fleet's only permit is free again, and b's trial decides
+        expect(yield* Effect.exit(a!.protect(notFound))).toEqual(Exit.fail("not found"))
+        expect(yield* b!.state).toBe("half-open")
+        expect(yield* b!.protect(ok)).toBe("ok")
+        for (const r of [a!, b!]) yield* stateIs(r, "closed")
+      }))
+
+    it.scoped("halfOpenFailureRate fleet-wide: the sample is every replica's trials, counted in Redis", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* halfOpenPair({ openFor: "1 second", halfOpenPermits: 4, halfOpenFailureRate: 0.5 })
+        const trials = yield* Effect.forEach([a, a, b, b], (r) => heldTrial(r))
+        // every permit of the fleet is taken
+        expect(isCircuitOpen(yield* Effect.exit(a.protect(ok)))).toBe(true)
+        yield* trials[0]!.end(false)
+        yield* trials[2]!.end(true)
+        yield* trials[3]!.end(true)
+        // a failed trial did not reopen it: three of four trials have reported
+        for (const r of [a, b]) expect(yield* r.state).toBe("half-open")
+        yield* trials[1]!.end(true)
+        // 1 of 4 failed, below 0.5: closed for all
+        for (const r of [a, b]) yield* stateIs(r, "closed")
+      }))
+
+    it.scoped("halfOpenFailureRate fleet-wide: 2 of 4 failed, on two replicas, opens every replica again", () =>
+      Effect.gen(function*() {
+        const [a, b] = yield* halfOpenPair({ openFor: "1 second", halfOpenPermits: 4, halfOpenFailureRate: 0.5 })
+        const trials = yield* Effect.forEach([a, b, a, b], (r) => heldTrial(r))
+        yield* trials[0]!.end(true)
+        yield* trials[1]!.end(false)
+        yield* flushAll(2)
+        for (const r of [a, b]) expect(yield* r.state).toBe("half-open")
+        yield* trials[2]!.end(true)
+        yield* trials[3]!.end(false)
+        for (const r of [a, b]) yield* stateIs(r, "open")
+      }))
+
+    it.scoped("lastFailure is what the replica knows: the one whose failures opened the fleet tells it, the other not", () =>
+      Effect.gen(function*() {
+        const { all: [a, b] } = yield* replicas(2, { trip: CircuitBreaker.consecutive(2), openFor: "1 second" })
+        yield* Effect.exit(a!.protect(Effect.fail("first")))
+        yield* Effect.exit(a!.protect(Effect.fail("second")))
+        yield* flushAll(2)
+        yield* stateIs(b!, "open")
+        expect(lastFailureOf(yield* Effect.exit(a!.protect(ok)))).toEqual({ lastFailure: "second" })
+        expect(lastFailureOf(yield* Effect.exit(b!.protect(ok)))).toEqual({})
+        // still told in half-open, every permit taken; then b's failed trial opens it, and only b knows why
+        yield* TestClock.adjust("1 second")
+        yield* stateIs(a!, "half-open")
+        const held = yield* heldTrial(b!)
+        expect(lastFailureOf(yield* Effect.exit(a!.protect(ok)))).toEqual({ lastFailure: "second" })
+        yield* held.end(false)
+        for (const r of [a!, b!]) yield* stateIs(r, "open")
+        expect(lastFailureOf(yield* Effect.exit(b!.protect(ok)))).toEqual({ lastFailure: "trial failed" })
+        expect(lastFailureOf(yield* Effect.exit(a!.protect(ok)))).toEqual({})
+        // isolated: no failure opened it
+        yield* b!.isolate
+        expect(lastFailureOf(yield* Effect.exit(b!.protect(ok)))).toEqual({})
+      }))
+
     it.scoped("consecutive(n) fleet-wide: failures add up across replicas; a reported success restarts the run", () =>
       Effect.gen(function*() {
         const { all: [a, b] } = yield* replicas(2, { trip: CircuitBreaker.consecutive(4), openFor: "10 seconds" })
@@ -261,6 +384,37 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
         yield* b!.reset
         yield* stateIs(a!, "closed")
         expect(yield* a!.protect(ok)).toBe("ok")
+      }))
+
+    it.scoped("keyed: each key is a fleet breaker of its own, shared by every replica's registry of the name", () =>
+      Effect.gen(function*() {
+        const name = fresh("keyed")
+        const registry = () =>
+          CircuitBreakerRedis.keyed({
+            trip: CircuitBreaker.consecutive(2),
+            openFor: "10 seconds",
+            name,
+            prefix: suite.prefix,
+            redis: suite.connection(),
+            flushInterval: "100 millis",
+            flushEvery: 100_000,
+            timeout: "2 seconds"
+          })
+        const [r1, r2] = [yield* registry(), yield* registry()]
+        // keys that look alike once joined, and keys with the characters keys are escaped for
+        for (const key of ["https://a.example", "https://a.example:443", "{b}"]) {
+          yield* Effect.exit(r1.protect(boom, key))
+          yield* Effect.exit(boom.pipe(r1.protect(key)))
+        }
+        yield* Effect.exit(r2.protect(ok, "https://c.example"))
+        yield* flushAll(4)
+        for (const key of ["https://a.example", "https://a.example:443", "{b}"]) {
+          yield* stateIs(yield* r2.get(key), "open")
+          expect(isCircuitOpen(yield* Effect.exit(r2.protect(ok, key)))).toBe(true)
+        }
+        expect(yield* r2.protect(ok, "https://c.example")).toBe("ok")
+        expect(yield* (yield* r1.get("https://c.example")).state).toBe("closed")
+        expect(yield* r1.keys).toEqual(["https://a.example", "https://a.example:443", "{b}", "https://c.example"])
       }))
 
     it.scoped("a replica that starts while the fleet is open starts open, for the time left", () =>

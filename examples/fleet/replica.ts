@@ -5,7 +5,9 @@
  *
  * `node --import tsx examples/fleet/replica.ts --redis redis://127.0.0.1:6379 --name orders
  *  --dependency http://127.0.0.1:8080/call [--id r1] [--flush-interval 100] [--timeout 250] [--permits 2]
- *  [--open-for 1500] [--minimum-calls 20] [--every 5]`
+ *  [--open-for 1500] [--half-open-timeout 1500] [--minimum-calls 20] [--every 5]`
+ *
+ * Durations are milliseconds; without `--half-open-timeout`, the breaker's default (the `openFor` delay).
  *
  * While its load is on, it starts a call every `--every` ms (each in its own fiber, so slow calls overlap):
  * a GET of the dependency (2xx succeeds, anything else fails with `DependencyFailed`) through the breaker.
@@ -33,6 +35,7 @@ const { values } = parseArgs({
     timeout: { type: "string", default: "250" },
     permits: { type: "string", default: "2" },
     "open-for": { type: "string", default: "1500" },
+    "half-open-timeout": { type: "string" },
     "minimum-calls": { type: "string", default: "20" },
     every: { type: "string", default: "5" }
   }
@@ -65,6 +68,7 @@ const main = Effect.gen(function*() {
     }),
     openFor: Number(values["open-for"]),
     halfOpenPermits: Number(values.permits),
+    ...(values["half-open-timeout"] === undefined ? {} : { halfOpenTimeout: Number(values["half-open-timeout"]) }),
     name,
     redis: { url: redisUrl },
     flushInterval: Number(values["flush-interval"]),

@@ -19,13 +19,16 @@ import type { Context, Duration, Effect, Layer, Metric, Scope } from "effect"
 import type * as CircuitBreakerModule from "../CircuitBreaker.js"
 import * as metrics from "../internal/circuitBreaker/metrics.js"
 import * as internal from "../internal/circuitBreaker/redis.js"
+import * as keyedInternal from "../internal/circuitBreaker/redisKeyed.js"
 import type * as redisOptions from "../internal/redis/options.js"
 
 /**
  * The options of `CircuitBreaker.make` (but `initialState`: the state lives in Redis and outlives every
  * replica), with a required `name`, and the rest below. `halfOpenTimeout` is fleet-wide: the half-open
- * period's deadline is kept in Redis, and the fleet reopens when its trials, on whichever replica, have not
- * all ended by then.
+ * period's deadline is kept in Redis, and the fleet reopens when its trials, on whichever replica, are still
+ * running by then. So is `halfOpenFailureRate`: the period's sample is every replica's trials, counted in
+ * Redis. `isIgnored` applies where each call ends. `CircuitOpen.lastFailure` is what this replica knows: set
+ * when its own calls opened the fleet, absent when another replica's did.
  *
  * - `redis`: a client you own (`{ client }`, an ioredis `Redis` or `Cluster`, never closed by the breaker)
  *   or `{ url }` / `{ cluster }` (startup nodes) to connect to (closed with the breaker's scope;
@@ -128,6 +131,62 @@ export const make: (options: Options) => Effect.Effect<CircuitBreakerModule.Circ
  */
 export const layer: <I>(tag: Context.Tag<I, CircuitBreakerModule.CircuitBreaker>, options: Options) => Layer.Layer<I> =
   internal.layer
+
+/**
+ * The options of {@link keyed}: those of {@link make} (`name` names the registry; each key's breaker is
+ * `name` and the key in Redis), and the registry's own, as in `CircuitBreaker.KeyedOptions`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface KeyedOptions extends Options {
+  /**
+   * Breakers kept at most in this replica; beyond it the least recently used one is dropped (its last counts
+   * flushed; its state stays in Redis, so the key finds it again when it comes back). An integer >= 1 or
+   * `Infinity`; default 1,000.
+   */
+  readonly maxKeys?: number
+  /**
+   * Label each breaker's metrics with its key (`key`), as `CircuitBreaker.KeyedOptions` says — for keys from
+   * a small, known set only. Default `false`: the keys share the `breaker` label, the fallback gauge is 1 while
+   * any key runs on its local breaker, and an outage is logged once, not once per key.
+   */
+  readonly keyLabel?: boolean
+}
+
+/**
+ * Fleet breakers, one per key — per origin, per tenant —, the same `CircuitBreaker.Keyed<string>` as
+ * `CircuitBreaker.keyed` builds: each key is a fleet breaker of its own, shared by every replica whose
+ * registry has the same `name`. The keys share one Redis client and one pub/sub connection; a key's breaker
+ * is built on its first use (one round trip to Redis, awaited by every caller of that key meanwhile), and one
+ * that no call used since its last flush sends nothing. Throws `IllegalArgumentException` for invalid options.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { CircuitBreaker } from "effect-resilience"
+ * import * as CircuitBreakerRedis from "effect-resilience/CircuitBreaker/Redis"
+ *
+ * declare const fetchUrl: (url: URL) => Effect.Effect<string, Error>
+ *
+ * const program = Effect.gen(function*() {
+ *   const perOrigin = yield* CircuitBreakerRedis.keyed({
+ *     trip: CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 20, window: { duration: "10 seconds" } }),
+ *     openFor: "30 seconds",
+ *     name: "upstreams",
+ *     redis: { url: "redis://127.0.0.1:6379" },
+ *     maxKeys: 100
+ *   })
+ *   const url = new URL("https://api.example.com/prices")
+ *   return yield* fetchUrl(url).pipe(perOrigin.protect(url.origin))
+ * }).pipe(Effect.scoped)
+ * ```
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const keyed: (options: KeyedOptions) => Effect.Effect<CircuitBreakerModule.Keyed<string>, never, Scope.Scope> =
+  keyedInternal.keyed
 
 /**
  * 1 while a replica's breaker runs on its local breaker because Redis failed or was slower than `timeout`,

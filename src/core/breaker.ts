@@ -10,9 +10,10 @@
  * if the breaker is still in it when the call ends: a result from before an opening (or a reset) says
  * nothing about the period now.
  *
- * A half-open period has a deadline, `trialTimeout` after its first trial started: a trial still running
- * then is presumed hung, its period is over (the caller opens again, see {@link expiredAt}) and its permit is
- * freed. So a trial holds its permit until it ends or its period's deadline passes, whichever comes first.
+ * A half-open period has a deadline, `trialTimeout` after a trial started while none of the period's was
+ * running: a trial still running then is presumed hung, its period is over (the caller opens again, see
+ * {@link expiredAt}) and its permit is freed. So a trial holds its permit until it ends or its period's deadline
+ * passes, whichever comes first; a period with no trial running waits for callers as long as it takes.
  */
 
 /** The three states; the number beside each is its gauge value. */
@@ -37,12 +38,14 @@ export interface Machine {
   readonly openings: number
   /** The `halfOpenTimeout` of the half-open period that follows this opening, in milliseconds. */
   readonly trialTimeout: number
-  /** When the half-open period times out: set by its first trial; meaningless while `admitted` is 0. */
+  /** When the half-open period times out: set by a trial admitted with none running; meaningless then. */
   readonly halfOpenUntil: number
-  /** Half-open permits taken in this period: trials running or succeeded. */
+  /** Half-open permits taken in this period: trials running or ended (succeeded or failed). */
   readonly admitted: number
   /** Trials of this period that succeeded. */
   readonly succeeded: number
+  /** Trials of this period that failed (with `halfOpenFailureRate`: without it, the first failure reopens). */
+  readonly failed: number
   /** The permits of the trials running now, whatever half-open period admitted them. */
   readonly leases: ReadonlyArray<Lease>
 }
@@ -57,10 +60,14 @@ export const initial: Machine = {
   halfOpenUntil: 0,
   admitted: 0,
   succeeded: 0,
+  failed: 0,
   leases: []
 }
 
-/** What a finished call meant for the breaker. Interruption (and failures that do not count) are `"ignored"`. */
+/**
+ * What a finished call meant for the breaker. Interruption and the typed failures the caller ignores
+ * (`isIgnored`) are `"ignored"`: neither a success nor a failure.
+ */
 export type Outcome = "success" | "failure" | "ignored"
 
 /** A new period in state `to`: a new generation, no permit taken in it. */
@@ -70,7 +77,8 @@ const enter = (m: Machine, to: State, patch?: Partial<Machine>): Machine => ({
   state: to,
   generation: m.generation + 1,
   admitted: 0,
-  succeeded: 0
+  succeeded: 0,
+  failed: 0
 })
 
 /**
@@ -89,11 +97,14 @@ export const refresh = (m0: Machine, now: number): Machine => {
  * or `undefined`. The caller then opens the breaker as of that deadline, with the next `openFor` delay.
  */
 export const expiredAt = (m: Machine, now: number): number | undefined =>
-  m.state === "half-open" && m.admitted > m.succeeded && now >= m.halfOpenUntil ? m.halfOpenUntil : undefined
+  m.state === "half-open" && running(m) > 0 && now >= m.halfOpenUntil ? m.halfOpenUntil : undefined
+
+/** The trials of the current half-open period that have not ended. */
+export const running = (m: Machine): number => m.admitted - m.succeeded - m.failed
 
 /**
  * Opens for `delayMillis` (the caller's `openFor`, stepped for this opening); the half-open period after it
- * times out `trialTimeoutMillis` after its first trial started.
+ * times out `trialTimeoutMillis` after a trial started with none running.
  */
 export const open = (m: Machine, now: number, delayMillis: number, trialTimeoutMillis: number): Machine =>
   enter(m, "open", { openings: m.openings + 1, openUntil: now + delayMillis, trialTimeout: trialTimeoutMillis })
@@ -147,8 +158,9 @@ export const admit = (m0: Machine, now: number, permits: number): Admit => {
   if (m.state === "open" || m.admitted >= permits || m.leases.length >= permits) {
     return { machine: m, admission: { _tag: "Rejected", retryAfterMillis: retryAfterMillis(m, now, permits) } }
   }
-  // the period's clock starts with its first trial (again, when every trial before gave its permit back)
-  const until = m.admitted === 0 ? now + m.trialTimeout : m.halfOpenUntil
+  // the period's clock starts with a trial admitted while none of the period's runs: it bounds how long trials
+  // run, not how long the period waits for callers
+  const until = running(m) === 0 ? now + m.trialTimeout : m.halfOpenUntil
   return {
     machine: {
       ...m,
@@ -167,6 +179,23 @@ export const closedCounts = (m: Machine, generation: number, outcome: Outcome): 
 /** What the caller must do after a trial ended. */
 export type Verdict = "none" | "open" | "close"
 
+/**
+ * The verdict on a half-open period's sample: `permits` trials, of which `succeeded` and `failed` have ended.
+ * Without a `failureRate`, any failed trial opens at once and all of them succeeding closes; with one (in
+ * `(0, 1]`), nothing is decided before all `permits` have ended, and then it closes when
+ * `failed / permits < failureRate`, else opens.
+ */
+export const halfOpenVerdict = (
+  permits: number,
+  succeeded: number,
+  failed: number,
+  failureRate: number | undefined
+): Verdict => {
+  if (failureRate === undefined && failed > 0) return "open"
+  if (succeeded + failed < permits) return "none"
+  return failed / permits < (failureRate ?? 1) ? "close" : "open"
+}
+
 export interface TrialEnd {
   /** With the permit settled; for `"open"` the caller then calls {@link open}, for `"close"` {@link close}. */
   readonly machine: Machine
@@ -175,24 +204,25 @@ export interface TrialEnd {
 
 /**
  * A trial admitted in `generation` ended (the caller refreshed the machine first). A slow trial (the caller's
- * slow-call rule) counts as failed. An ignored outcome (interruption) gives its permit back; all `permits`
- * trials succeeding closes. A trial of another period, or one that outlived its period's deadline (its permit
- * freed), decides nothing.
+ * slow-call rule) counts as failed. An ignored outcome (interruption, `isIgnored`) gives its permit back and
+ * decides nothing; the others go to {@link halfOpenVerdict}. A trial of another period, or one that outlived
+ * its period's deadline (its permit freed), decides nothing.
  */
 export const trialEnded = (
   m: Machine,
   generation: number,
   outcome: Outcome,
   slow: boolean,
-  permits: number
+  permits: number,
+  failureRate: number | undefined
 ): TrialEnd => {
   const i = m.leases.findIndex((l) => l.generation === generation)
-  const running = i === -1 ? m : { ...m, leases: m.leases.filter((_, j) => j !== i) }
-  if (generation !== m.generation || i === -1) return { machine: running, verdict: "none" }
-  if (outcome === "ignored") return { machine: { ...running, admitted: running.admitted - 1 }, verdict: "none" }
-  if (outcome === "failure" || slow) return { machine: running, verdict: "open" }
-  const succeeded = running.succeeded + 1
-  return { machine: { ...running, succeeded }, verdict: succeeded >= permits ? "close" : "none" }
+  const ended = i === -1 ? m : { ...m, leases: m.leases.filter((_, j) => j !== i) }
+  if (generation !== m.generation || i === -1) return { machine: ended, verdict: "none" }
+  if (outcome === "ignored") return { machine: { ...ended, admitted: ended.admitted - 1 }, verdict: "none" }
+  const failed = outcome === "failure" || slow
+  const machine = failed ? { ...ended, failed: ended.failed + 1 } : { ...ended, succeeded: ended.succeeded + 1 }
+  return { machine, verdict: halfOpenVerdict(permits, machine.succeeded, machine.failed, failureRate) }
 }
 
 /** The restorable part of a machine, as in a breaker's snapshot. */
@@ -213,7 +243,7 @@ export const save = (m: Machine): Saved => ({
 
 /**
  * A machine restored from a snapshot: open (or isolated) until `openUntil`, or half-open with no trial
- * running; its half-open period times out `trialTimeoutMillis` after its first trial.
+ * running; its half-open period times out `trialTimeoutMillis` after a trial started with none running.
  */
 export const restore = (s: Saved, trialTimeoutMillis: number): Machine => {
   const base = { ...initial, openings: s.openings, trialTimeout: trialTimeoutMillis }

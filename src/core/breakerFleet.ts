@@ -1,11 +1,12 @@
 /**
- * The pure part of the distributed (fleet) circuit breaker: what a replica knows of the fleet's state
- * (a {@link View}, decoded from a script reply: the only source a replica takes its state from), what state
- * a view means at a given time, and the per-replica deltas a replica counts between two flushes.
+ * The pure part of a fleet (distributed) circuit breaker replica: what it knows of the fleet's state (a
+ * {@link View}, decoded from a script reply: the only source a replica takes its state from), what state a view
+ * means at a given time, the per-replica deltas it counts between two flushes, and how often a message on the
+ * channel may make it ask Redis.
  *
- * The fleet's decisions themselves (adding deltas to the shared window, opening, permits) run in Redis,
- * in one Lua script (`internal/circuitBreaker/redisScript.ts`), atomically; {@link step} is their reference
- * in TypeScript, which the script follows line for line.
+ * The fleet's decisions themselves (adding deltas to the shared window, opening, permits) run in Redis, in one
+ * Lua script (`internal/circuitBreaker/redisScript.ts`), atomically. `breakerFleetProtocol.ts` is the typed
+ * protocol of that script (its arguments and reply); `breakerFleetModel.ts` its reference in TypeScript.
  */
 import type { State } from "./breaker.js"
 import type { Trip } from "./breakerWindow.js"
@@ -33,6 +34,21 @@ export interface View {
   readonly halfOpenUntil: number
 }
 
+/**
+ * The fields of a {@link View} as the script replies and publishes them, in this order: the one table the
+ * Lua's reply, the channel's messages and {@link fromFields} are built from.
+ */
+export const viewFields = [
+  "inc",
+  "epoch",
+  "state",
+  "openUntil",
+  "isolated",
+  "openings",
+  "changedAt",
+  "halfOpenUntil"
+] as const satisfies ReadonlyArray<keyof View>
+
 /** Before the first answer from Redis: closed, in no known epoch (the first flush is accepted whatever it is). */
 export const unknown: View = {
   inc: "",
@@ -47,17 +63,18 @@ export const unknown: View = {
 
 const states: ReadonlyArray<string> = ["closed", "open", "half-open"]
 
-const finite = (x: unknown): number | undefined => {
+/** A finite number from a reply field (a Lua number or its `%.17g` string), else `undefined`. */
+export const finite = (x: unknown): number | undefined => {
   const n = typeof x === "number" ? x : typeof x === "string" && x !== "" ? Number(x) : NaN
   return Number.isFinite(n) ? n : undefined
 }
 
 /**
- * A view from its eight fields, in the script's order: inc, epoch, state, openUntil, isolated ("1"/"0"),
- * openings, changedAt, halfOpenUntil. `undefined` for anything malformed.
+ * A view from its fields in {@link viewFields} order (`isolated` is "1"/"0"). `undefined` for anything
+ * malformed.
  */
 export const fromFields = (fields: ReadonlyArray<unknown>): View | undefined => {
-  if (fields.length !== 8) return undefined
+  if (fields.length !== viewFields.length) return undefined
   const [inc, e, state, until, iso, o, at, hou] = fields
   const epoch = finite(e)
   const openUntil = finite(until)
@@ -73,8 +90,8 @@ export const fromFields = (fields: ReadonlyArray<unknown>): View | undefined => 
 }
 
 /**
- * A pub/sub message: the same eight fields joined by `|`. Anyone allowed to publish on the channel can send
- * one, so a replica never takes its state from it: at most it asks Redis (see {@link isNews}).
+ * A pub/sub message: the view's fields joined by `|`. Anyone allowed to publish on the channel can send one,
+ * so a replica never takes its state from it: at most it asks Redis (see {@link isNews}).
  */
 export const fromMessage = (message: string): View | undefined => fromFields(message.split("|"))
 
@@ -168,18 +185,15 @@ export const clear = (d: Deltas): void => {
   d.sawSuccess = false
 }
 
-/** The deltas as the script's arguments (calls, failures, slow, trailing, sawSuccess), then zeroed. */
-export const take = (d: Deltas): [string, string, string, string, string] => {
-  const args: [string, string, string, string, string] = [
-    String(d.calls),
-    String(d.failures),
-    String(d.slow),
-    String(d.trailing),
-    d.sawSuccess ? "1" : "0"
-  ]
+/** A copy of the deltas, which are then zeroed: what a flush sends. */
+export const take = (d: Deltas): Deltas => {
+  const taken = { ...d }
   clear(d)
-  return args
+  return taken
 }
+
+/** No counts: what every script call but a flush sends. */
+export const noDeltas: Deltas = makeDeltas()
 
 /**
  * The trip policy as the script's arguments: kind (`c` consecutive, `n` count window, `t` time window),
@@ -209,227 +223,26 @@ export const windowSignature = (trip: Trip): string => {
 }
 
 /**
- * The fleet state as the script keeps it in Redis, and the script's semantics as a pure function
- * ({@link step}): the reference the Lua script (`internal/circuitBreaker/redisScript.ts`) follows line for
- * line, and that the Redis tests compare it with. Mutable and internal to the tests; replicas never use it.
+ * The flushes that messages may still prompt: a bucket of `burst`, refilled by one per interval. Enough for
+ * the transitions that follow each other closely (half-open, then the trial's verdict); a flood of messages
+ * cannot make a replica loop.
  */
-export interface Shared {
-  inc: string | undefined
-  epoch: number
-  state: State
-  openUntil: number
-  isolated: boolean
-  openings: number
-  changedAt: number
-  /** Half-open permits taken (trials running or succeeded) and succeeded, and when the last one's lease ends. */
-  taken: number
-  succeeded: number
-  lease: number
-  /**
-   * The half-open period's deadline, set by its first permit, and the epoch it was set in: a deadline of
-   * another epoch (one an older version of the script left behind) is none.
-   */
-  halfOpenUntil: number
-  halfOpenEpoch: number
-  /** consecutive: the run of failures; count window: chunks [calls, failures, slow], newest first; time: buckets. */
-  run: number
-  chunks: Array<[number, number, number]>
-  buckets: Map<number, [number, number, number]>
+export interface Prompts {
+  readonly tokens: number
+  readonly at: number
 }
 
-export const emptyShared = (): Shared => ({
-  inc: undefined,
-  epoch: 0,
-  state: "closed",
-  openUntil: 0,
-  isolated: false,
-  openings: 0,
-  changedAt: 0,
-  taken: 0,
-  succeeded: 0,
-  lease: 0,
-  halfOpenUntil: 0,
-  halfOpenEpoch: -1,
-  run: 0,
-  chunks: [],
-  buckets: new Map()
-})
+export const prompts = (burst: number): Prompts => ({ tokens: burst, at: 0 })
 
-export type Op = "flush" | "acquire" | "release" | "success" | "failure" | "isolate" | "reset"
-
-export interface StepInput {
-  readonly op: Op
-  readonly now: number
-  /** The epoch the caller's counts or trial belong to; -1 when it knows none. */
-  readonly epoch: number
-  /** The incarnation that epoch belongs to ("" when none): an epoch of another incarnation counts as none. */
-  readonly inc: string
-  /** The caller's per-process token: a new state's incarnation is `<token>.<now>`, new at each creation. */
-  readonly token: string
-  readonly delay: number
-  readonly asked: number
-  /** The `halfOpenTimeout` of the current half-open period (the caller's option, or its opening's delay). */
-  readonly trialTimeout: number
-  readonly permits: number
-  readonly leaseMillis: number
-  readonly trip: Trip
-  readonly deltas: Deltas
-}
-
-export interface StepResult {
-  readonly granted: boolean
-  readonly view: View
-  /** Whether the script publishes the view. */
-  readonly published: boolean
-}
-
-const emptyWindow = (s: Shared) => {
-  s.run = 0
-  s.chunks = []
-  s.buckets = new Map()
-}
-
-/** Adds a flush's counts to the window; true when the trip policy says open. */
-const addCounts = (s: Shared, trip: Trip, d: Deltas, now: number): boolean => {
-  if (trip._tag === "Consecutive") {
-    s.run = d.sawSuccess ? d.trailing : s.run + d.trailing
-    return s.run >= trip.failures
-  }
-  let c = 0
-  let f = 0
-  let sl = 0
-  const w = trip.window
-  if (w._tag === "Count") {
-    s.chunks.unshift([d.calls, d.failures, d.slow])
-    for (let i = 0; i < s.chunks.length; i++) {
-      const [a, b, e] = s.chunks[i]!
-      if (c + a >= w.calls) {
-        const k = (w.calls - c) / a
-        c = w.calls
-        f += b * k
-        sl += e * k
-        s.chunks.length = i + 1
-        break
-      }
-      c += a
-      f += b
-      sl += e
-    }
-  } else {
-    const bucketMillis = w.millis / w.buckets
-    const b = Math.floor(now / bucketMillis)
-    const bucket = s.buckets.get(b) ?? [0, 0, 0]
-    s.buckets.set(b, [bucket[0] + d.calls, bucket[1] + d.failures, bucket[2] + d.slow])
-    for (const [index, [bc, bf, bs]] of s.buckets) {
-      if (index <= b - w.buckets) {
-        s.buckets.delete(index)
-      } else {
-        c += bc
-        f += bf
-        sl += bs
-      }
-    }
-  }
-  const slowRate = trip.slowCall?.rateThreshold ?? 0
-  return c >= trip.minimumCalls && c > 0 && (f / c >= trip.threshold || (slowRate > 0 && sl / c >= slowRate))
-}
-
-/** One run of the script on `s` (updated in place). */
-export const step = (s: Shared, input: StepInput): StepResult => {
-  const { now } = input
-  // each creation of the state is an incarnation of its own, even by the same replica: its epochs start over
-  if (s.inc === undefined) s.inc = `${input.token}.${now}`
-  // an epoch of another incarnation is no epoch of this one
-  const known = input.epoch !== -1 && input.inc !== s.inc ? -1 : input.epoch
-  let published = false
-  let granted = false
-  const enter = (to: State, at: number) => {
-    s.epoch++
-    s.state = to
-    s.changedAt = at
-    s.taken = s.succeeded = s.lease = 0
-    published = true
-  }
-  const open = (at: number, asked: number) => {
-    enter("open", at)
-    s.openings++
-    s.openUntil = at + Math.max(input.delay, asked)
-    emptyWindow(s)
-  }
-  const close = () => {
-    enter("closed", now)
-    s.openings = 0
-    s.isolated = false
-    emptyWindow(s)
-  }
-  const lazyHalfOpen = () => {
-    if (s.state === "open" && !s.isolated && now >= s.openUntil) enter("half-open", now)
-  }
-  lazyHalfOpen()
-  // a half-open period whose trials have not all ended by its deadline opens again, as of that deadline
-  const running = s.state === "half-open" && s.halfOpenEpoch === s.epoch && s.taken > s.succeeded
-  if (running && now >= s.halfOpenUntil) {
-    open(s.halfOpenUntil, 0)
-    lazyHalfOpen()
-  }
-  const current = known === s.epoch
-  switch (input.op) {
-    case "flush":
-      if (s.state === "closed" && input.deltas.calls > 0 && (known === -1 || current)) {
-        if (addCounts(s, input.trip, input.deltas, now)) open(now, input.asked)
-      }
-      break
-    case "acquire":
-      if (s.state === "half-open") {
-        if (s.taken >= input.permits && now >= s.lease) s.taken = s.succeeded
-        if (s.taken < input.permits) {
-          // the period's clock starts with its first trial (again, when every trial before gave its permit back)
-          if (s.taken === 0 || s.halfOpenEpoch !== s.epoch) {
-            s.halfOpenUntil = now + input.trialTimeout
-            s.halfOpenEpoch = s.epoch
-          }
-          s.taken++
-          s.lease = now + input.leaseMillis
-          granted = true
-        }
-      }
-      break
-    case "release":
-      if (s.state === "half-open" && current && s.taken > s.succeeded) s.taken--
-      break
-    case "success":
-      if (s.state === "half-open" && current) {
-        s.succeeded++
-        if (s.succeeded >= input.permits) close()
-      }
-      break
-    case "failure":
-      if (s.state === "half-open" && current) open(now, input.asked)
-      break
-    case "isolate":
-      if (!s.isolated) {
-        if (s.state !== "open") enter("open", now)
-        s.isolated = true
-        published = true
-      }
-      break
-    case "reset":
-      close()
-  }
-  return {
-    granted,
-    published,
-    view: {
-      inc: s.inc,
-      epoch: s.epoch,
-      state: s.state,
-      openUntil: s.openUntil,
-      isolated: s.isolated,
-      openings: s.openings,
-      changedAt: s.changedAt,
-      halfOpenUntil: s.state === "half-open" && s.halfOpenEpoch === s.epoch && s.taken > s.succeeded
-        ? s.halfOpenUntil
-        : 0
-    }
-  }
+/** Takes a prompt at `now` if one is left: the bucket after, and whether the replica may flush now. */
+export const prompt = (
+  p: Prompts,
+  now: number,
+  intervalMillis: number,
+  burst: number
+): { readonly prompts: Prompts; readonly allowed: boolean } => {
+  const tokens = Math.min(burst, p.tokens + Math.max(0, now - p.at) / intervalMillis)
+  return tokens < 1
+    ? { prompts: { tokens, at: now }, allowed: false }
+    : { prompts: { tokens: tokens - 1, at: now }, allowed: true }
 }

@@ -32,21 +32,21 @@ describe("core/breaker", () => {
   it("every trial succeeding closes; one failing (or slow) opens", () => {
     const half = Breaker.admit(opened(Breaker.initial, 0, 10), 10, 2)
     const two = Breaker.admit(half.machine, 10, 2).machine
-    const first = Breaker.trialEnded(two, 2, "success", false, 2)
+    const first = Breaker.trialEnded(two, 2, "success", false, 2, undefined)
     expect(first.verdict).toBe("none")
-    expect(Breaker.trialEnded(first.machine, 2, "success", false, 2).verdict).toBe("close")
-    expect(Breaker.trialEnded(first.machine, 2, "failure", false, 2).verdict).toBe("open")
-    expect(Breaker.trialEnded(first.machine, 2, "success", true, 2).verdict).toBe("open")
-    const closed = Breaker.close(Breaker.trialEnded(first.machine, 2, "success", false, 2).machine)
+    expect(Breaker.trialEnded(first.machine, 2, "success", false, 2, undefined).verdict).toBe("close")
+    expect(Breaker.trialEnded(first.machine, 2, "failure", false, 2, undefined).verdict).toBe("open")
+    expect(Breaker.trialEnded(first.machine, 2, "success", true, 2, undefined).verdict).toBe("open")
+    const closed = Breaker.close(Breaker.trialEnded(first.machine, 2, "success", false, 2, undefined).machine)
     expect(closed).toMatchObject({ state: "closed", openings: 0, admitted: 0, succeeded: 0, leases: [] })
   })
 
   it("an interrupted trial gives its permit back; a stale trial only leaves the in-flight count", () => {
     const t = Breaker.admit(opened(Breaker.initial, 0, 10), 10, 1)
-    const back = Breaker.trialEnded(t.machine, 2, "ignored", false, 1)
+    const back = Breaker.trialEnded(t.machine, 2, "ignored", false, 1, undefined)
     expect(back.machine).toMatchObject({ admitted: 0, leases: [] })
     const reopened = opened(t.machine, 11, 10)
-    const stale = Breaker.trialEnded(reopened, 2, "success", false, 1)
+    const stale = Breaker.trialEnded(reopened, 2, "success", false, 1, undefined)
     expect(stale).toEqual({ machine: { ...reopened, leases: [] }, verdict: "none" })
   })
 
@@ -70,19 +70,40 @@ describe("core/breaker", () => {
     // the caller opens it again as of the deadline; the hung trial's late end decides nothing
     const reopened = Breaker.open(Breaker.refresh(t, 1900), 1800, 2000, 2000)
     expect(reopened).toMatchObject({ state: "open", openUntil: 3800, openings: 2, leases: [] })
-    const late = Breaker.trialEnded(reopened, t.generation, "success", false, 1)
+    const late = Breaker.trialEnded(reopened, t.generation, "success", false, 1, undefined)
     expect(late).toEqual({ machine: reopened, verdict: "none" })
     // a half-open period with no trial running never expires: it waits for a caller
     expect(Breaker.expiredAt(Breaker.refresh(m, 1000), 1e9)).toBeUndefined()
     // nor does one whose trials all ended (an interrupted one gave its permit back)
-    const back = Breaker.trialEnded(t, t.generation, "ignored", false, 1).machine
+    const back = Breaker.trialEnded(t, t.generation, "ignored", false, 1, undefined).machine
     expect(Breaker.expiredAt(back, 1e9)).toBeUndefined()
+  })
+
+  it("a trial admitted while none of its period runs starts the period's clock again: a sparse period can close", () => {
+    const m = Breaker.open(Breaker.initial, 0, 1000, 300)
+    const first = Breaker.admit(m, 1000, 2).machine
+    const ended = Breaker.trialEnded(first, first.generation, "success", false, 2, undefined).machine
+    // long after the first trial's deadline (1300), the second comes: nothing ran meanwhile, nothing hung
+    const second = Breaker.admit(Breaker.refresh(ended, 5000), 5000, 2).machine
+    expect(second.halfOpenUntil).toBe(5300)
+    expect(Breaker.expiredAt(second, 5100)).toBeUndefined()
+    expect(Breaker.trialEnded(Breaker.refresh(second, 5100), second.generation, "success", false, 2, undefined).verdict)
+      .toBe(
+        "close"
+      )
+    // while a trial runs, the next one shares its clock
+    const both = Breaker.admit(first, 1200, 2).machine
+    expect(both.halfOpenUntil).toBe(1300)
   })
 
   it("a trial ending at or after its period's deadline decides nothing, even before the caller reopened", () => {
     const t = Breaker.admit(Breaker.open(Breaker.initial, 0, 10, 10), 10, 1).machine
-    expect(Breaker.trialEnded(Breaker.refresh(t, 20), t.generation, "success", false, 1).verdict).toBe("none")
-    expect(Breaker.trialEnded(Breaker.refresh(t, 19), t.generation, "success", false, 1).verdict).toBe("close")
+    expect(Breaker.trialEnded(Breaker.refresh(t, 20), t.generation, "success", false, 1, undefined).verdict).toBe(
+      "none"
+    )
+    expect(Breaker.trialEnded(Breaker.refresh(t, 19), t.generation, "success", false, 1, undefined).verdict).toBe(
+      "close"
+    )
   })
 
   it("isolate holds open until reset; the time-up refresh does not half-open it", () => {
@@ -122,8 +143,8 @@ describe("core/breaker", () => {
 
   it.prop(
     "never more than `permits` trials hold a permit, a rejection in half-open says when to come back, and the counters stay consistent",
-    [fc.integer({ min: 1, max: 4 }), fc.array(op, { maxLength: 200 })],
-    ([permits, ops]) => {
+    [fc.integer({ min: 1, max: 4 }), fc.constantFrom(undefined, 0.25, 0.5, 1), fc.array(op, { maxLength: 200 })],
+    ([permits, failureRate, ops]) => {
       let m = Breaker.initial
       let now = 0
       let consecutive = 0
@@ -159,9 +180,22 @@ describe("core/breaker", () => {
             refresh()
             const [call] = running.splice(o.which % running.length, 1)
             if (call!.trial) {
-              const end = Breaker.trialEnded(m, call!.generation, o.outcome, o.slow, permits)
+              const end = Breaker.trialEnded(m, call!.generation, o.outcome, o.slow, permits, failureRate)
               // a trial past its period's deadline decides nothing
               if (now >= call!.until) expect(end.verdict).toBe("none")
+              // an ignored trial decides nothing and changes no count but its own permit
+              if (o.outcome === "ignored") {
+                expect(end.verdict).toBe("none")
+                const { admitted, failed, generation, state, succeeded } = end.machine
+                expect({ state, generation, succeeded, failed }).toEqual({
+                  state: m.state,
+                  generation: m.generation,
+                  succeeded: m.succeeded,
+                  failed: m.failed
+                })
+                const current = call!.generation === m.generation && m.leases.some((l) => l.generation === m.generation)
+                expect(admitted).toBe(current ? m.admitted - 1 : m.admitted)
+              }
               m = end.verdict === "open"
                 ? reopen(end.machine, now)
                 : end.verdict === "close"
@@ -187,11 +221,72 @@ describe("core/breaker", () => {
         expect(m.leases).toHaveLength(holding)
         expect(m.admitted).toBeGreaterThanOrEqual(0)
         expect(m.admitted).toBeLessThanOrEqual(permits)
-        expect(m.succeeded).toBeLessThanOrEqual(m.admitted)
+        expect(m.succeeded + m.failed).toBeLessThanOrEqual(m.admitted)
+        // without a failure rate, a failed trial never stays in the sample: it reopened the breaker
+        if (failureRate === undefined) expect(m.failed).toBe(0)
         if (m.state !== "half-open") expect(m.admitted).toBe(0)
         // after the shell's refresh, no half-open period is left past its deadline with a trial running
         expect(Breaker.expiredAt(m, now)).toBeUndefined()
         expect(Breaker.retryAfterMillis(m, now, permits)).toBeGreaterThanOrEqual(0)
+      }
+    }
+  )
+
+  it("halfOpenFailureRate: nothing is decided before every permit's trial ended; then the rate decides", () => {
+    const half = Breaker.refresh(opened(Breaker.initial, 0, 10), 10)
+    let m = half
+    for (let i = 0; i < 4; i++) m = Breaker.admit(m, 10, 4).machine
+    const end = (machine: Breaker.Machine, outcome: Breaker.Outcome) =>
+      Breaker.trialEnded(machine, half.generation, outcome, false, 4, 0.5)
+    const one = end(m, "failure")
+    expect(one.verdict).toBe("none")
+    const two = end(end(one.machine, "success").machine, "success")
+    expect(two.verdict).toBe("none")
+    // 1 of 4 failed: 0.25 < 0.5
+    expect(end(two.machine, "success").verdict).toBe("close")
+    // 2 of 4 failed: 0.5 is not below 0.5
+    expect(end(two.machine, "failure").verdict).toBe("open")
+    // an ignored trial is no part of the sample: its permit is back, for another trial
+    const back = end(two.machine, "ignored")
+    expect(back).toMatchObject({ verdict: "none", machine: { admitted: 3, succeeded: 2, failed: 1 } })
+    expect(Breaker.admit(back.machine, 11, 4).admission._tag).toBe("Trial")
+    // without a rate, the first failure decides
+    expect(Breaker.trialEnded(m, half.generation, "failure", false, 4, undefined).verdict).toBe("open")
+    expect(Breaker.halfOpenVerdict(4, 3, 1, undefined)).toBe("open")
+    expect(Breaker.halfOpenVerdict(4, 4, 0, undefined)).toBe("close")
+  })
+
+  it.prop(
+    "with halfOpenFailureRate the verdict is the rule over the sample, and it comes with the last trial",
+    [
+      fc.integer({ min: 1, max: 6 }).chain((permits) =>
+        fc.tuple(
+          fc.constant(permits),
+          fc.double({ min: 0.01, max: 1, noNaN: true }),
+          // each permit's trial: how it ends (ignored ones are replaced by another trial), in which order
+          fc.array(fc.constantFrom<Array<Breaker.Outcome>>("success", "failure", "ignored"), {
+            minLength: permits,
+            maxLength: 3 * permits
+          })
+        )
+      )
+    ],
+    ([[permits, rate, outcomes]]) => {
+      let m = Breaker.refresh(opened(Breaker.initial, 0, 10), 10)
+      const generation = m.generation
+      let failed = 0
+      let ended = 0
+      for (const outcome of outcomes) {
+        if (ended === permits) break
+        m = Breaker.admit(m, 10, permits).machine
+        const end = Breaker.trialEnded(m, generation, outcome, false, permits, rate)
+        m = end.machine
+        if (outcome !== "ignored") {
+          ended++
+          if (outcome === "failure") failed++
+        }
+        if (ended < permits) expect(end.verdict).toBe("none")
+        else expect(end.verdict).toBe(failed / permits < rate ? "close" : "open")
       }
     }
   )

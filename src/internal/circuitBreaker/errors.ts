@@ -12,10 +12,13 @@ export class CircuitOpen extends Data.TaggedError("CircuitOpen")<Fields<Api.Circ
  * A rejection is the breaker's normal answer, not a bug: its stack trace says nothing and capturing one
  * costs more than the rest of the rejection, so it is built without.
  */
-export const circuitOpen = (retryAfter: Duration.Duration): CircuitOpen => {
+export const circuitOpen = (
+  retryAfter: Duration.Duration,
+  opened: { readonly error: unknown } | undefined
+): CircuitOpen => {
   const limit = Error.stackTraceLimit
   Error.stackTraceLimit = 0
-  const error = new CircuitOpen({ retryAfter })
+  const error = new CircuitOpen(opened === undefined ? { retryAfter } : { retryAfter, lastFailure: opened.error })
   Error.stackTraceLimit = limit
   return error
 }

@@ -64,7 +64,10 @@ export interface Config {
   readonly permits: number
   /** The `halfOpenTimeout` option; `undefined`: each half-open period gets the `openFor` delay of its opening. */
   readonly halfOpenTimeoutMillis: number | undefined
+  /** The `halfOpenFailureRate` option; `undefined`: any failed trial opens again. */
+  readonly halfOpenFailureRate: number | undefined
   readonly isFailure: (error: unknown) => boolean
+  readonly isIgnored: ((error: unknown) => boolean) | undefined
   readonly openForAtLeast: ((error: unknown) => Duration.Duration | undefined) | undefined
   readonly slowMillis: number | undefined
   readonly labels: ReadonlyArray<MetricLabel.MetricLabel>
@@ -161,8 +164,14 @@ export const resolve = (options: Options): Config => {
     })
     if (halfOpenTimeoutMillis <= 0) validate.invalid("CircuitBreaker halfOpenTimeout must be longer than zero")
   }
+  const halfOpenFailureRate = options.halfOpenFailureRate === undefined
+    ? undefined
+    : rate("CircuitBreaker halfOpenFailureRate", options.halfOpenFailureRate)
   if (options.isFailure !== undefined && typeof options.isFailure !== "function") {
     validate.invalid("CircuitBreaker isFailure must be a function")
+  }
+  if (options.isIgnored !== undefined && typeof options.isIgnored !== "function") {
+    validate.invalid("CircuitBreaker isIgnored must be a function")
   }
   if (options.openForAtLeast !== undefined && typeof options.openForAtLeast !== "function") {
     validate.invalid("CircuitBreaker openForAtLeast must be a function")
@@ -186,7 +195,9 @@ export const resolve = (options: Options): Config => {
     schedule: isSchedule ? options.openFor as Schedule.Schedule<Duration.Duration, unknown> : undefined,
     permits,
     halfOpenTimeoutMillis,
+    halfOpenFailureRate,
     isFailure: options.isFailure ?? notFatal,
+    isIgnored: options.isIgnored,
     openForAtLeast: options.openForAtLeast,
     slowMillis: trip._tag === "FailureRate" ? trip.slowCall?.millis : undefined,
     labels,

@@ -1,39 +1,58 @@
 /**
- * The fleet breaker's one Lua script: `core/breakerFleet.ts` `step`, line for line (the Redis tests compare
- * the two, operation for operation; keep them in step). Every operation reads the fleet state, applies the lazy
- * open → half-open move (at the caller's `now`), does its part, saves, publishes a transition on the
- * breaker's channel, and replies `{granted, inc, epoch, state, openUntil, isolated, openings, changedAt,
- * halfOpenUntil}`. Replicas take their state from that reply only; the message is a prompt to ask.
+ * The fleet breaker's one Lua script: `core/breakerFleetModel.ts` `step`, line for line (the Redis tests compare
+ * the two, call for call; keep them in step). Every operation reads the fleet state, applies the lazy
+ * open → half-open move (at the caller's `now`), does its part, saves, publishes a transition on the breaker's
+ * channel, and replies whether a permit was granted and the fleet's view. Replicas take their state from that
+ * reply only; the message is a prompt to ask.
+ *
+ * Its arguments and reply are the tables of `core/breakerFleetProtocol.ts`: the script reads `A.<name>` (a name
+ * not in the table is an error, not a nil) and its reply and message are built from the same tables.
  *
  * KEYS[1] the state hash `<prefix>{<name>}`; KEYS[2] the window `<prefix>{<name>}:w:<policy>` (same hash
  * tag, so one Cluster slot; one per trip policy, `keysOf`, so replicas with another policy never read it): a
  * string (the run of failures, consecutive), a list of `calls:failures:slow` chunks, newest first (count
  * window), or a hash of `c<bucket>`, `f<bucket>`, `s<bucket>` counters (time window).
- *
- * ARGV: 1 op (flush | acquire | release | success | failure | isolate | reset), 2 now, 3 the epoch the
- * caller's deltas or trial belong to (-1: none known), 4 the caller's token (a new state's incarnation is
- * `<token>.<now>`, one of its own at every creation),
- * 5 channel, 6 the openFor delay of the next opening, 7 the longest openForAtLeast asked, 8 halfOpenPermits,
- * 9 trial lease (ms), 10..15 the trip policy (`core/breakerFleet.ts` policyArgs), 16..20 the deltas
- * (calls, failures, slow, trailing failures, saw a success), 21 the incarnation ARGV[3]'s epoch belongs to
- * (another than the state's: the epoch counts as -1), 22 the current half-open period's timeout (ms).
  */
+import { viewFields } from "../../core/breakerFleet.js"
+import { args, replyFields } from "../../core/breakerFleetProtocol.js"
 import * as redis from "../redis/client.js"
 
-export const fleetScript = redis.script(`
+const list = (names: ReadonlyArray<string>) => names.map((n) => `"${n}"`).join(", ")
+
+// ARGV by name; reading a name the protocol does not have fails the script instead of giving nil
+const prologue = `
+local A = {}
+do
+  local names = {${list(args)}}
+  if #ARGV ~= #names then error("fleet breaker script: " .. #ARGV .. " arguments, expected " .. #names) end
+  for i, n in ipairs(names) do A[n] = ARGV[i] end
+  setmetatable(A, {__index = function(_, k) error("fleet breaker script: no argument " .. tostring(k)) end})
+end
+`
+
+const fields = (names: ReadonlyArray<string>) => names.map((n) => `R.${n}`).join(", ")
+
+// R holds the reply by name; one the script did not set fails it (a nil would shorten the array)
+const epilogue = `
+setmetatable(R, {__index = function(_, k) error("fleet breaker script: no reply field " .. tostring(k)) end})
+if publish then redis.call("PUBLISH", A.channel, table.concat({${fields(viewFields)}}, "|")) end
+return {${fields(replyFields)}}
+`
+
+const body = `
 local function num(x) return string.format("%.17g", x) end
 local H, W = KEYS[1], KEYS[2]
-local op = ARGV[1]
-local now = tonumber(ARGV[2])
-local known = tonumber(ARGV[3])
+local op = A.op
+local now = tonumber(A.now)
+local known = tonumber(A.epoch)
 local v = redis.call("HMGET", H, "inc", "epoch", "state", "until", "iso", "openings", "at", "taken", "succ", "lease",
-  "hou", "hoe")
+  "hou", "hoe", "hf", "ha")
 local inc = v[1]
 local dirty = false
 -- each creation of the state is an incarnation of its own, even by the same replica: its epochs start over
-if not inc then inc = ARGV[4] .. "." .. ARGV[2]; dirty = true end
+if not inc then inc = A.token .. "." .. A.now; dirty = true end
 -- an epoch of another incarnation is no epoch of this one
-if known ~= -1 and ARGV[21] ~= inc then known = -1 end
+if known ~= -1 and A.inc ~= inc then known = -1 end
 local epoch = tonumber(v[2]) or 0
 local state = v[3] or "closed"
 local untilT = tonumber(v[4]) or 0
@@ -46,9 +65,15 @@ local lease = tonumber(v[10]) or 0
 -- the half-open period's deadline and the epoch it was set in (one another version left behind is none)
 local hou = tonumber(v[11]) or 0
 local hoe = tonumber(v[12]) or -1
+-- the period's failed trials (halfOpenFailureRate), and the longest openForAtLeast they asked for
+local hf = tonumber(v[13]) or 0
+local ha = tonumber(v[14]) or 0
 local publish = false
 local granted = 0
-local permits = tonumber(ARGV[8])
+-- this call's counts or report opened the breaker (not a deadline, nor isolate)
+local opened = 0
+local permits = tonumber(A.permits)
+local rate = tonumber(A.failureRate)
 
 local function enter(to, t)
   epoch = epoch + 1
@@ -56,14 +81,16 @@ local function enter(to, t)
   at = t
   taken = 0
   succ = 0
+  hf = 0
   lease = 0
+  ha = 0
   dirty = true
   publish = true
 end
 local function open(t, asked)
   enter("open", t)
   openings = openings + 1
-  untilT = t + math.max(tonumber(ARGV[6]), asked)
+  untilT = t + math.max(tonumber(A.delay), asked)
   redis.call("DEL", W)
 end
 local function close()
@@ -76,29 +103,51 @@ end
 local function lazyHalfOpen()
   if state == "open" and iso == "0" and now >= untilT then enter("half-open", now) end
 end
+-- the trials of the half-open period that have not ended
+local function running()
+  if state == "half-open" and hoe == epoch then return taken - succ - hf end
+  return 0
+end
+-- a trial of the period ended: the sample's verdict (core/breaker.ts halfOpenVerdict)
+local function decide()
+  if rate == 0 and hf > 0 then
+    open(now, ha)
+    opened = 1
+  elseif succ + hf >= permits then
+    if hf / permits < (rate == 0 and 1 or rate) then
+      close()
+    else
+      open(now, ha)
+      opened = 1
+    end
+  end
+end
 
 lazyHalfOpen()
 -- a half-open period whose trials have not all ended by its deadline opens again, as of that deadline
-if state == "half-open" and hoe == epoch and taken > succ and now >= hou then
+if running() > 0 and now >= hou then
   open(hou, 0)
   lazyHalfOpen()
 end
 
+-- the caller's epoch names this period only if the period began when the caller's did
+local current = known == epoch and tonumber(A.since) == at
+
 if op == "flush" then
-  local calls = tonumber(ARGV[16])
-  if state == "closed" and calls > 0 and (known == -1 or known == epoch) then
-    local kind = ARGV[10]
+  local calls = tonumber(A.calls)
+  if state == "closed" and calls > 0 and (known == -1 or current) then
+    local kind = A.kind
     local tripped = false
     if kind == "c" then
       local run = tonumber(redis.call("GET", W) or "0")
-      if ARGV[20] == "1" then run = tonumber(ARGV[19]) else run = run + tonumber(ARGV[19]) end
+      if A.sawSuccess == "1" then run = tonumber(A.trailing) else run = run + tonumber(A.trailing) end
       redis.call("SET", W, run, "PX", 86400000)
-      tripped = run >= tonumber(ARGV[11])
+      tripped = run >= tonumber(A.p1)
     else
       local c, f, s = 0, 0, 0
       if kind == "n" then
-        local size = tonumber(ARGV[11])
-        redis.call("LPUSH", W, ARGV[16] .. ":" .. ARGV[17] .. ":" .. ARGV[18])
+        local size = tonumber(A.p1)
+        redis.call("LPUSH", W, A.calls .. ":" .. A.failures .. ":" .. A.slow)
         local items = redis.call("LRANGE", W, 0, -1)
         for i, item in ipairs(items) do
           local i1 = string.find(item, ":", 1, true)
@@ -121,12 +170,12 @@ if op == "flush" then
         end
         redis.call("PEXPIRE", W, 86400000)
       else
-        local bm = tonumber(ARGV[11])
-        local size = tonumber(ARGV[12])
+        local bm = tonumber(A.p1)
+        local size = tonumber(A.p2)
         local b = math.floor(now / bm)
         redis.call("HINCRBY", W, "c" .. b, calls)
-        if tonumber(ARGV[17]) > 0 then redis.call("HINCRBY", W, "f" .. b, ARGV[17]) end
-        if tonumber(ARGV[18]) > 0 then redis.call("HINCRBY", W, "s" .. b, ARGV[18]) end
+        if tonumber(A.failures) > 0 then redis.call("HINCRBY", W, "f" .. b, A.failures) end
+        if tonumber(A.slow) > 0 then redis.call("HINCRBY", W, "s" .. b, A.slow) end
         local all = redis.call("HGETALL", W)
         for i = 1, #all, 2 do
           local name = all[i]
@@ -141,41 +190,49 @@ if op == "flush" then
         end
         redis.call("PEXPIRE", W, math.ceil(bm * size) + 60000)
       end
-      local slowRate = tonumber(ARGV[15])
-      tripped = c >= tonumber(ARGV[14]) and c > 0 and
-        (f / c >= tonumber(ARGV[13]) or (slowRate > 0 and s / c >= slowRate))
+      local slowRate = tonumber(A.slowRate)
+      tripped = c >= tonumber(A.minimumCalls) and c > 0 and
+        (f / c >= tonumber(A.threshold) or (slowRate > 0 and s / c >= slowRate))
     end
-    if tripped then open(now, tonumber(ARGV[7])) end
+    if tripped then
+      open(now, tonumber(A.asked))
+      opened = 1
+    end
   end
 elseif op == "acquire" then
   if state == "half-open" then
     -- permits of trials that never reported (their replica died) are freed when their lease runs out
-    if taken >= permits and now >= lease then taken = succ end
+    if taken >= permits and now >= lease then taken = succ + hf end
     if taken < permits then
-      -- the period's clock starts with its first trial (again, when every trial before gave its permit back)
-      if taken == 0 or hoe ~= epoch then
-        hou = now + tonumber(ARGV[22])
+      -- the period's clock starts with a trial granted while none of the period's runs
+      if running() == 0 or hoe ~= epoch then
+        hou = now + tonumber(A.trialTimeout)
         hoe = epoch
       end
       taken = taken + 1
-      lease = now + tonumber(ARGV[9])
+      lease = now + tonumber(A.lease)
       granted = 1
       dirty = true
     end
   end
 elseif op == "release" then
-  if state == "half-open" and known == epoch and taken > succ then
+  if state == "half-open" and current and taken > succ + hf then
     taken = taken - 1
     dirty = true
   end
 elseif op == "success" then
-  if state == "half-open" and known == epoch then
+  if state == "half-open" and current then
     succ = succ + 1
     dirty = true
-    if succ >= permits then close() end
+    decide()
   end
 elseif op == "failure" then
-  if state == "half-open" and known == epoch then open(now, tonumber(ARGV[7])) end
+  if state == "half-open" and current then
+    hf = hf + 1
+    ha = math.max(ha, tonumber(A.asked))
+    dirty = true
+    decide()
+  end
 elseif op == "isolate" then
   if iso ~= "1" then
     if state ~= "open" then enter("open", now) end
@@ -190,7 +247,7 @@ end
 if dirty then
   redis.call("HSET", H, "inc", inc, "epoch", epoch, "state", state, "until", num(untilT), "iso", iso,
     "openings", openings, "at", num(at), "taken", taken, "succ", succ, "lease", num(lease), "hou", num(hou),
-    "hoe", hoe)
+    "hoe", hoe, "hf", hf, "ha", num(ha))
 end
 -- renewed at every call, changed or not: a breaker in use keeps its state; an idle one's goes away a day
 -- after its last call (or after it stops being open)
@@ -199,8 +256,18 @@ if iso == "1" then
 else
   redis.call("PEXPIRE", H, math.ceil(math.max(0, untilT - now)) + 86400000)
 end
-local running = state == "half-open" and hoe == epoch and taken > succ
-local view = {inc, num(epoch), state, num(untilT), iso, num(openings), num(at), running and num(hou) or "0"}
-if publish then redis.call("PUBLISH", ARGV[5], table.concat(view, "|")) end
-return {granted, view[1], view[2], view[3], view[4], view[5], view[6], view[7], view[8]}
-`)
+local R = {
+  granted = granted,
+  opened = opened,
+  inc = inc,
+  epoch = num(epoch),
+  state = state,
+  openUntil = num(untilT),
+  isolated = iso,
+  openings = num(openings),
+  changedAt = num(at),
+  halfOpenUntil = running() > 0 and num(hou) or "0"
+}
+`
+
+export const fleetScript = redis.script(prologue + body + epilogue)
