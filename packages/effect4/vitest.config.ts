@@ -1,9 +1,48 @@
 import { defineConfig } from "vitest/config"
 
+/**
+ * Integration tests: the files that need a service (PostgreSQL at DATABASE_URL, Redis at REDIS_URL), start
+ * processes (a Redis Cluster, processes sharing a SQLite file) or share files between processes. Every other test
+ * file is a unit test; test/support/unitGuard.ts fails a unit test that opens a socket or starts a process, so a
+ * misfiled one is caught (the root's vitest.config.ts does the same for the Effect 3 edition).
+ */
+const integration = [
+  "test/**/*.redis.test.ts",
+  "test/**/*.sql.test.ts",
+  "test/redisCluster.test.ts",
+  "test/multiprocess.test.ts"
+]
+
+// `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    // TestClock time: a busy machine only makes these tests slower, so a cap a hang still hits instead of 5 s
-    testTimeout: 30_000
+    projects: [
+      {
+        extends: true,
+        test: {
+          name: "unit",
+          include: ["test/**/*.test.ts"],
+          exclude: integration,
+          setupFiles: ["test/support/unitGuard.ts"],
+          sequence: { groupOrder: 0 },
+          // TestClock time: a busy machine only makes these tests slower, so a cap a hang still hits instead of 5 s
+          testTimeout: 30_000
+        }
+      },
+      {
+        extends: true,
+        test: {
+          name: "integration",
+          include: integration,
+          // one file at a time, each in a fresh process
+          pool: "forks",
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+          // real services and processes on a machine that may be busy: caps a hang still hits
+          testTimeout: 60_000,
+          hookTimeout: 60_000
+        }
+      }
+    ]
   }
 })
