@@ -10,6 +10,7 @@ const integration = [
   "test/**/*.redis.test.ts",
   "test/**/*.sql.test.ts",
   "test/redisCluster.test.ts",
+  "test/redisFailover.test.ts",
   "test/multiprocess.test.ts"
 ]
 

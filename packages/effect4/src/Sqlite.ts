@@ -39,6 +39,14 @@ export interface Config {
   readonly busyTimeout?: Duration.Input
   /** Keep SQLite's rollback journal instead of switching the file to write-ahead logging (default `false`). */
   readonly disableWAL?: boolean
+  /**
+   * With write-ahead logging: `"normal"` (the default, what the Effect 3 edition's better-sqlite3 runs with)
+   * syncs the log to disk at checkpoints, not at every commit; a crash of the process loses nothing, a power
+   * loss may lose the last commits (a claim or a completion lost so lets a retry run its handler again).
+   * `"full"` syncs at every commit: nothing is lost, and each write costs a disk flush (several times slower;
+   * the edition's README has figures).
+   */
+  readonly synchronous?: "normal" | "full"
   /** Prepared statements kept, least recently used dropped first (default 200). */
   readonly prepareCacheSize?: number
   readonly transformResultNames?: (name: string) => string
