@@ -205,6 +205,23 @@ export const layerMemory: Layer.Layer<IdempotencyStore> = memory.layerMemory
 /**
  * The memory store with options. Throws `Cause.IllegalArgumentError` for invalid options.
  *
+ * @example
+ * ```ts
+ * import { Duration, Effect } from "effect"
+ * import { IdempotencyStore } from "effect-resilience"
+ *
+ * const claim = Effect.gen(function*() {
+ *   const store = yield* IdempotencyStore.IdempotencyStore
+ *   return yield* store.claim({
+ *     scope: "tenant-1",
+ *     key: "order-42",
+ *     fingerprint: "sha256-of-the-request",
+ *     ttl: Duration.hours(24),
+ *     lease: Duration.seconds(30)
+ *   })
+ * }).pipe(Effect.provide(IdempotencyStore.layerMemoryWith({ maxRecords: 50_000 })))
+ * ```
+ *
  * @since 1.0.0
  * @category layers
  */
