@@ -290,11 +290,13 @@ describePg("IdempotencyStore/Sql (PostgreSQL)", () => {
       yield* Deferred.await(locked)
       const claim = yield* Effect.forkChild(Effect.exit(store.claim(claimRequest("locked"))))
       // the claim is waiting on the lock; move the test clock until its timeout fires (real time between)
-      yield* eventually(
+      const exit = yield* eventually(
         Effect.andThen(TestClock.adjust("500 millis"), Effect.sync(() => claim.pollUnsafe() !== undefined))
+      ).pipe(
+        Effect.andThen(Fiber.join(claim)),
+        // the lock goes however this ends: a test failing here must not leave the statement queued behind it
+        Effect.ensuring(Deferred.succeed(unlock, undefined))
       )
-      const exit = yield* Fiber.join(claim)
-      yield* Deferred.succeed(unlock, undefined)
       yield* Fiber.join(holder)
       expect(Exit.isFailure(exit) && Cause.findErrorOption(exit.cause)).toMatchObject({
         _tag: "Some",

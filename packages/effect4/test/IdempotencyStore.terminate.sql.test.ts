@@ -78,8 +78,10 @@ const terminatedMidStatement = <A, E>(table: string, statement: string, operatio
         (rows) => (terminated += rows.filter((r) => r.killed).length) > 0
       ),
       { within: "20 seconds" }
+    ).pipe(
+      // the lock goes however this ends: a test failing here must not leave the statement queued behind it
+      Effect.ensuring(Deferred.succeed(unlock, undefined))
     )
-    yield* Deferred.succeed(unlock, undefined)
     yield* Fiber.join(holder)
     return { exit: yield* Fiber.join(fiber), terminated }
   })
