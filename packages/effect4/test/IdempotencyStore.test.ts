@@ -66,6 +66,13 @@ describe("IdempotencyStore memory bounds", () => {
       expect(pending()).toBeLessThanOrEqual(1_024 + 1)
     }))
 
+  it("an IdempotencyStoreError's message never throws, whatever its cause", () => {
+    const error = new IdempotencyStore.IdempotencyStoreError({ operation: "claim", cause: Object.create(null) })
+    expect(error.message).toBe("idempotency store claim failed: [object Object]")
+    const plain = new IdempotencyStore.IdempotencyStoreError({ operation: "renew", cause: new Error("down") })
+    expect(plain.message).toBe("idempotency store renew failed: Error: down")
+  })
+
   it("rejects a bound that could never hold a record", () => {
     expect(() => IdempotencyStore.makeMemoryWith({ maxRecords: 0 })).toThrow(Cause.IllegalArgumentError)
     expect(() => IdempotencyStore.layerMemoryWith({ maxRecords: 1.5 })).toThrow(/maxRecords/)

@@ -21,6 +21,11 @@ let counter = 0
 const fresh = (what: string) => `${what}-${run}-${++counter}`
 
 const wait = { replicas: 1, timeout: "150 millis" } as const
+/**
+ * For the test where a live replica must acknowledge: a WAIT that a busy machine (2 CPUs, other suites running)
+ * cannot answer in 150 ms would fail it for no fault of the store.
+ */
+const patient = { replicas: 1, timeout: "1 second" } as const
 
 const request = (key: string): IdempotencyStore.ClaimRequest => ({
   scope: "failover",
@@ -61,12 +66,14 @@ const onReplica = (cluster: ClusterRef, port: number, key: string, field: string
     return replica.hget(key, field)
   })
 
-const notReplicated = (exit: Exit.Exit<unknown, unknown>) => {
+const notReplicated = (exit: Exit.Exit<unknown, unknown>, withinMs = 150) => {
   expect(Exit.isFailure(exit)).toBe(true)
   if (Exit.isSuccess(exit)) return
   const error = Cause.squash(exit.cause) as { readonly _tag?: string; readonly cause?: unknown }
   expect(error._tag).toBe("IdempotencyStoreError")
-  expect(String(error.cause)).toMatch(/NotReplicated: .* 0 of the 1 replicas asked for acknowledged it within 150 ms/)
+  expect(String(error.cause)).toMatch(
+    new RegExp(`NotReplicated: .* 0 of the 1 replicas asked for acknowledged it within ${withinMs} ms`)
+  )
 }
 
 const claimedRef = (store: IdempotencyStore.Store, key: string) =>
@@ -77,15 +84,17 @@ const claimedRef = (store: IdempotencyStore.Store, key: string) =>
 
 describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
   const waiting = cluster.layer((client) => IdempotencyStoreRedis.layer({ client, waitReplicas: wait }))
+  const waitingPatiently = cluster.layer((client) => IdempotencyStoreRedis.layer({ client, waitReplicas: patient }))
   const plain = cluster.layer((client) => IdempotencyStoreRedis.layer({ client }))
   const withStores = <A, E, R>(
     body: (
       stores: { readonly waiting: IdempotencyStore.Store; readonly plain: IdempotencyStore.Store }
-    ) => Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E, R>,
+    waitingLayer = waiting
   ) =>
     Effect.flatMap(
       Effect.zip(
-        IdempotencyStore.IdempotencyStore.use(Effect.succeed).pipe(Effect.provide(waiting)),
+        IdempotencyStore.IdempotencyStore.use(Effect.succeed).pipe(Effect.provide(waitingLayer)),
         IdempotencyStore.IdempotencyStore.use(Effect.succeed).pipe(Effect.provide(plain))
       ),
       ([w, p]) => body({ waiting: w, plain: p })
@@ -182,14 +191,13 @@ describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
           expect(yield* Effect.promise(() => nodes.masterOf(slot))).not.toBe(master)
           for (const key of keys) expect((yield* plain.claim(request(key)))._tag).toBe("Completed")
           // the promoted master has no replica: every call on its slots fails with waitReplicas, replays too
-          notReplicated(yield* Effect.exit(waiting.claim(request(keys[0]!))))
+          notReplicated(yield* Effect.exit(waiting.claim(request(keys[0]!))), 1000)
           // the old master back: it rejoins as the replica of the promoted one, and calls are confirmed again
           yield* Effect.promise(() => nodes.restart(master))
           yield* Effect.promise(() => nodes.healthy("the old master rejoined as a replica"))
           expect((yield* waiting.claim(request(keys[0]!)))._tag).toBe("Completed")
           expect((yield* waiting.claim(request(fresh("kill"))))._tag).toBe("Claimed")
-        })
-      ),
+        }), waitingPatiently),
     60_000
   )
 }, { replicas: 1, nodeTimeoutMs: 1000 })
