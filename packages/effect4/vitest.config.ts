@@ -1,11 +1,18 @@
 import { defineConfig } from "vitest/config"
 
 /**
- * Integration tests: the files that need a service (Redis at REDIS_URL, default 127.0.0.1:6379). Every other test
+ * Integration tests: the files that need a service (PostgreSQL at DATABASE_URL, Redis at REDIS_URL), start
+ * processes (a Redis Cluster, processes sharing a SQLite file) or share files between processes. Every other test
  * file is a unit test; test/support/unitGuard.ts fails a unit test that opens a socket or starts a process, so a
  * misfiled one is caught (the root's vitest.config.ts does the same for the Effect 3 edition).
  */
-const integration = ["test/**/*.redis.test.ts"]
+const integration = [
+  "test/**/*.redis.test.ts",
+  "test/**/*.sql.test.ts",
+  "test/redisCluster.test.ts",
+  "test/redisFailover.test.ts",
+  "test/multiprocess.test.ts"
+]
 
 // `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests
 export default defineConfig({
@@ -32,7 +39,7 @@ export default defineConfig({
           pool: "forks",
           fileParallelism: false,
           sequence: { groupOrder: 1 },
-          // real services on a machine that may be busy: caps a hang still hits
+          // real services and processes on a machine that may be busy: caps a hang still hits
           testTimeout: 60_000,
           hookTimeout: 60_000
         }

@@ -1,6 +1,6 @@
 /**
  * effect-resilience for Effect 4: timeouts, deadlines, retries, retry budgets, bulkheads, hedging, rate limiters,
- * adaptive concurrency limits and client-side throttling, and the HTTP header parsers they need.
+ * adaptive concurrency limits and client-side throttling, idempotency stores, and the HTTP header parsers they need.
  *
  * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. This
  * edition is being built: the modules below are ported; the breaker, the HTTP client and middlewares, the other
@@ -34,6 +34,7 @@ export * as RateLimitHeaders from "./http/RateLimitHeaders.js"
 export * as RateLimiter from "./RateLimiter.js"
 /** @since 1.0.0 */
 export * as RateLimiterStore from "./RateLimiterStore.js"
+export * as IdempotencyStore from "./IdempotencyStore.js"
 /** @since 1.0.0 */
 export * as Retry from "./Retry.js"
 /** @since 1.0.0 */

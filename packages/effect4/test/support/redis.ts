@@ -1,6 +1,6 @@
 /**
  * Redis helpers for the integration tests (`REDIS_URL`, default `redis://127.0.0.1:6379`); the service
- * gating (`describeRedis`) lives in ./services.ts.
+ * gating (`describeRedis`) lives in ./services.ts with PostgreSQL's.
  */
 import { Effect } from "effect"
 import { Redis } from "ioredis"
@@ -10,7 +10,7 @@ import { REDIS_URL } from "./services.js"
 export { REDIS_URL } from "./services.js"
 
 /** A key prefix no other test run (or parallel test file) uses. */
-export const uniquePrefix = (what: string) => `test:${what}:${process.pid}:${Date.now().toString(36)}:`
+export const uniquePrefix = (what: string) => `test:e4:${what}:${process.pid}:${Date.now().toString(36)}:`
 
 /** A TCP port nothing listens on: bound once by the OS, then closed. */
 export const closedPort = (): Promise<number> =>

@@ -1,0 +1,81 @@
+/**
+ * The memory store: the shared store contract (./idempotencyStoreSuite.ts), then what only it has — its bound on
+ * records and its expiry heap. (In the Effect 3 edition those two live in the middleware's security tests, which
+ * come with the middleware.)
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Duration, Effect } from "effect"
+import { TestClock } from "effect/testing"
+import { IdempotencyStore } from "../src/index.js"
+import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
+
+idempotencyStoreSuite("memory", IdempotencyStore.layerMemory)
+
+const request = (key: string, ttl: Duration.Input = "1 hour"): IdempotencyStore.ClaimRequest => ({
+  scope: "s",
+  key,
+  fingerprint: "f",
+  ttl: Duration.fromInputUnsafe(ttl),
+  lease: Duration.seconds(10)
+})
+
+describe("IdempotencyStore memory bounds", () => {
+  it.effect("a new key fails with IdempotencyStoreFull; held keys and takeovers need no room", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 1 })
+      expect((yield* store.claim(request("a")))._tag).toBe("Claimed")
+      const full = yield* Effect.flip(store.claim(request("b")))
+      expect(full).toBeInstanceOf(IdempotencyStore.IdempotencyStoreFull)
+      expect(full).toMatchObject({ _tag: "IdempotencyStoreFull", maxRecords: 1 })
+      // the held key is still answered; its owner died (lease over): taken over in place, no room needed
+      expect((yield* store.claim(request("a")))._tag).toBe("InProgress")
+      yield* TestClock.adjust("10 seconds")
+      expect((yield* store.claim(request("a")))._tag).toBe("Claimed")
+      expect(yield* store.size).toBe(1)
+    }))
+
+  it.effect("a full store makes room from expired records only, never from live ones", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 3 })
+      yield* store.claim(request("short-1", "1 second"))
+      yield* store.claim(request("short-2", "1 second"))
+      yield* store.claim(request("long"))
+      expect((yield* Effect.flip(store.claim(request("new-1"))))._tag).toBe("IdempotencyStoreFull")
+      // a record is kept until both its TTL and its lease (10 s) are over
+      yield* TestClock.adjust("10 seconds")
+      // both expired records go, the live one stays
+      expect((yield* store.claim(request("new-1")))._tag).toBe("Claimed")
+      expect((yield* store.claim(request("new-2")))._tag).toBe("Claimed")
+      // still held (its lease ran out, so the same request would take it over; another one is refused)
+      expect((yield* store.claim({ ...request("long"), fingerprint: "other" }))._tag).toBe("Mismatch")
+      expect((yield* Effect.flip(store.claim(request("new-3"))))._tag).toBe("IdempotencyStoreFull")
+    }))
+
+  it.effect("released records and renewals do not grow its expiry heap past its records", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 10 })
+      const pending = (store as unknown as { pendingExpiries: () => number }).pendingExpiries
+      for (let i = 0; i < 20_000; i++) {
+        const claim = yield* store.claim({ ...request(`k${i}`, "24 hours"), lease: Duration.seconds(60) })
+        if (claim._tag !== "Claimed") return yield* Effect.die("expected a claim")
+        const ref = { scope: "s", key: `k${i}`, token: claim.token }
+        yield* store.renew(ref, Duration.seconds(60))
+        yield* store.release(ref)
+      }
+      expect(yield* store.size).toBe(0)
+      expect(pending()).toBeLessThanOrEqual(1_024 + 1)
+    }))
+
+  it("an IdempotencyStoreError's message never throws, whatever its cause", () => {
+    const error = new IdempotencyStore.IdempotencyStoreError({ operation: "claim", cause: Object.create(null) })
+    expect(error.message).toBe("idempotency store claim failed: [object Object]")
+    const plain = new IdempotencyStore.IdempotencyStoreError({ operation: "renew", cause: new Error("down") })
+    expect(plain.message).toBe("idempotency store renew failed: Error: down")
+  })
+
+  it("rejects a bound that could never hold a record", () => {
+    expect(() => IdempotencyStore.makeMemoryWith({ maxRecords: 0 })).toThrow(Cause.IllegalArgumentError)
+    expect(() => IdempotencyStore.layerMemoryWith({ maxRecords: 1.5 })).toThrow(/maxRecords/)
+    expect(() => IdempotencyStore.makeMemoryWith({ maxRecords: Infinity })).not.toThrow()
+  })
+})

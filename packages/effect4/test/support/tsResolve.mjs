@@ -1,0 +1,22 @@
+// Lets a plain `node` process (Node 22.18+, which strips TypeScript types itself) run this package's sources as
+// they are: they import `./x.js` as tsc wants, and this hook answers with `./x.ts` where only that exists. Used by
+// the processes the multi-process tests start (`node --import ./test/support/tsResolve.mjs script.ts`).
+import { existsSync } from "node:fs"
+import { register } from "node:module"
+import { fileURLToPath } from "node:url"
+
+if (!process.env.TS_RESOLVE_REGISTERED) {
+  process.env.TS_RESOLVE_REGISTERED = "1"
+  register(import.meta.url)
+}
+
+export const resolve = async (specifier, context, next) => {
+  if ((specifier.startsWith(".") || specifier.startsWith("/")) && specifier.endsWith(".js") && context.parentURL) {
+    const url = new URL(specifier, context.parentURL)
+    const ts = new URL(url.href.replace(/\.js$/, ".ts"))
+    if (url.protocol === "file:" && !existsSync(fileURLToPath(url)) && existsSync(fileURLToPath(ts))) {
+      return next(ts.href, context)
+    }
+  }
+  return next(specifier, context)
+}
