@@ -130,6 +130,30 @@ describe("LoadShedMiddleware", () => {
       expect((yield* call(shed(Effect.succeed(HttpServerResponse.empty())))).status).toBe(204)
     }))
 
+  it.scoped("with a queue: a request interrupted while it waits leaves the queue and never runs", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: { ...fixed(1), maxQueue: 1 }, trustCritical: true })
+      const gate = yield* Deferred.make<void>()
+      let ran = 0
+      const app = shed(
+        Effect.sync(() => ran++).pipe(Effect.zipRight(Deferred.await(gate)), Effect.as(HttpServerResponse.empty()))
+      )
+      const critical = { "request-criticality": "critical" }
+      const first = yield* Effect.fork(call(app, critical))
+      yield* settle
+      const queued = yield* Effect.fork(call(app, critical))
+      yield* settle
+      expect((yield* call(app, critical)).status).toBe(503) // the queue holds one
+      yield* Fiber.interrupt(queued)
+      const next = yield* Effect.fork(call(app, critical)) // its place in the queue is free again
+      yield* settle
+      expect(next.unsafePoll()).toBeNull()
+      yield* Deferred.succeed(gate, undefined)
+      expect((yield* Fiber.join(first)).status).toBe(204)
+      expect((yield* Fiber.join(next)).status).toBe(204)
+      expect(ran).toBe(2)
+    }))
+
   it("refuses options that could never work, when called", () => {
     expect(() => LoadShedMiddleware.make({ header: "" })).toThrow(/header/)
     expect(() => LoadShedMiddleware.make({ retryAfter: -1 })).toThrow(/retryAfter/)
