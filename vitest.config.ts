@@ -34,6 +34,7 @@ const integration = [
   "test/overload.test.ts",
   "test/demo.test.ts",
   "test/IdempotencyMiddleware*.test.ts",
+  "test/LoadShedMiddleware.uploads.test.ts",
   "test/ServerMiddleware.test.ts",
   "test/ResilientHttpClient.sockets.test.ts",
   "test/docs/security.test.ts",

@@ -4,7 +4,8 @@
  * POST /orders         authentication → rate limit → idempotency → handler: 201 { id, ...body } with
  *                      Location: /orders/<id>
  * GET  /orders/:id     the caller's order, or 404 problem+json
- * GET  /orders         the orders this process created for the caller (the demo counts duplicates with it)
+ * GET  /orders         the orders this process created for the caller and still keeps (the demo counts
+ *                      duplicates with it)
  * GET  /orders/count   { count }: how many of them
  * GET  /health         200
  *
@@ -20,6 +21,10 @@
  *
  * A request carrying `Request-Timeout-Ms` runs under that deadline, at most 30 s; without it no deadline
  * applies, which is why the hooks' waits are capped on their own.
+ *
+ * What it keeps is bounded, so no client can make it run out of memory: an order body is at most
+ * `maxOrderBytes` (4 KiB; a larger one gets 413 before anything is created), and the orders kept for the read
+ * endpoints take at most about `maxKeptBytes` (32 MiB) in all, the oldest forgotten first.
  */
 import { type HttpApp, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Context, Effect } from "effect"
@@ -39,7 +44,9 @@ export interface OrdersOptions {
   readonly apiKeys?: ReadonlyMap<string, string>
   /**
    * Load shedding in front of `POST /orders` (`LoadShedMiddleware`), the first middleware a request meets: a
-   * refusal costs no authentication, no rate-limit token and no idempotency claim.
+   * refusal costs no authentication, no rate-limit token and no idempotency claim. It reads the body before
+   * admission (a client still uploading holds no slot; one slower than 5 s gets 408), and an order whose client
+   * stopped waiting keeps its slot until the idempotency middleware's handler has made it.
    */
   readonly shed?: LoadShedMiddleware.Options
   /**
@@ -50,6 +57,8 @@ export interface OrdersOptions {
   readonly capacity?: { readonly concurrency: number; readonly serviceMillis: number }
   /** Runs between the network and the rest of `POST /orders` (the demo's unreliable network). */
   readonly network?: <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest>
+  /** Bounds of what the service keeps (see the module's comment). */
+  readonly keep?: { readonly maxOrderBytes?: number; readonly maxKeptBytes?: number }
 }
 
 export interface Order {
@@ -60,6 +69,46 @@ export interface Order {
 /** The longest wait a fault hook accepts, in milliseconds. */
 export const maxHookMillis = 30_000
 
+/** The largest order body, in bytes, by default. */
+export const maxOrderBytes = 4 * 1024
+
+/** About how much the kept orders may take in all, by default (each counts its fields and `perOrderBytes`). */
+export const maxKeptBytes = 32 * 1024 * 1024
+
+/** What keeping one order costs beside its fields (the map entry, the object, its id): an estimate. */
+const perOrderBytes = 256
+
+interface Kept {
+  readonly order: Order
+  readonly owner: string
+  readonly bytes: number
+}
+
+/**
+ * The orders kept for the read endpoints, newest last, at most about `maxBytes` in all: adding one past that
+ * forgets the oldest first.
+ */
+export const keptOrders = (maxBytes: number) => {
+  const byId = new Map<string, Kept>()
+  let bytes = 0
+  return {
+    add: (order: Order, owner: string, fieldBytes: number) => {
+      const cost = fieldBytes + perOrderBytes
+      byId.set(order.id, { order, owner, bytes: cost })
+      bytes += cost
+      for (const [id, oldest] of byId) {
+        if (bytes <= maxBytes || byId.size === 1) break
+        byId.delete(id)
+        bytes -= oldest.bytes
+      }
+    },
+    get: (id: string): Kept | undefined => byId.get(id),
+    all: (): IterableIterator<Kept> => byId.values(),
+    size: () => byId.size,
+    bytes: () => bytes
+  }
+}
+
 const problem = (status: number, title: string, detail: string) =>
   HttpServerResponse.text(
     JSON.stringify({ type: "about:blank", title, status, detail }),
@@ -67,6 +116,8 @@ const problem = (status: number, title: string, detail: string) =>
   )
 
 const badRequest = (detail: string) => problem(400, "Bad Request", detail)
+
+const tooLarge = (max: number) => problem(413, "Content Too Large", `an order body is at most ${max} bytes`)
 
 interface Hooks {
   readonly delayMs: number
@@ -128,15 +179,16 @@ const scope: ClientScope.ClientScope<Customer> = () => Effect.map(Customer, (cus
 
 export const makeOrdersApp = (options: OrdersOptions) =>
   Effect.gen(function*() {
-    const created: Array<Order & { readonly owner: string }> = []
-    const byId = new Map<string, Order & { readonly owner: string }>()
+    const orderLimit = options.keep?.maxOrderBytes ?? maxOrderBytes
+    const kept = keptOrders(options.keep?.maxKeptBytes ?? maxKeptBytes)
+    let sequence = 0
     const prefix = process.pid.toString(36)
     const guarded = authenticate(options.apiKeys)
     /** The caller's orders, for the read endpoints. */
     const mine = (f: (orders: ReadonlyArray<Order>) => HttpServerResponse.HttpServerResponse) =>
       guarded(Effect.map(Customer, (customer) =>
         f(
-          created.filter((order) => order.owner === customer.id).map(({ owner: _, ...order }) => order)
+          Array.from(kept.all()).filter((k) => k.owner === customer.id).map((k) => k.order)
         )))
 
     const createOrder = Effect.gen(function*() {
@@ -149,25 +201,27 @@ export const makeOrdersApp = (options: OrdersOptions) =>
       if (hooks.delayMs > 0) yield* Effect.sleep(hooks.delayMs)
       if (hooks.crash) return yield* Effect.die(new Error("the handler crashed (?crash=1)"))
       if (hooks.fail) return HttpServerResponse.text("failed on purpose (?fail=500)", { status: 500 })
-      const body = yield* request.json.pipe(Effect.orElseSucceed(() => null))
+      const text = yield* request.text.pipe(Effect.orElseSucceed(() => ""))
+      const size = Buffer.byteLength(text)
+      if (size > orderLimit) return tooLarge(orderLimit)
+      const body = yield* Effect.try(() => JSON.parse(text) as unknown).pipe(Effect.orElseSucceed(() => null))
       if (typeof body !== "object" || body === null || Array.isArray(body)) {
         return badRequest("expected a JSON object")
       }
       const owner = (yield* Customer).id
-      const order: Order = { ...body, id: `${prefix}-${created.length + 1}` }
-      created.push({ ...order, owner }) // the commit: from here on the order exists, whatever happens to the response
-      byId.set(order.id, { ...order, owner })
+      const order: Order = { ...body, id: `${prefix}-${++sequence}` }
+      kept.add(order, owner, size) // the commit: from here on the order exists, whatever happens to the response
       if (hooks.afterCommitMs > 0) yield* Effect.sleep(hooks.afterCommitMs)
       return HttpServerResponse.unsafeJson(order, { status: 201, headers: { location: `/orders/${order.id}` } })
     })
 
     const getOrder = Effect.flatMap(HttpRouter.params, (params) =>
-      mine((orders) => {
-        const order = orders.find((o) => o.id === params["id"])
-        return order === undefined
+      guarded(Effect.map(Customer, (customer) => {
+        const found = kept.get(params["id"] ?? "")
+        return found === undefined || found.owner !== customer.id
           ? problem(404, "Not Found", `no order with id ${JSON.stringify(params["id"] ?? "")}`)
-          : HttpServerResponse.unsafeJson(order)
-      }))
+          : HttpServerResponse.unsafeJson(found.order)
+      })))
 
     const limiter = yield* RateLimiter.tokenBucket({
       capacity: options.rate.capacity,
@@ -197,5 +251,5 @@ export const makeOrdersApp = (options: OrdersOptions) =>
       HttpRouter.get("/health", HttpServerResponse.text("ok")),
       DeadlineMiddleware.make({ maxTimeout: "30 seconds" })
     )
-    return { app, created: (): ReadonlyArray<Order> => created.map(({ owner: _, ...order }) => order) }
+    return { app, created: (): ReadonlyArray<Order> => Array.from(kept.all(), (k) => k.order) }
   })

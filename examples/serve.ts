@@ -30,11 +30,19 @@ const main = Effect.gen(function*() {
   return yield* Effect.never
 })
 
+/**
+ * Node's own bounds on receiving a request, for every route, whatever the middlewares: headers within 10 s (its
+ * default is 60 s), the whole request within 30 s (300 s), checked every second (30 s). They answer 408 and close
+ * the connection. With `--shed adaptive`, `LoadShedMiddleware` bounds the body of `POST /orders` tighter (5 s).
+ */
+const makeServer = () =>
+  createServer({ headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1_000 })
+
 main.pipe(
   Effect.scoped,
   args.clockSkewMillis === 0 ? (effect) => effect : Effect.withClock(skewedClock(args.clockSkewMillis)),
   Effect.provide(Layer.merge(
-    NodeHttpServer.layer(createServer, { port: args.port, host: "127.0.0.1" }),
+    NodeHttpServer.layer(makeServer, { port: args.port, host: "127.0.0.1" }),
     storeLayers(args)
   )),
   NodeRuntime.runMain

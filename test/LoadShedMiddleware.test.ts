@@ -1,7 +1,13 @@
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber } from "effect"
-import { AdaptiveLimiter, Criticality, LoadShedMiddleware } from "../src/index.js"
+import { Deferred, Effect, Exit, Fiber, TestClock } from "effect"
+import {
+  AdaptiveLimiter,
+  Criticality,
+  IdempotencyMiddleware,
+  IdempotencyStore,
+  LoadShedMiddleware
+} from "../src/index.js"
 
 /** Lets forked fibers run until they block. */
 const settle = Effect.repeatN(Effect.yieldNow(), 20)
@@ -124,9 +130,146 @@ describe("LoadShedMiddleware", () => {
       expect((yield* call(shed(Effect.succeed(HttpServerResponse.empty())))).status).toBe(204)
     }))
 
+  it.scoped("with a queue: a request interrupted while it waits leaves the queue and never runs", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: { ...fixed(1), maxQueue: 1 }, trustCritical: true })
+      const gate = yield* Deferred.make<void>()
+      let ran = 0
+      const app = shed(
+        Effect.sync(() => ran++).pipe(Effect.zipRight(Deferred.await(gate)), Effect.as(HttpServerResponse.empty()))
+      )
+      const critical = { "request-criticality": "critical" }
+      const first = yield* Effect.fork(call(app, critical))
+      yield* settle
+      const queued = yield* Effect.fork(call(app, critical))
+      yield* settle
+      expect((yield* call(app, critical)).status).toBe(503) // the queue holds one
+      yield* Fiber.interrupt(queued)
+      const next = yield* Effect.fork(call(app, critical)) // its place in the queue is free again
+      yield* settle
+      expect(next.unsafePoll()).toBeNull()
+      yield* Deferred.succeed(gate, undefined)
+      expect((yield* Fiber.join(first)).status).toBe(204)
+      expect((yield* Fiber.join(next)).status).toBe(204)
+      expect(ran).toBe(2)
+    }))
+
   it("refuses options that could never work, when called", () => {
     expect(() => LoadShedMiddleware.make({ header: "" })).toThrow(/header/)
     expect(() => LoadShedMiddleware.make({ retryAfter: -1 })).toThrow(/retryAfter/)
     expect(() => LoadShedMiddleware.make({ limiter: { minLimit: 5, maxLimit: 2 } })).toThrow(/minLimit/)
+    expect(() => LoadShedMiddleware.make({ maxBodyBytes: 0 })).toThrow(/maxBodyBytes/)
+    expect(() => LoadShedMiddleware.make({ bodyTimeout: 0 })).toThrow(/bodyTimeout/)
   })
+})
+
+/** A POST whose body is `body`, or one that never finishes arriving. */
+const upload = (body: Uint8Array | "never", headers: Record<string, string> = {}) =>
+  HttpServerRequest.fromWeb(
+    new Request("http://127.0.0.1/upload", {
+      method: "POST",
+      body: body === "never" ? new ReadableStream({ start: () => {} }) : body,
+      duplex: "half",
+      headers: { "content-length": body === "never" ? "100" : String(body.byteLength), ...headers }
+    } as RequestInit)
+  )
+
+describe("LoadShedMiddleware and request bodies", () => {
+  it.scoped("a client still sending its body holds no slot, and gets 408 after bodyTimeout", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: fixed(1), trustCritical: true })
+      const critical = { "request-criticality": "critical" }
+      let ran = 0
+      // an app that reads the body, as most do (the idempotency middleware does)
+      const app = shed(
+        Effect.flatMap(
+          HttpServerRequest.HttpServerRequest,
+          (request) =>
+            Effect.map(Effect.orDie(request.text), (text) => {
+              ran++
+              return HttpServerResponse.text(`read ${text.length}`)
+            })
+        )
+      )
+      // uninterruptible, as @effect/platform runs an app: the timeout must still stop the read
+      const stalled = yield* Effect.fork(
+        Effect.uninterruptible(
+          Effect.provideService(app, HttpServerRequest.HttpServerRequest, upload("never", critical))
+        )
+      )
+      yield* settle
+      // the only slot is free for a request that has its body
+      const ready = yield* Effect.provideService(
+        app,
+        HttpServerRequest.HttpServerRequest,
+        upload(new Uint8Array(3), critical)
+      )
+      expect(ready.status).toBe(200)
+      expect(ran).toBe(1)
+      yield* TestClock.adjust("4999 millis")
+      expect(stalled.unsafePoll()).toBeNull()
+      yield* TestClock.adjust("1 millis")
+      const timedOut = yield* Fiber.join(stalled)
+      expect(timedOut.status).toBe(408)
+      expect(timedOut.headers["content-type"]).toBe("application/problem+json")
+      expect(timedOut.headers["connection"]).toBe("close")
+      expect(bodyOf(timedOut)).toMatchObject({ status: 408, title: "Request Timeout" })
+      expect(ran).toBe(1)
+    }))
+
+  it.scoped("a body over maxBodyBytes gets 413, declared or sent; one within it reaches the app as sent", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: fixed(4), maxBodyBytes: 8 })
+      const echo = shed(
+        Effect.flatMap(
+          HttpServerRequest.HttpServerRequest,
+          (request) =>
+            Effect.map(
+              Effect.orDie(request.arrayBuffer),
+              (bytes) => HttpServerResponse.uint8Array(new Uint8Array(bytes))
+            )
+        )
+      )
+      const send = (request: HttpServerRequest.HttpServerRequest) =>
+        Effect.provideService(echo, HttpServerRequest.HttpServerRequest, request)
+      const declared = yield* send(upload(new Uint8Array(9)))
+      expect(declared.status).toBe(413)
+      expect(bodyOf(declared)).toMatchObject({ status: 413 })
+      // a length that lies: the bytes are counted as they arrive
+      expect((yield* send(upload(new Uint8Array(9), { "content-length": "4" }))).status).toBe(413)
+      const bytes = new Uint8Array([0xff, 0x00, 0xfe, 0x80])
+      const echoed = yield* send(upload(bytes))
+      expect(echoed.status).toBe(200)
+      expect(echoed.body._tag === "Uint8Array" && [...echoed.body.body]).toEqual([...bytes])
+    }))
+
+  it.scoped("the idempotency middleware inside reads the same bytes: fingerprint and handler see the body as sent", () =>
+    Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: fixed(4) })
+      const idempotent = yield* IdempotencyMiddleware.make({ scope: () => Effect.succeed("client") })
+      let ran = 0
+      const app = shed(
+        idempotent(
+          Effect.flatMap(
+            HttpServerRequest.HttpServerRequest,
+            (request) =>
+              Effect.map(Effect.orDie(request.arrayBuffer), (bytes) => {
+                ran++
+                return HttpServerResponse.uint8Array(new Uint8Array(bytes), { status: 201 })
+              })
+          )
+        )
+      )
+      const send = (bytes: Uint8Array) =>
+        Effect.provideService(app, HttpServerRequest.HttpServerRequest, upload(bytes, { "idempotency-key": "k" }))
+      // not UTF-8: a body decoded as text and encoded again would come out otherwise
+      const first = yield* send(new Uint8Array([0xff, 0xfe, 0x01]))
+      expect(first.status).toBe(201)
+      expect(first.body._tag === "Uint8Array" && [...first.body.body]).toEqual([0xff, 0xfe, 0x01])
+      expect((yield* send(new Uint8Array([0xff, 0xfe, 0x01]))).headers[IdempotencyMiddleware.replayedHeader]).toBe(
+        "true"
+      )
+      expect((yield* send(new Uint8Array([0xfe, 0xff, 0x01]))).status).toBe(422)
+      expect(ran).toBe(1)
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
 })

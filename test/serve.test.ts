@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber, Schedule } from "effect"
 import { execFileSync, spawn } from "node:child_process"
-import { connect } from "node:net"
+import { connect, type Socket } from "node:net"
 import { fileURLToPath } from "node:url"
 import { RateLimitHeaders } from "../src/index.js"
 import { orderCount, postOrder, request, startServe } from "./support/serveProcess.js"
@@ -255,6 +255,48 @@ describe("npm run serve", () => {
         expect(replay.headers.get("idempotent-replayed")).toBe("true")
         expect(JSON.parse(replay.body)).toMatchObject({ sku: "ONCE" })
         expect(yield* orderCount(url)).toBe(1)
+      }).pipe(Effect.scoped),
+    timeout
+  )
+
+  it.live(
+    "--shed adaptive --capacity 4:20: stalled uploads hold no slot, and get 408 once their body is 5 s late",
+    () =>
+      Effect.gen(function*() {
+        const { url } = yield* startServe(["--shed", "adaptive", "--capacity", "4:20"])
+        const port = Number(new URL(url).port)
+        // 8 clients send the headers of an order and the first byte of its body, then nothing
+        const idle = yield* Effect.forEach(Array.from({ length: 8 }, (_, i) => i), (i) =>
+          Effect.acquireRelease(
+            Effect.async<{ socket: Socket; received: string; closed: boolean }>((resume) => {
+              const socket = connect(port, "127.0.0.1", () => {
+                const head = "POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n" +
+                  `Content-Length: 20\r\nIdempotency-Key: idle-${i}\r\n\r\n{`
+                socket.write(head, () => resume(Effect.succeed(upload)))
+              })
+              const upload = { socket, received: "", closed: false }
+              socket.on("data", (chunk: Buffer) => (upload.received += chunk.toString("latin1")))
+              socket.on("close", () => (upload.closed = true))
+              socket.on("error", () => {})
+            }),
+            (upload) => Effect.sync(() => upload.socket.destroy())
+          ))
+        expect((yield* request(`${url}/health`)).status).toBe(200) // a round trip after their headers
+        // another client's orders, one after another: all created while the uploads stall
+        const statuses: Array<number> = []
+        for (let i = 0; i < 20; i++) statuses.push((yield* postOrder(url, { key: `other-${i}` })).status)
+        expect(statuses).toEqual(Array.from({ length: 20 }, () => 201))
+        yield* eventually(
+          "every stalled upload got its answer",
+          Effect.sync(() => idle.every((upload) => upload.closed) || undefined)
+        )
+        for (const upload of idle) {
+          const [head, body] = upload.received.split("\r\n\r\n")
+          expect(head).toMatch(/^HTTP\/1\.1 408 /)
+          expect(head!.toLowerCase()).toContain("content-type: application/problem+json")
+          expect(JSON.parse(body!)).toMatchObject({ status: 408 })
+        }
+        expect(yield* orderCount(url)).toBe(20)
       }).pipe(Effect.scoped),
     timeout
   )

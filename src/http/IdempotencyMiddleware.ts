@@ -19,7 +19,7 @@
  * **Once started, a handler runs to its end.** The claim is atomic and taken before the handler starts. The
  * handler then runs in a fiber of its own, without the request's deadline: a client that closes its
  * connection, or a deadline that passes, ends only the *wait* for it, never the handler, and its answer is
- * stored for the retry. Until its answer is read and stored, its lease is renewed every `lease / 3`, so
+ * stored for the retry. Behind `LoadShedMiddleware`, such a handler keeps its admission slot until it ends. Until its answer is read and stored, its lease is renewed every `lease / 3`, so
  * another request takes the key over only when the renewals stop: its process died, or the store was
  * unreachable for a whole lease. An answer the store fails to record (it went down after the handler ran) is
  * still sent, and recorded again in the background, at most a second apart (`lease / 4` if shorter), until

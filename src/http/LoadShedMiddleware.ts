@@ -5,6 +5,18 @@
  * by the time it runs. Capacity is kept for more critical work: with the default shares a `sheddable` request is
  * refused once 70 % of the limit is in use, a `default` one at 90 %, and a `critical` one only at 100 %.
  *
+ * A slot is held by work the server does, not by a client's upload or wait:
+ *
+ * - the request body is read before admission, within `bodyTimeout` (5 s; else `408`) and `maxBodyBytes`
+ *   (1 MiB; else `413`); a request without a body is admitted at once;
+ * - a handler that goes on after its client stopped waiting (the `IdempotencyMiddleware` runs every
+ *   admitted handler to its end) keeps the slot until it ends.
+ *
+ * The limiter learns only from work: a response below 400 is a sample, timed from admission to the end of the
+ * work; a 4xx or 5xx answer, an answer the idempotency middleware gives without running the handler (a replay,
+ * a 409), a failure of the app and an interruption are not — except the failures the limiter's `isOverload`
+ * counts (by default a timeout), which tell it to back off.
+ *
  * The request's criticality comes from the `Request-Criticality` header that `ResilientHttpClient` sends
  * (missing or malformed: `default`). A header is a claim: `critical` is believed only with `trustCritical` (a
  * server behind an authenticating gateway) or when your own `criticality` function says so. The handler then
@@ -32,6 +44,9 @@ export interface Options<R = never> {
    * Vegas grows fast while nothing queues, and a start above the server's capacity fills a queue at once.
    * Gradient2 follows a latency that rises and stays up (its baseline is an average of recent samples), so
    * under a steady overload it lets the queue grow.
+   *
+   * Its `isOverload` is asked about the app's failures (an interruption included); the answers that are no
+   * samples (see above) never reach it.
    */
   readonly limiter?: AdaptiveLimiter.Options
   /** The header carrying the caller's criticality. Default `Request-Criticality`. */
@@ -42,6 +57,16 @@ export interface Options<R = never> {
   readonly criticality?: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Criticality, never, R>
   /** The `Retry-After` of a refusal, in whole seconds (at least 1). Default 1 second. */
   readonly retryAfter?: Duration.DurationInput
+  /**
+   * The largest request body, in bytes; a larger one, declared or sent, gets `413` problem+json. Default 1 MiB.
+   * Bodies are read whole before admission (so a slow upload holds no slot) and handed to the app as read.
+   */
+  readonly maxBodyBytes?: number
+  /**
+   * How long a client may take to send its request body, from the moment its headers arrived; a slower one gets
+   * `408 Request Timeout` problem+json and its connection is closed. Default 5 seconds.
+   */
+  readonly bodyTimeout?: Duration.DurationInput
 }
 
 /**

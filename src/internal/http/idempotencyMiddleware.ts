@@ -10,9 +10,11 @@ import { currentDeadline } from "../deadline.js"
 import * as fastPath from "../fastPath.js"
 import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore.js"
 import * as validate from "../validate.js"
+import { holdUntil, unsampled } from "./admission.js"
 import { refuse, resolver } from "./clientScope.js"
-import { captureBody, pickHeaders, readBody, replay, withBody, withBytes } from "./idempotencyHttp.js"
+import { captureBody, pickHeaders, replay, withBytes } from "./idempotencyHttp.js"
 import { problem } from "./problem.js"
+import { readBody, withBody } from "./requestBody.js"
 
 export const defaultReplayHeaders = decide.defaultReplayHeaders
 
@@ -57,19 +59,19 @@ export const make = <RS>(options: Options<RS> = {}) => {
       const raw = request.headers[header]
       if (raw === undefined || raw.trim() === "") {
         if (!required) return yield* app
-        return problem(decide.keyMissing(request.method, headerName))
+        return yield* own(problem(decide.keyMissing(request.method, headerName)))
       }
       const key = parseIdempotencyKey(raw, maxKeyLength)
-      if (key === undefined) return problem(decide.keyInvalid(maxKeyLength))
+      if (key === undefined) return yield* own(problem(decide.keyInvalid(maxKeyLength)))
       if (decide.declaredTooLarge(request.headers["content-length"], maxBodyBytes)) {
-        return problem(decide.tooLarge(maxBodyBytes))
+        return yield* own(problem(decide.tooLarge(maxBodyBytes)))
       }
       const body = yield* readBody(request, maxBodyBytes)
-      if (body === "too-large") return problem(decide.tooLarge(maxBodyBytes))
-      if (body === "unreadable") return problem(decide.bodyUnreadable)
+      if (body === "too-large") return yield* own(problem(decide.tooLarge(maxBodyBytes)))
+      if (body === "unreadable") return yield* own(problem(decide.bodyUnreadable))
 
       const scope = yield* Effect.either(scopeOf(request))
-      if (scope._tag === "Left") return yield* refuse("idempotency", scope.left)
+      if (scope._tag === "Left") return yield* Effect.zipRight(unsampled, refuse("idempotency", scope.left))
       // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
       // endpoints must not answer each other's keys
       const fingerprint = createHash("sha256").update(`${request.method} ${request.originalUrl}\n`).update(body)
@@ -91,14 +93,18 @@ export const make = <RS>(options: Options<RS> = {}) => {
             )
             // The handler runs in a fiber of its own, with the request's context and interruptibility. The
             // request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
-            // never the handler.
+            // never the handler. The load-shed slot, if any, is the handler's: it is held until the handler
+            // ends, so work nobody waits for still counts against the server's capacity.
             return Effect.flatMap(detach(restore(settle)), (fiber) =>
-              Effect.onInterrupt(
-                Effect.interruptible(Fiber.join(fiber)),
-                () => Effect.sync(() => (waiter.gone = true))
+              Effect.zipRight(
+                holdUntil(fiber),
+                Effect.onInterrupt(
+                  Effect.interruptible(Fiber.join(fiber)),
+                  () => Effect.sync(() => (waiter.gone = true))
+                )
               ))
           }
-          return refused(claimed, decide.redactor(key, scope.right))
+          return Effect.zipRight(unsampled, refused(claimed, decide.redactor(key, scope.right)))
         })
       )
     })
@@ -307,6 +313,9 @@ export const recorder = (
         )
       })
   })
+
+/** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
+const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsampled, response)
 
 const takenOver = Effect.logWarning("idempotency: claim was taken over before completion")
 
