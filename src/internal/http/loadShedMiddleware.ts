@@ -10,8 +10,8 @@ import { problem } from "./problem.js"
 
 export const overloadedType = "urn:effect-resilience:problem:overloaded"
 
-/** See `Options.limiter`: a short queue, and a no-load latency re-measured rarely (a server's own is stable). */
-const defaultAlgorithm = adaptiveLimiter.vegas({ alpha: 2, beta: 4, probeMultiplier: 1000 })
+/** See `Options.limiter`: Vegas with a short queue (its probes drain before they measure, so they keep it short). */
+const defaultAlgorithm = adaptiveLimiter.vegas({ alpha: 2, beta: 4 })
 
 export const make = <R = never>(options: Options<R> = {}) => {
   const header = (options.header ?? defaultHeader).toLowerCase()
