@@ -22,7 +22,8 @@
  *   taken under load, as the new floor, which lets the queue grow a step at each probe. Here the probe drains first:
  *   the limit drops to where the last window says nothing would queue (`limit × rttNoLoad / rtt`), only calls
  *   admitted under it count, and a window of them is the new `rttNoLoad`; then the limit goes back to where it was
- *   (as BBR's PROBE_RTT does). When the last window already saw no queue, it is the measure.
+ *   (as BBR's PROBE_RTT does). When the last window already saw no queue, it is the measure. While probes find
+ *   the no-load RTT where it was, the next one waits twice as long, up to four times the interval.
  */
 import type { Bounds, Probe, Sample, State, Vegas } from "./adaptiveLimit.js"
 import { clamp, log10Root } from "./clamp.js"
