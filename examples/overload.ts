@@ -3,18 +3,25 @@
  * take, with and without adaptive load shedding — real processes on 127.0.0.1. See docs/overload.md, "Real
  * processes".
  *
- *   npm run overload -- [--capacity 4:20] [--load 3] [--seconds 10] [--only shed|none] [--json]
+ *   npm run overload -- [--capacity 4:20] [--load 3] [--seconds 10] [--share 0.05] [--fast-first] [--only shed|none]
+ *   npm run overload -- --mix [--capacity 32:20] [--lanes 128] [--share 0.05] [--only adaptive|gradient2]
  *
  * For each configuration it starts `npm run serve -- --capacity <c>:<ms> [--shed adaptive]`, measures the
  * unloaded p99 (requests one after another), offers `load × capacity` requests per second for `seconds`
  * (open loop: a fixed number of requests on a fixed schedule, whatever the answers), and prints one row:
  * goodput (created orders per second, and as a share of capacity), the p99 latency of the created orders next
- * to the unloaded p99, and how many requests were refused or got no answer. With --json the last line is
- * `{ "capacity": …, "rows": [...] }`.
+ * to the unloaded p99, and how many requests were refused or got no answer. `--share` sends that share of the
+ * requests without an `Idempotency-Key` (a fast 400), `--fast-first` one such request before the load. With
+ * --json the last line is `{ "capacity": …, "rows": [...] }`.
+ *
+ * `--mix` asks another question: whether shedding still admits what the resource can do when some answers are
+ * fast (examples/overload/mix.ts): a closed loop of `lanes` callers (default 4 × concurrency), with and without
+ * fast answers, the middleware's default algorithm next to Gradient2.
  */
 import { parseArgs } from "node:util"
 import { startServe } from "./faults/support.js"
-import { offer, summarize, type Summary, unloaded } from "./overload/loadgen.js"
+import { fastAnswer, fixed, offer, summarize, type Summary, table, unloaded } from "./overload/loadgen.js"
+import { formatMixRows, measureMix, type MixRow, scenarios } from "./overload/mix.js"
 import { percentile } from "./support/percentile.js"
 
 export interface Row extends Summary {
@@ -34,6 +41,9 @@ export interface RunOptions {
   readonly seconds: number
   /** How long a caller waits for an answer before it gives up. */
   readonly timeoutMs?: number
+  /** Fast answers (a `POST /orders` without an `Idempotency-Key`: a 400): this share of the load, and/or one first. */
+  readonly fastShare?: number
+  readonly fastFirst?: boolean
 }
 
 /** Capacity in requests per second. */
@@ -56,7 +66,9 @@ export const measure = async (options: RunOptions, shed: boolean): Promise<Row> 
     const unloadedP99Ms = percentile(quiet.map((o) => o.latencyMs), 0.99) ?? NaN
     const capacity = capacityOf(options)
     const rate = options.load * capacity
-    const summary = summarize(await offer(server.url, { rate, seconds: options.seconds, timeoutMs }), rate)
+    if (options.fastFirst === true) await fastAnswer(server.url, timeoutMs)
+    const fastShare = options.fastShare ?? 0
+    const summary = summarize(await offer(server.url, { rate, seconds: options.seconds, timeoutMs, fastShare }), rate)
     return {
       ...summary,
       shed,
@@ -68,8 +80,6 @@ export const measure = async (options: RunOptions, shed: boolean): Promise<Row> 
     await server.stop()
   }
 }
-
-const fixed = (n: number, digits: number) => Number.isFinite(n) ? n.toFixed(digits) : "-"
 
 export const formatRows = (rows: ReadonlyArray<Row>, capacity: number): string => {
   const header = [
@@ -94,9 +104,7 @@ export const formatRows = (rows: ReadonlyArray<Row>, capacity: number): string =
     String(r.refused),
     String(r.failed)
   ])
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)))
-  const format = (cells: ReadonlyArray<string>) => cells.map((c, i) => c.padStart(widths[i]!)).join("  ")
-  return [`capacity ${fixed(capacity, 0)} requests/s`, format(header), ...lines.map(format)].join("\n")
+  return [`capacity ${fixed(capacity, 0)} requests/s`, ...table(header, lines)].join("\n")
 }
 
 const main = async () => {
@@ -106,12 +114,18 @@ const main = async () => {
       load: { type: "string", default: "3" },
       seconds: { type: "string", default: "10" },
       only: { type: "string" },
+      mix: { type: "boolean", default: false },
+      lanes: { type: "string" },
+      share: { type: "string" },
+      "fast-first": { type: "boolean", default: false },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false }
     }
   })
   const usage = "usage: npm run overload -- [--capacity <concurrency>:<ms>] [--load <multiple>] [--seconds <s>] " +
-    "[--only shed|none] [--json]"
+    "[--share <fast share>] [--fast-first] [--only shed|none] [--json]\n" +
+    "       npm run overload -- --mix [--capacity <concurrency>:<ms>] [--lanes <callers>] [--share <fast share>] " +
+    "[--seconds <s>] [--only adaptive|gradient2] [--json]"
   if (values.help) return console.log(usage)
   const match = /^(\d{1,4}):(\d{1,6})$/.exec(values.capacity)
   const load = Number(values.load)
@@ -119,18 +133,51 @@ const main = async () => {
   if (match === null || Number(match[1]) < 1 || Number(match[2]) < 1) throw new Error(`bad --capacity\n${usage}`)
   if (!(load > 0 && load <= 20)) throw new Error(`bad --load, expected a number in (0, 20]\n${usage}`)
   if (!(seconds > 0 && seconds <= 120)) throw new Error(`bad --seconds, expected a number in (0, 120]\n${usage}`)
+  const concurrency = Number(match[1])
+  const serviceMillis = Number(match[2])
+  if (values.mix) return mix(values, { concurrency, serviceMillis, seconds }, usage)
   if (values.only !== undefined && values.only !== "shed" && values.only !== "none") {
     throw new Error(`bad --only, expected shed or none\n${usage}`)
   }
-  const options: RunOptions = { concurrency: Number(match[1]), serviceMillis: Number(match[2]), load, seconds }
+  const fastShare = Number(values.share ?? 0)
+  if (!(fastShare >= 0 && fastShare < 1)) throw new Error(`bad --share, expected a number in [0, 1)\n${usage}`)
+  const options: RunOptions = { concurrency, serviceMillis, load, seconds, fastShare, fastFirst: values["fast-first"] }
   const rows: Array<Row> = []
   for (const shed of [true, false]) {
     if (values.only === (shed ? "none" : "shed")) continue
     rows.push(await measure(options, shed))
   }
   const capacity = capacityOf(options)
+  if (fastShare > 0 || options.fastFirst === true) {
+    console.log(
+      `fast answers (400s): ${fastShare * 100} % of the load${options.fastFirst === true ? ", and one first" : ""}`
+    )
+  }
   console.log(formatRows(rows, capacity))
   if (values.json) console.log(JSON.stringify({ capacity, rows }))
+}
+
+/** `--mix`: each algorithm, each scenario of examples/overload/mix.ts, on a fresh server. */
+const mix = async (
+  values: { readonly lanes?: string; readonly share?: string; readonly only?: string; readonly json: boolean },
+  base: { readonly concurrency: number; readonly serviceMillis: number; readonly seconds: number },
+  usage: string
+) => {
+  const lanes = values.lanes === undefined ? 4 * base.concurrency : Number(values.lanes)
+  const fastShare = Number(values.share ?? 0.05)
+  if (!(Number.isInteger(lanes) && lanes >= 1 && lanes <= 2000)) throw new Error(`bad --lanes\n${usage}`)
+  if (!(fastShare > 0 && fastShare < 1)) throw new Error(`bad --share, expected a number in (0, 1)\n${usage}`)
+  if (values.only !== undefined && values.only !== "adaptive" && values.only !== "gradient2") {
+    throw new Error(`bad --only, expected adaptive or gradient2 with --mix\n${usage}`)
+  }
+  const options = { ...base, lanes, fastShare }
+  const rows: Array<MixRow> = []
+  for (const algorithm of ["adaptive", "gradient2"] as const) {
+    if (values.only !== undefined && values.only !== algorithm) continue
+    for (const scenario of scenarios) rows.push(await measureMix(options, algorithm, scenario))
+  }
+  console.log(formatMixRows(rows, options))
+  if (values.json) console.log(JSON.stringify({ ...options, rows }))
 }
 
 if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/"))) {

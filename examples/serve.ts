@@ -1,6 +1,6 @@
 /**
  * `npm run serve -- --port 8080 [--store memory|sqlite|postgres|redis] [--db orders.db] [--rate 20:5] [--lease 60000]
- * [--api-keys key=customer,...] [--shed adaptive] [--capacity 4:20] [--redis-url redis://…] [--clock-skew 500]
+ * [--api-keys key=customer,...] [--shed adaptive|gradient2] [--capacity 4:20] [--redis-url redis://…] [--clock-skew 500]
  * [--rate-on-error allow|deny]`
  *
  * Starts the orders service (examples/orders.ts) on 127.0.0.1 and prints `listening on http://127.0.0.1:<port>`.
@@ -8,11 +8,16 @@
 import { HttpServer } from "@effect/platform"
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
+import * as AdaptiveLimiter from "effect-resilience/AdaptiveLimiter"
 import { createServer } from "node:http"
 import { makeOrdersApp } from "./orders.js"
+import { reportShedLimit } from "./overload/limitReport.js"
 import { parseArgs, skewedClock, storeLayers } from "./support/serveOptions.js"
 
 const args = parseArgs(process.argv.slice(2))
+
+// `--shed gradient2`: to compare with the middleware's default
+const shedAlgorithm = args.shedAlgorithm === "gradient2" ? { algorithm: AdaptiveLimiter.gradient2() } : {}
 
 const main = Effect.gen(function*() {
   const { app } = yield* makeOrdersApp({
@@ -20,10 +25,11 @@ const main = Effect.gen(function*() {
     idempotency: { lease: args.leaseMillis },
     ...(args.apiKeys === undefined ? {} : { apiKeys: args.apiKeys }),
     // LoadShedMiddleware's own algorithm (Vegas, a short queue): see docs/overload.md, "Real processes"
-    ...(args.shed ? { shed: { limiter: { minLimit: 1, maxLimit: 1000 } } } : {}),
+    ...(args.shed ? { shed: { limiter: { minLimit: 1, maxLimit: 1000, ...shedAlgorithm } } } : {}),
     ...(args.capacity === undefined ? {} : { capacity: args.capacity })
   })
   yield* HttpServer.serveEffect(app)
+  if (args.shed) yield* Effect.forkScoped(reportShedLimit) // `shed limit <n>` lines: `npm run overload -- --mix`
   const server = yield* HttpServer.HttpServer
   const port = server.address._tag === "TcpAddress" ? server.address.port : 0
   yield* Console.log(`listening on http://127.0.0.1:${port}`)

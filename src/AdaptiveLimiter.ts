@@ -126,9 +126,16 @@ export const aimd: (options?: {
 }) => Algorithm = internal.aimd
 
 /**
- * TCP Vegas: estimates how many calls queue at the dependency from the ratio of the lowest RTT seen to the
- * current one; grows fast while that queue is small, shrinks when it passes a threshold or on an overload. The lowest
- * RTT is measured again every `probeMultiplier × limit` calls (with jitter from `Random`).
+ * TCP Vegas: estimates how many calls queue at the dependency from the ratio of the no-load RTT to the current one;
+ * grows fast while that queue is small, shrinks when it passes a threshold or on an overload.
+ *
+ * It moves once per window of calls (at least 10, and at least the limit), not once per call, and the RTT it judges
+ * is the window's mean without its fastest and slowest tenth: a steady mix of cheap and expensive calls has a steady
+ * mean, and no single call — a cached answer, a 400, an RTT of zero on a coarse clock — can move it. The no-load RTT
+ * is the lowest window RTT seen, measured again every `probeMultiplier × limit` calls (default 30, with jitter from
+ * `Random`): the limit first drops to where nothing would queue, a window of the calls admitted then is the new
+ * no-load RTT, and the limit goes back, so a dependency that got slower for good is learnt without letting the queue
+ * grow. While probes keep finding the same no-load RTT, they come up to four times less often.
  *
  * `alpha` and `beta` (default 3 and 6) bound the queue it aims for, in calls per `log10(limit)` (at least
  * one): below `alpha` queued calls the limit grows, above `beta` it shrinks. Smaller values keep latency

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, Metric, Scope, TestClock } from "effect"
+import { Cause, Deferred, Duration, Effect, Exit, Fiber, Metric, Queue, Scope, TestClock } from "effect"
 import { AdaptiveLimiter, Criticality, Deadline } from "../src/index.js"
 
 /** Lets forked fibers run until they block. */
@@ -223,6 +223,76 @@ describe("AdaptiveLimiter", () => {
         yield* vegas.protect(Effect.fail(new Deadline.AttemptTimeout({ timeout: Duration.zero }))).pipe(Effect.ignore)
       }
       expect(yield* vegas.limit).toBeLessThan(10)
+    }))
+
+  it.scoped("Vegas: an instant call is no RTT, so calls that take time after it still grow the limit", () =>
+    Effect.gen(function*() {
+      const limiter = yield* AdaptiveLimiter.make({ algorithm: AdaptiveLimiter.vegas(), initialLimit: 20 })
+      // no time passes on the TestClock: a coarse clock, or an answer from a cache
+      yield* limiter.protect(Effect.void)
+      const limits: Array<number> = []
+      for (let i = 0; i < 4; i++) {
+        yield* wave(limiter, yield* limiter.limit, 10)
+        limits.push(yield* limiter.limit)
+      }
+      // a window of calls per wave; nothing queues, so it grows by half each time
+      expect(limits).toEqual([30, 45, 67, 101])
+    }))
+
+  it.scoped("Vegas: fast answers, one or mixed in, neither pin the limit nor let the line grow", () =>
+    Effect.gen(function*() {
+      // 8 workers of 100 ms: 80 calls a second; 16 callers that ask again 100 ms after a refusal
+      const served = (algorithm: AdaptiveLimiter.Algorithm, fastShare: number, oneFirst: boolean) =>
+        Effect.gen(function*() {
+          const limiter = yield* AdaptiveLimiter.make({ algorithm, initialLimit: 4 })
+          // workers handed out first come, first served (a semaphore lets a newcomer take a freed permit first)
+          const workers = yield* Queue.unbounded<void>()
+          yield* Queue.offerAll(workers, Array.from({ length: 8 }, () => undefined))
+          let orders = 0
+          let calls = 0
+          let inLine = 0
+          let longest = 0
+          const order = Effect.sync(() => (longest = Math.max(longest, ++inLine - 8))).pipe(
+            Effect.zipRight(
+              Effect.acquireUseRelease(
+                Queue.take(workers),
+                () => Effect.sleep("100 millis"),
+                () => Queue.offer(workers, undefined)
+              )
+            ),
+            Effect.ensuring(Effect.sync(() => inLine--)),
+            Effect.tap(() => orders++)
+          )
+          const fast = Effect.sleep("5 millis") // a 400, a 404: no worker needed
+          const next = Effect.suspend(() => {
+            const i = calls++
+            return Math.floor((i + 1) * fastShare) > Math.floor(i * fastShare) ? fast : order
+          })
+          if (oneFirst) yield* limiter.protect(fast).pipe(Effect.fork, Effect.tap(() => TestClock.adjust("5 millis")))
+          const lane = limiter.protect(next).pipe(
+            Effect.catchTag("LimitExceeded", () => Effect.sleep("100 millis")),
+            Effect.forever
+          )
+          const lanes = yield* Effect.forEach(Array.from({ length: 16 }), () => Effect.fork(lane))
+          yield* TestClock.adjust("2 seconds")
+          const before = orders
+          longest = 0
+          yield* TestClock.adjust("1 second")
+          yield* Effect.forEach(lanes, Fiber.interrupt)
+          return { perSecond: orders - before, longest }
+        })
+      // the middleware's thresholds with its former rare probes and with its default ones, and the defaults
+      const shedding = AdaptiveLimiter.vegas({ alpha: 2, beta: 4, probeMultiplier: 1_000 })
+      const cases = [
+        [shedding, 0, true],
+        [AdaptiveLimiter.vegas({ alpha: 2, beta: 4 }), 0.05, false],
+        [AdaptiveLimiter.vegas(), 0.3, false]
+      ] as const
+      for (const [i, [algorithm, fastShare, oneFirst]] of cases.entries()) {
+        const { longest, perSecond } = yield* served(algorithm, fastShare, oneFirst)
+        // the workers busy, and no more queued than beta
+        expect({ i, busy: perSecond >= 0.9 * 80, short: longest <= 6 }).toEqual({ i, busy: true, short: true })
+      }
     }))
 
   it("refuses options that could never work, when called", () => {

@@ -2,7 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { measure } from "../examples/overload.js"
 
 // `npm run overload`'s shedding run, real processes on 127.0.0.1: `npm run serve -- --capacity 4:20 --shed
-// adaptive` (about 200 orders/s) offered three times that for 10 s by a bounded open-loop generator.
+// adaptive` (about 200 orders/s) offered three times that for 10 s by a bounded open-loop generator; then the same
+// with fast answers (a `POST /orders` without an `Idempotency-Key`: a 400) among the orders.
 describe("npm run overload", () => {
   it(
     "with --shed adaptive, 3× capacity keeps goodput >= 85 % of capacity and the admitted p99 within 3× unloaded",
@@ -11,6 +12,22 @@ describe("npm run overload", () => {
       // every request had an answer: refused ones at once, with a 503
       expect(row.failed).toBe(0)
       expect(row.admitted + row.refused).toBe(row.sent)
+      expect(row.goodputShare).toBeGreaterThanOrEqual(0.85)
+      expect(row.p99Ratio).toBeLessThanOrEqual(3)
+    },
+    60_000
+  )
+
+  it(
+    "with --shed adaptive, one fast answer first and 5 % of them mixed in change none of that",
+    async () => {
+      // a 400 in well under a millisecond, before the load and within it: it must not become the no-load latency
+      const row = await measure(
+        { concurrency: 4, serviceMillis: 20, load: 3, seconds: 10, fastFirst: true, fastShare: 0.05 },
+        true
+      )
+      expect(row.failed).toBe(0)
+      expect(row.admitted + row.refused + row.fast).toBe(row.sent)
       expect(row.goodputShare).toBeGreaterThanOrEqual(0.85)
       expect(row.p99Ratio).toBeLessThanOrEqual(3)
     },

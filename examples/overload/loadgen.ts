@@ -26,9 +26,22 @@ export interface OfferOptions {
   readonly seconds: number
   /** A request without an answer by then counts as failed (the client gave up). */
   readonly timeoutMs: number
+  /** The share of requests, in [0, 1), sent without an `Idempotency-Key` (spread evenly). Default 0. */
+  readonly fastShare?: number
 }
 
-const post = (agent: Agent, url: URL, timeoutMs: number, started: number, runStart: number): Promise<Outcome> =>
+/**
+ * One `POST /orders`. Without `keyed`, it carries no `Idempotency-Key`: a fast 400, an answer that does little work
+ * (as a 404, a 409 or a replay would).
+ */
+const post = (
+  agent: Agent,
+  url: URL,
+  timeoutMs: number,
+  started: number,
+  runStart: number,
+  keyed = true
+): Promise<Outcome> =>
   new Promise((resolve) => {
     let done = false
     // the whole request, connection included, has `timeoutMs` (a socket timeout would only catch idle gaps)
@@ -50,7 +63,7 @@ const post = (agent: Agent, url: URL, timeoutMs: number, started: number, runSta
       headers: {
         "content-type": "application/json",
         "content-length": Buffer.byteLength(body),
-        "idempotency-key": randomUUID()
+        ...(keyed ? { "idempotency-key": randomUUID() } : {})
       }
     }, (res) => {
       res.resume()
@@ -73,13 +86,71 @@ export const offer = async (base: string, options: OfferOptions): Promise<Readon
       // every tick sends what is due by now: the rate holds even when a tick comes late
       const tick = () => {
         const due = Math.min(total, Math.floor((performance.now() - runStart) / 1000 * options.rate) + 1)
-        while (pending.length < due) pending.push(post(agent, url, options.timeoutMs, performance.now(), runStart))
+        while (pending.length < due) {
+          const fast = isFast(pending.length, options.fastShare ?? 0)
+          pending.push(post(agent, url, options.timeoutMs, performance.now(), runStart, !fast))
+        }
         if (pending.length >= total) resolve()
         else setTimeout(tick, 2)
       }
       tick()
     })
     return await Promise.all(pending)
+  } finally {
+    agent.destroy()
+  }
+}
+
+/** Request i is fast when the running count of fast ones steps up: an even spread, no randomness. */
+const isFast = (i: number, share: number): boolean => Math.floor((i + 1) * share) > Math.floor(i * share)
+
+export interface ClosedLoopOptions {
+  /** Callers, each sending its next request as soon as the last one is answered. */
+  readonly lanes: number
+  readonly seconds: number
+  readonly timeoutMs: number
+  /** The share of requests, in [0, 1), sent without an `Idempotency-Key` (spread evenly). Default 0. */
+  readonly fastShare?: number
+}
+
+export interface LaneOutcome extends Outcome {
+  /** Sent without an `Idempotency-Key`: a fast answer, not an order. */
+  readonly fast: boolean
+}
+
+/**
+ * A closed loop: `lanes` callers that each send the next `POST /orders` when the last one is answered, for `seconds`
+ * (a lane's last request may end up to `timeoutMs` later). A refused request is answered at once, so refused lanes
+ * ask again at once: a server at its limit sees far more requests than it admits, as behind a retrying fleet.
+ */
+export const closedLoop = async (base: string, options: ClosedLoopOptions): Promise<ReadonlyArray<LaneOutcome>> => {
+  const url = new URL("/orders", base)
+  const agent = new Agent({ keepAlive: true, maxSockets: options.lanes })
+  const share = options.fastShare ?? 0
+  const outcomes: Array<LaneOutcome> = []
+  const runStart = performance.now()
+  const end = runStart + options.seconds * 1000
+  let sent = 0
+  const lane = async () => {
+    while (performance.now() < end) {
+      const fast = isFast(sent++, share)
+      const outcome = await post(agent, url, options.timeoutMs, performance.now(), runStart, !fast)
+      outcomes.push({ ...outcome, fast })
+    }
+  }
+  try {
+    await Promise.all(Array.from({ length: options.lanes }, lane))
+    return outcomes
+  } finally {
+    agent.destroy()
+  }
+}
+
+/** One `POST /orders` without an `Idempotency-Key`: the server's fastest answer, a 400. */
+export const fastAnswer = async (base: string, timeoutMs: number): Promise<Outcome> => {
+  const agent = new Agent({ keepAlive: false })
+  try {
+    return await post(agent, new URL("/orders", base), timeoutMs, performance.now(), performance.now(), false)
   } finally {
     agent.destroy()
   }
@@ -110,6 +181,8 @@ export interface Summary {
   readonly refused: number
   /** No answer in time, or a network error. */
   readonly failed: number
+  /** Fast answers (400: no `Idempotency-Key`). */
+  readonly fast: number
   /** p99 latency of the created orders, in milliseconds. */
   readonly p99Ms: number
 }
@@ -124,6 +197,17 @@ export const summarize = (outcomes: ReadonlyArray<Outcome>, offeredRate: number)
     admitted: created.length,
     refused: outcomes.filter((o) => o.status === 503 || o.status === 429).length,
     failed: outcomes.filter((o) => o.status === 0).length,
+    fast: outcomes.filter((o) => o.status === 400).length,
     p99Ms: percentile(created.map((o) => o.latencyMs), 0.99) ?? NaN
   }
+}
+
+/** A number with `digits` decimals, or "-" when it is not finite. */
+export const fixed = (n: number, digits: number): string => Number.isFinite(n) ? n.toFixed(digits) : "-"
+
+/** A plain-text table: the header and the rows, each cell right-aligned to its column. */
+export const table = (header: ReadonlyArray<string>, rows: ReadonlyArray<ReadonlyArray<string>>): Array<string> => {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((l) => l[i]!.length)))
+  const format = (cells: ReadonlyArray<string>) => cells.map((c, i) => c.padStart(widths[i]!)).join("  ")
+  return [format(header), ...rows.map(format)]
 }

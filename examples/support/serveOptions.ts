@@ -17,6 +17,8 @@ export interface ServeArgs {
   readonly apiKeys: ReadonlyMap<string, string> | undefined
   /** `--shed adaptive`: load shedding through an adaptive limiter in front of POST /orders. */
   readonly shed: boolean
+  /** `--shed gradient2`: the same, with Gradient2 in place of the middleware's default algorithm (to compare). */
+  readonly shedAlgorithm: "default" | "gradient2"
   /** `--capacity <concurrency>:<ms>`: POST /orders as a resource of fixed capacity. */
   readonly capacity: { readonly concurrency: number; readonly serviceMillis: number } | undefined
   /** `--redis-url <url>`: the Redis of `--store redis` (default: REDIS_URL, else redis://127.0.0.1:6379). */
@@ -29,7 +31,7 @@ export interface ServeArgs {
 
 const usage = "usage: npm run serve -- [--port <p>] [--store memory|sqlite|postgres|redis] [--db <path>] " +
   "[--rate <capacity>:<refillPerSecond>] [--lease <ms>] [--api-keys <key>=<customer>,...] " +
-  "[--shed adaptive] [--capacity <concurrency>:<ms per request>] [--redis-url <url>] [--clock-skew <ms>] " +
+  "[--shed adaptive|gradient2] [--capacity <concurrency>:<ms per request>] [--redis-url <url>] [--clock-skew <ms>] " +
   "[--rate-on-error allow|deny]\n" +
   "Stops on SIGINT or SIGTERM: stops accepting connections, lets the requests in flight finish, exits."
 
@@ -78,7 +80,9 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     })
   )
   const shedText = get("shed")
-  if (shedText !== undefined && shedText !== "adaptive") fail(`unknown --shed ${shedText}, expected adaptive`)
+  if (shedText !== undefined && shedText !== "adaptive" && shedText !== "gradient2") {
+    fail(`unknown --shed ${shedText}, expected adaptive or gradient2`)
+  }
   const capacityText = get("capacity")
   const capacityMatch = capacityText === undefined ? undefined : /^(\d{1,4}):(\d{1,6})$/.exec(capacityText)
   const capacity = capacityText === undefined
@@ -97,6 +101,7 @@ export const parseArgs = (argv: ReadonlyArray<string>): ServeArgs => {
     clockSkewMillis,
     rateOnError: rateOnError as ServeArgs["rateOnError"],
     shed: shedText !== undefined,
+    shedAlgorithm: shedText === "gradient2" ? "gradient2" : "default",
     capacity,
     port,
     store: store as ServeArgs["store"],

@@ -7,6 +7,11 @@
  * between `minLimit` and `maxLimit`, and none grows the limit while the caller uses less than half of it
  * (an idle client must not talk itself into a limit it never tested).
  */
+import { clamp, log10Root } from "./clamp.js"
+import * as RttWindow from "./rttWindow.js"
+import * as VegasLimit from "./vegas.js"
+
+export { log10Root }
 
 /** Limits every algorithm shares. Integers, `1 <= minLimit <= initialLimit <= maxLimit`. */
 export interface Bounds {
@@ -24,11 +29,7 @@ export interface Aimd {
   readonly timeoutMillis: number
 }
 
-/**
- * TCP Vegas: estimates the queue as `limit × (1 − rttNoLoad / rtt)`, grows fast while it is small and shrinks
- * when it passes `beta`. `rttNoLoad` is the lowest RTT seen, re-probed every `probeMultiplier × limit` samples
- * (with jitter) so that it can rise again when the dependency gets slower for good.
- */
+/** TCP Vegas over windows of samples, with a probe that drains before it measures: see core/vegas.ts. */
 export interface Vegas {
   readonly _tag: "Vegas"
   /** In (0, 1]: how much of each change is applied. */
@@ -38,6 +39,8 @@ export interface Vegas {
   readonly alpha: number
   /** Queued calls, as a multiple of `log10(limit)` (at least 1), above which the limit shrinks; > alpha. */
   readonly beta: number
+  /** Samples in a window, at least; >= 10 (a tenth of its RTTs, at least one, is left out at each end). */
+  readonly window: number
 }
 
 /**
@@ -68,24 +71,47 @@ export interface Sample {
   /** Calls in flight when this one started, itself included. */
   readonly inflight: number
   readonly dropped: boolean
+  /**
+   * The limit in force when this call started (default: the one in force now). Vegas leaves out the calls that
+   * started under a lower limit than today's: they saw less load than it lets in.
+   */
+  readonly limit?: number
 }
 
 export interface State {
   /** The estimate; the limit in force is {@link limitOf}. */
   readonly estimate: number
-  /** Vegas: the lowest RTT seen since the last probe (`Infinity`: none yet). */
+  /** Vegas: the lowest window RTT since the last probe, or the probe's (`Infinity`: none yet). */
   readonly rttNoLoad: number
-  /** Vegas: samples since the last probe, and the jitter of the next probe, in [0.5, 1). */
+  /**
+   * Vegas: samples since the last probe, the jitter of the next probe, in [0.5, 1), and how many times
+   * `probeMultiplier × limit` samples apart probes are now (1 to 4: each probe that found the no-load RTT where
+   * it was doubles it, one that moved it starts over at 1).
+   */
   readonly probeCount: number
   readonly probeJitter: number
+  readonly probeSpacing: number
+  /** Vegas: the window being filled. */
+  readonly window: RttWindow.RttWindow
+  /** Vegas: the probe under way, if any. */
+  readonly probe: Probe | undefined
+  /** Vegas: no window has seen a queue or a drop yet, so the limit grows by half per window (TCP's slow start). */
+  readonly slowStart: boolean
   /** Gradient2: the long-term RTT average, and how many samples its warm-up has taken (up to 10). */
   readonly longRtt: number
   readonly warmup: number
 }
 
+/** A Vegas probe: the limit drained to, the one to restore, and how many more samples it may take. */
+export interface Probe {
+  readonly limit: number
+  readonly restore: number
+  readonly budget: number
+}
+
 export const defaults = {
   aimd: { _tag: "Aimd", backoffRatio: 0.9, timeoutMillis: 5_000 } as Aimd,
-  vegas: { _tag: "Vegas", smoothing: 1, probeMultiplier: 30, alpha: 3, beta: 6 } as Vegas,
+  vegas: { _tag: "Vegas", smoothing: 1, probeMultiplier: 30, alpha: 3, beta: 6, window: 10 } as Vegas,
   gradient2: { _tag: "Gradient2", smoothing: 0.2, rttTolerance: 1.5, longWindow: 600, queueSize: 4 } as Gradient2
 } as const
 
@@ -97,6 +123,10 @@ export const initial = (config: Config, random: number): State => ({
   rttNoLoad: Infinity,
   probeCount: 0,
   probeJitter: 0.5 + random / 2,
+  probeSpacing: 1,
+  window: RttWindow.empty(),
+  probe: undefined,
+  slowStart: true,
   longRtt: 0,
   warmup: 0
 })
@@ -107,7 +137,8 @@ export const limitOf = (config: Config, state: State): number =>
 
 /**
  * The state after one sample. `random` in [0, 1) is used by Vegas only (the next probe's jitter). A sample with a
- * non-finite or negative RTT leaves the state unchanged.
+ * non-finite or negative RTT leaves the state unchanged; one of zero (an instant call, a coarse clock) is no RTT:
+ * Vegas and Gradient2 count it only when it is a drop.
  */
 export const update = (config: Config, state: State, sample: Sample, random: number): State => {
   if (!(sample.rttMillis >= 0) || !Number.isFinite(sample.rttMillis)) return state
@@ -116,13 +147,11 @@ export const update = (config: Config, state: State, sample: Sample, random: num
     case "Aimd":
       return aimd(config.bounds, algorithm, state, sample)
     case "Vegas":
-      return vegas(config.bounds, algorithm, state, sample, random)
+      return VegasLimit.update(config.bounds, algorithm, state, sample, random)
     case "Gradient2":
       return gradient2(config.bounds, algorithm, state, sample)
   }
 }
-
-const clamp = (n: number, min: number, max: number) => Math.min(max, Math.max(min, n))
 
 const aimd = (bounds: Bounds, a: Aimd, state: State, sample: Sample): State => {
   const limit = Math.floor(state.estimate)
@@ -133,52 +162,24 @@ const aimd = (bounds: Bounds, a: Aimd, state: State, sample: Sample): State => {
   return next === state.estimate ? state : { ...state, estimate: next }
 }
 
-/** `max(1, floor(log10(n)))`: Vegas's thresholds grow slowly with the limit. */
-export const log10Root = (n: number): number => Math.max(1, Math.floor(Math.log10(Math.max(1, n))))
-
-const vegas = (bounds: Bounds, v: Vegas, state: State, sample: Sample, random: number): State => {
-  const rtt = sample.rttMillis
-  const probeCount = state.probeCount + 1
-  if (state.probeJitter * v.probeMultiplier * state.estimate <= probeCount) {
-    // re-measure the no-load RTT from this sample, so a dependency that got slower for good is learnt
-    return { ...state, probeCount: 0, probeJitter: 0.5 + random / 2, rttNoLoad: rtt }
-  }
-  if (rtt < state.rttNoLoad) return { ...state, probeCount, rttNoLoad: rtt }
-  const estimate = state.estimate
-  let next: number
-  if (sample.dropped) {
-    next = estimate - log10Root(estimate)
-  } else if (sample.inflight * 2 < estimate) {
-    return { ...state, probeCount }
-  } else {
-    const queue = rtt === 0 ? 0 : Math.ceil(estimate * (1 - state.rttNoLoad / rtt))
-    const size = Math.floor(estimate)
-    const threshold = log10Root(size)
-    const alpha = v.alpha * threshold
-    const beta = v.beta * threshold
-    if (queue <= threshold) next = estimate + beta
-    else if (queue < alpha) next = estimate + log10Root(size)
-    else if (queue > beta) next = estimate - log10Root(size)
-    else return { ...state, probeCount }
-  }
-  next = clamp(next, bounds.minLimit, bounds.maxLimit)
-  return { ...state, probeCount, estimate: (1 - v.smoothing) * estimate + v.smoothing * next }
-}
-
 const gradient2 = (bounds: Bounds, g: Gradient2, state: State, sample: Sample): State => {
   const shortRtt = sample.rttMillis
-  const warmup = Math.min(WARMUP, state.warmup + 1)
-  let longRtt = state.warmup < WARMUP
-    ? (state.longRtt * state.warmup + shortRtt) / (state.warmup + 1)
-    : state.longRtt * (1 - 2 / (g.longWindow + 1)) + shortRtt * (2 / (g.longWindow + 1))
-  // after a long overload the average lags far above the present: pull it down faster than smoothing would
-  if (shortRtt > 0 && longRtt / shortRtt > 2) longRtt *= 0.95
+  // no time on the clock is no RTT: it must not pull the long-term average down (a drop still counts)
+  const timed = shortRtt > 0
+  if (!timed && !sample.dropped) return state
+  let { longRtt, warmup } = state
+  if (timed) {
+    longRtt = warmup < WARMUP
+      ? (longRtt * warmup + shortRtt) / (warmup + 1)
+      : longRtt * (1 - 2 / (g.longWindow + 1)) + shortRtt * (2 / (g.longWindow + 1))
+    warmup = Math.min(WARMUP, warmup + 1)
+    // after a long overload the average lags far above the present: pull it down faster than smoothing would
+    if (longRtt / shortRtt > 2) longRtt *= 0.95
+  }
   const estimate = state.estimate
   if (sample.inflight < estimate / 2) return { ...state, longRtt, warmup }
   // a drop is the strongest sign of queueing there is: treat it as the gradient's floor
-  const gradient = sample.dropped || shortRtt === 0
-    ? (sample.dropped ? 0.5 : 1)
-    : clamp(g.rttTolerance * longRtt / shortRtt, 0.5, 1)
+  const gradient = sample.dropped ? 0.5 : clamp(g.rttTolerance * longRtt / shortRtt, 0.5, 1)
   let next = estimate * gradient + g.queueSize
   next = estimate * (1 - g.smoothing) + next * g.smoothing
   next = clamp(next, bounds.minLimit, bounds.maxLimit)

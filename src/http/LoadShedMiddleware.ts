@@ -36,14 +36,15 @@ import * as internal from "../internal/http/loadShedMiddleware.js"
  */
 export interface Options<R = never> {
   /**
-   * The admission limiter's options. Default: `vegas({ alpha: 2, beta: 4, probeMultiplier: 1000 })` from 4
-   * concurrent requests (or `minLimit`), no queue, and the shares `{ default: 0.9, sheddable: 0.7 }`; its
-   * metrics are labelled `limiter` = `"load-shed"` unless you name it. Vegas, because it aims at a short queue
-   * beyond the no-load latency it has seen, so the server's latency stays near its unloaded value; a rare
-   * re-measure of that latency, because each one starts from a sample taken under load. A low start, because
-   * Vegas grows fast while nothing queues, and a start above the server's capacity fills a queue at once.
-   * Gradient2 follows a latency that rises and stays up (its baseline is an average of recent samples), so
-   * under a steady overload it lets the queue grow.
+   * The admission limiter's options. Default: `vegas({ alpha: 2, beta: 4 })` from 4 concurrent requests (or
+   * `minLimit`), no queue, and the shares `{ default: 0.9, sheddable: 0.7 }`; its metrics are labelled `limiter` =
+   * `"load-shed"` unless you name it. Vegas, because it aims at a short queue beyond the no-load latency, so the
+   * server's latency stays near its unloaded value; that latency is a window's trimmed mean, so answers that do
+   * little work (a 400, a 404, a replay) mixed in with the rest, or sent on purpose, cannot pin the limit down; and it
+   * is re-measured by draining first, so a re-measure does not let the queue grow. A low start, because Vegas grows
+   * fast while nothing queues, and a start above the server's capacity fills a queue at once. Gradient2 follows a
+   * latency that rises and stays up (its baseline is an average of recent samples), so under a steady overload it
+   * lets the queue grow.
    *
    * Its `isOverload` is asked about the app's failures (an interruption included); the answers that are no
    * samples (see above) never reach it.

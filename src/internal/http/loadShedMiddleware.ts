@@ -15,8 +15,8 @@ import { hasBody, readBody, withBody } from "./requestBody.js"
 
 export const overloadedType = "urn:effect-resilience:problem:overloaded"
 
-/** See `Options.limiter`: a short queue, and a no-load latency re-measured rarely (a server's own is stable). */
-const defaultAlgorithm = adaptiveLimiter.vegas({ alpha: 2, beta: 4, probeMultiplier: 1000 })
+/** See `Options.limiter`: Vegas with a short queue (its probes drain before they measure, so they keep it short). */
+const defaultAlgorithm = adaptiveLimiter.vegas({ alpha: 2, beta: 4 })
 
 // the connection is closed after these: the rest of the body may still be on its way
 const tooLarge = (maxBodyBytes: number) =>
