@@ -2,7 +2,7 @@
 //
 // - src/core/ is plain TypeScript: it imports nothing from `effect`, `@effect/*` or any other package, and only
 //   other files of src/core/ (type-only imports included, so an Effect 4 edition can share it unchanged);
-// - files under src/internal/ never import values from public modules (src/*.ts, src/http/, src/queue/ and the
+// - files under src/internal/ never import values from public modules (src/*.ts and the
 //   backend entries): public modules describe and re-export, internal modules implement;
 // - no import cycle between files of src/ through value imports (`import type` and `export type` are free).
 //

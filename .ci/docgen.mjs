@@ -11,8 +11,8 @@
 //
 // docgen is not run in the repository itself, for two reasons, so it runs in .docgen/ (git-ignored), with `src`
 // linked in and the output copied back:
-// - it rewrites `from "<package name>/X"` in examples to `from "../../src/X"`, which misses our subfolders
-//   (`effect-resilience/PgQueue` is src/queue/PgQueue.ts) and NodeNext's file extensions; under another
+// - it rewrites `from "<package name>/X"` in examples to `from "../../src/X"`, which misses NodeNext's file
+//   extensions; under another
 //   package name it leaves the imports alone and `paths` resolves them.
 // - after `tsc` it runs the examples with `tsx`. Ours are fragments that type-check but do not run (they
 //   `declare` the caller's effects, and some start a server or need Redis or PostgreSQL), so a `tsx` that does

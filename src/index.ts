@@ -19,52 +19,52 @@ export * as Backoff from "./Backoff.js"
 /** @since 0.1.0 */
 export * as Bulkhead from "./Bulkhead.js"
 /** @since 0.1.0 */
-export * as Chaos from "./http/Chaos.js"
+export * as Chaos from "./Chaos.js"
 /** @since 0.1.0 */
-export * as ClientScope from "./http/ClientScope.js"
+export * as ClientScope from "./ClientScope.js"
 /** @since 0.1.0 */
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 0.1.0 */
-export * as Consumer from "./queue/Consumer.js"
+export * as Consumer from "./Consumer.js"
 /** @since 0.1.0 */
 export * as Criticality from "./Criticality.js"
 /** @since 0.1.0 */
-export * as DeadLetter from "./queue/DeadLetter.js"
+export * as DeadLetter from "./DeadLetter.js"
 /** @since 0.1.0 */
 export * as Deadline from "./Deadline.js"
 /** @since 0.1.0 */
-export * as DeadlineMiddleware from "./http/DeadlineMiddleware.js"
+export * as DeadlineMiddleware from "./DeadlineMiddleware.js"
 /** @since 0.1.0 */
 export * as Failure from "./Failure.js"
 /** @since 0.1.0 */
 export * as Hedge from "./Hedge.js"
 /** @since 0.1.0 */
-export * as HttpClassify from "./http/HttpClassify.js"
+export * as HttpClassify from "./HttpClassify.js"
 /** @since 0.1.0 */
-export * as HttpErrors from "./http/HttpErrors.js"
+export * as HttpErrors from "./HttpErrors.js"
 /** @since 0.1.0 */
-export * as IdempotencyMiddleware from "./http/IdempotencyMiddleware.js"
+export * as IdempotencyMiddleware from "./IdempotencyMiddleware.js"
 /** @since 0.1.0 */
 export * as IdempotencyStore from "./IdempotencyStore.js"
 /** @since 0.1.0 */
-export * as LoadShedMiddleware from "./http/LoadShedMiddleware.js"
+export * as LoadShedMiddleware from "./LoadShedMiddleware.js"
 /** @since 0.1.0 */
-export * as QueueSource from "./queue/QueueSource.js"
+export * as QueueSource from "./QueueSource.js"
 /** @since 0.1.0 */
 export * as RateLimiter from "./RateLimiter.js"
 /** @since 0.1.0 */
 export * as RateLimiterStore from "./RateLimiterStore.js"
 /** @since 0.1.0 */
-export * as RateLimitHeaders from "./http/RateLimitHeaders.js"
+export * as RateLimitHeaders from "./RateLimitHeaders.js"
 /** @since 0.1.0 */
-export * as RateLimitMiddleware from "./http/RateLimitMiddleware.js"
+export * as RateLimitMiddleware from "./RateLimitMiddleware.js"
 /** @since 0.1.0 */
-export * as ResilientHttpClient from "./http/ResilientHttpClient.js"
+export * as ResilientHttpClient from "./ResilientHttpClient.js"
 /** @since 0.1.0 */
 export * as Retry from "./Retry.js"
 /** @since 0.1.0 */
-export * as RetryAfter from "./http/RetryAfter.js"
+export * as RetryAfter from "./RetryAfter.js"
 /** @since 0.1.0 */
 export * as RetryBudget from "./RetryBudget.js"
 /** @since 0.1.0 */
-export * as StructuredFields from "./http/StructuredFields.js"
+export * as StructuredFields from "./StructuredFields.js"

@@ -9,8 +9,8 @@ import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue, S
 import { spawn } from "node:child_process"
 import { createServer, type Server, type ServerResponse } from "node:http"
 import { connect, createServer as createNetServer } from "node:net"
-import * as ResilientHttpClientNode from "../src/http/ResilientHttpClient/Node.js"
 import { Hedge, HttpErrors, IdempotencyStore, RateLimiterStore, ResilientHttpClient, Retry } from "../src/index.js"
+import * as ResilientHttpClientNode from "../src/ResilientHttpClient/Node.js"
 import { serve, ServerAndClient } from "./support/httpServer.js"
 import { tappedOrders } from "./support/orders.js"
 

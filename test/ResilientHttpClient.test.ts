@@ -2,7 +2,6 @@ import { HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } fr
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Effect, Exit, Fiber, Layer, Option, Queue, Random, Stream, TestClock } from "effect"
 import { readFileSync } from "node:fs"
-import * as ResilientHttpClientNode from "../src/http/ResilientHttpClient/Node.js"
 import {
   AdaptiveThrottle,
   Backoff,
@@ -17,6 +16,7 @@ import {
   Retry,
   RetryBudget
 } from "../src/index.js"
+import * as ResilientHttpClientNode from "../src/ResilientHttpClient/Node.js"
 import { scriptedClient, type Seen, type Step } from "./support/memoryHttp.js"
 
 const url = "http://api.test/orders"

@@ -16,7 +16,7 @@ import { redisReplicaLag } from "../examples/faults/replicationLoss.js"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
 import { IdempotencyStore } from "../src/index.js"
 import { keyOf } from "../src/internal/idempotencyStore/redis.js"
-import * as RedisStreamQueue from "../src/queue/RedisStreamQueue.js"
+import * as RedisStreamQueue from "../src/RedisStreamQueue.js"
 import { survived } from "./support/faultRows.js"
 import { type ClusterRef, describeRedisCluster } from "./support/redisCluster.js"
 

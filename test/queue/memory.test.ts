@@ -14,8 +14,8 @@ import {
   TestClock,
   TestServices
 } from "effect"
+import * as ConsumerSql from "../../src/Consumer/Sql.js"
 import { Consumer, DeadLetter, Failure, QueueSource } from "../../src/index.js"
-import * as ConsumerSql from "../../src/queue/Consumer/Sql.js"
 import { handClock } from "../support/handClock.js"
 import { type Body, runSoak } from "./soak.js"
 

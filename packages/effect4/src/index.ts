@@ -27,19 +27,19 @@ export * as Failure from "./Failure.js"
 /** @since 1.0.0 */
 export * as Hedge from "./Hedge.js"
 /** @since 1.0.0 */
-export * as HttpClassify from "./http/HttpClassify.js"
+export * as HttpClassify from "./HttpClassify.js"
 /** @since 1.0.0 */
-export * as RateLimitHeaders from "./http/RateLimitHeaders.js"
+export * as RateLimitHeaders from "./RateLimitHeaders.js"
 /** @since 1.0.0 */
 export * as RateLimiter from "./RateLimiter.js"
 /** @since 1.0.0 */
-export * as RateLimiterStore from "./RateLimiterStore.js"
 export * as IdempotencyStore from "./IdempotencyStore.js"
+export * as RateLimiterStore from "./RateLimiterStore.js"
 /** @since 1.0.0 */
 export * as Retry from "./Retry.js"
 /** @since 1.0.0 */
-export * as RetryAfter from "./http/RetryAfter.js"
+export * as RetryAfter from "./RetryAfter.js"
 /** @since 1.0.0 */
 export * as RetryBudget from "./RetryBudget.js"
 /** @since 1.0.0 */
-export * as StructuredFields from "./http/StructuredFields.js"
+export * as StructuredFields from "./StructuredFields.js"

@@ -8,7 +8,7 @@ import {
   HttpServerResponse
 } from "@effect/platform"
 import { Duration, Effect, Random } from "effect"
-import type { ErrorResponse, Faults } from "../../http/Chaos.js"
+import type { ErrorResponse, Faults } from "../../Chaos.js"
 import * as validate from "../validate.js"
 
 interface Compiled {

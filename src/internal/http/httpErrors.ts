@@ -1,5 +1,5 @@
 import { Data } from "effect"
-import type * as Api from "../../http/HttpErrors.js"
+import type * as Api from "../../HttpErrors.js"
 import type { Fields } from "../errorFields.js"
 
 export class ConnectFailed extends Data.TaggedError("ConnectFailed")<Fields<Api.ConnectFailed>> {

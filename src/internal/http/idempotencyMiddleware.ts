@@ -4,7 +4,7 @@ import { Cause, Clock, Duration, Effect, type Either, Exit, Fiber, Option, Rando
 import { createHash } from "node:crypto"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
-import type { Options } from "../../http/IdempotencyMiddleware.js"
+import type { Options } from "../../IdempotencyMiddleware.js"
 import type { ClaimRef, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { currentDeadline } from "../deadline.js"
 import * as fastPath from "../fastPath.js"

@@ -2,8 +2,8 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect, Schedule } from "effect"
-import type { Event, Outbox, RelayOptions } from "../../queue/Outbox.js"
-import type { Outgoing, QueueError, QueueSource } from "../../queue/QueueSource.js"
+import type { Event, Outbox, RelayOptions } from "../../Outbox.js"
+import type { Outgoing, QueueError, QueueSource } from "../../QueueSource.js"
 import * as validate from "../validate.js"
 import { identifier, randomId } from "./shared.js"
 

@@ -1,6 +1,6 @@
 import { Cause, type Duration, Effect, type MetricLabel, Option, Random } from "effect"
 import * as visibility from "../../core/visibility.js"
-import type { ListOptions } from "../../queue/DeadLetter.js"
+import type { ListOptions } from "../../DeadLetter.js"
 import * as validate from "../validate.js"
 import { deadLettered } from "./metrics.js"
 

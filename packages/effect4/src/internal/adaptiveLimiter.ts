@@ -90,7 +90,8 @@ export const vegas = (options?: {
       options?.probeMultiplier ?? d.probeMultiplier
     ),
     alpha,
-    beta
+    beta,
+    window: d.window
   }
 }
 
@@ -196,8 +197,8 @@ const build = (
     span: "adaptive_limiter"
   })
 
-  const record = (rttMillis: number, inflight: number, dropped: boolean, random: number) => {
-    state = core.update(config, state, { rttMillis, inflight, dropped }, random)
+  const record = (rttMillis: number, inflight: number, dropped: boolean, started: number, random: number) => {
+    state = core.update(config, state, { rttMillis, inflight, dropped, limit: started }, random)
     const next = core.limitOf(config, state)
     if (next !== limit) {
       limitOfGauge.modifyUnsafe(next - limit, context)
@@ -212,13 +213,14 @@ const build = (
       // nanoseconds: a fast call must not measure as zero
       const start = clock.currentTimeNanosUnsafe()
       const inflight = slotted.active()
+      const started = limit
       return Effect.onExit(self, (exit) => {
         const dropped = Exit.isFailure(exit) && isOverload(exit.cause)
         if (Exit.isFailure(exit) && !dropped) return Effect.void
         const rtt = Number(clock.currentTimeNanosUnsafe() - start) / 1e6
         return needsRandom
-          ? Effect.map(Random.next, (r) => record(rtt, inflight, dropped, r))
-          : Effect.sync(() => record(rtt, inflight, dropped, 0))
+          ? Effect.map(Random.next, (r) => record(rtt, inflight, dropped, started, r))
+          : Effect.sync(() => record(rtt, inflight, dropped, started, 0))
       })
     })
 

@@ -1,7 +1,7 @@
 import { HttpClient, type HttpClientError } from "@effect/platform"
 import { Data, Duration, Effect } from "effect"
 import * as HttpClassify from "../../../core/httpClassify.js"
-import type * as Api from "../../../http/ResilientHttpClient.js"
+import type * as Api from "../../../ResilientHttpClient.js"
 import type { Fields } from "../../errorFields.js"
 import { ConnectFailed, NoResponse } from "../httpErrors.js"
 

@@ -2,7 +2,7 @@ import { HttpClient } from "@effect/platform"
 import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import * as Undici from "@effect/platform-node/Undici"
 import { Effect, Layer } from "effect"
-import type { NodeOptions } from "../../../http/ResilientHttpClient/Node.js"
+import type { NodeOptions } from "../../../ResilientHttpClient/Node.js"
 import * as validate from "../../validate.js"
 import { layer } from "./make.js"
 

@@ -1,6 +1,6 @@
 import type { Option } from "effect"
 import { Deferred, Effect, Exit, FiberId } from "effect"
-import type { Message } from "../../../queue/QueueSource.js"
+import type { Message } from "../../../QueueSource.js"
 
 /**
  * Remembers ids in a `Set`. A second delivery of an id that is being handled waits for the first to

@@ -2,7 +2,7 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Effect, type Option } from "effect"
-import type { Message } from "../../../queue/QueueSource.js"
+import type { Message } from "../../../QueueSource.js"
 import { identifier } from "../shared.js"
 
 export const idempotent = <A, B, E, R>(

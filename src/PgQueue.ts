@@ -15,8 +15,8 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Duration, Effect } from "effect"
-import * as internal from "../internal/queue/pgQueue.js"
-import { tableStatements } from "../internal/queue/pgQueueSchema.js"
+import * as internal from "./internal/queue/pgQueue.js"
+import { tableStatements } from "./internal/queue/pgQueueSchema.js"
 import type { QueueSource } from "./QueueSource.js"
 
 /**

@@ -23,8 +23,8 @@
  * @since 1.0.0
  */
 import type { Option } from "effect"
-import * as core from "../core/rateLimitHeaders.js"
-import * as internal from "../internal/http/rateLimitHeaders.js"
+import * as core from "./core/rateLimitHeaders.js"
+import * as internal from "./internal/http/rateLimitHeaders.js"
 
 /**
  * One quota policy: `name` allows `quota` units per `window` seconds.

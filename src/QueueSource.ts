@@ -17,9 +17,9 @@
  * @since 0.1.0
  */
 import type { Cause, Duration, Effect } from "effect"
-import type { Fields } from "../internal/errorFields.js"
-import * as internal from "../internal/queue/queueSource.js"
 import type { DeadLetterQueue } from "./DeadLetter.js"
+import type { Fields } from "./internal/errorFields.js"
+import * as internal from "./internal/queue/queueSource.js"
 
 /**
  * One delivery of a message.

@@ -13,7 +13,7 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Duration, Effect } from "effect"
-import * as internal from "../internal/queue/outbox.js"
+import * as internal from "./internal/queue/outbox.js"
 import type { QueueError, QueueSource } from "./QueueSource.js"
 
 /**

@@ -2,10 +2,10 @@
  * Small helpers for HTTP Structured Field values (RFC 9651, formerly RFC 8941): sf-strings and the
  * `Idempotency-Key` request header. They are total: malformed input gives `Option.none()`, never an exception.
  *
- * @since 1.0.0
+ * @since 0.1.0
  */
 import type { Option } from "effect"
-import * as internal from "../internal/http/structuredFields.js"
+import * as internal from "./internal/http/structuredFields.js"
 
 /**
  * Parses a field value that is exactly one sf-string (`"abc"`, with `\"` and `\\` escapes), ignoring
@@ -18,7 +18,7 @@ import * as internal from "../internal/http/structuredFields.js"
  * StructuredFields.parseSfString("\"a \\\"quoted\\\" word\"") // Option.some("a \"quoted\" word")
  * ```
  *
- * @since 1.0.0
+ * @since 0.1.0
  * @category parsing
  */
 export const parseSfString: (value: string) => Option.Option<string> = internal.parseSfString
@@ -34,7 +34,7 @@ export const parseSfString: (value: string) => Option.Option<string> = internal.
  * StructuredFields.formatSfString("daily") // Option.some("\"daily\"")
  * ```
  *
- * @since 1.0.0
+ * @since 0.1.0
  * @category formatting
  */
 export const formatSfString: (value: string) => Option.Option<string> = internal.formatSfString
@@ -42,7 +42,7 @@ export const formatSfString: (value: string) => Option.Option<string> = internal
 /**
  * Options of {@link parseIdempotencyKey}.
  *
- * @since 1.0.0
+ * @since 0.1.0
  * @category models
  */
 export interface IdempotencyKeyOptions {
@@ -70,7 +70,7 @@ export interface IdempotencyKeyOptions {
  * StructuredFields.parseIdempotencyKey("") // Option.none()
  * ```
  *
- * @since 1.0.0
+ * @since 0.1.0
  * @category parsing
  */
 export const parseIdempotencyKey: (

@@ -11,8 +11,8 @@
  */
 import type { HttpServerRequest } from "@effect/platform"
 import type { Cause, Effect } from "effect"
-import type { Fields } from "../internal/errorFields.js"
-import * as internal from "../internal/http/clientScope.js"
+import type { Fields } from "./internal/errorFields.js"
+import * as internal from "./internal/http/clientScope.js"
 
 /**
  * A function from the request to its client's scope: a non-empty string that identifies the client, or

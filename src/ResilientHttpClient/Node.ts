@@ -5,7 +5,7 @@
  * @since 0.1.0
  */
 import type { Duration, Layer } from "effect"
-import * as internal from "../../internal/http/resilientHttpClient/node.js"
+import * as internal from "../internal/http/resilientHttpClient/node.js"
 import type { Options, ResilientHttpClient } from "../ResilientHttpClient.js"
 
 /**

@@ -28,7 +28,7 @@
  */
 import type { Duration, Effect } from "effect"
 import type { Cluster, Redis } from "ioredis"
-import * as internal from "../internal/queue/redisStreamQueue.js"
+import * as internal from "./internal/queue/redisStreamQueue.js"
 import type { QueueError, QueueSource } from "./QueueSource.js"
 
 /**

@@ -13,7 +13,7 @@
  */
 import type { HttpApp, HttpClient, HttpClientError, HttpServerRequest } from "@effect/platform"
 import type { Duration } from "effect"
-import * as internal from "../internal/http/chaos.js"
+import * as internal from "./internal/http/chaos.js"
 
 /**
  * @since 0.1.0

@@ -26,9 +26,9 @@
  */
 import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import type { Duration, Effect, Scope } from "effect"
-import type * as AdaptiveLimiter from "../AdaptiveLimiter.js"
-import type { Criticality } from "../Criticality.js"
-import * as internal from "../internal/http/loadShedMiddleware.js"
+import type * as AdaptiveLimiter from "./AdaptiveLimiter.js"
+import type { Criticality } from "./Criticality.js"
+import * as internal from "./internal/http/loadShedMiddleware.js"
 
 /**
  * @since 0.1.0

@@ -15,8 +15,8 @@
  */
 import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import type { Duration } from "effect"
-import * as DeadlineHeader from "../core/deadlineHeader.js"
-import * as internal from "../internal/http/deadlineMiddleware.js"
+import * as DeadlineHeader from "./core/deadlineHeader.js"
+import * as internal from "./internal/http/deadlineMiddleware.js"
 
 /**
  * The header carrying the remaining budget in milliseconds, as sent by `ResilientHttpClient`.

@@ -22,9 +22,9 @@
  */
 import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import type { Redacted } from "effect"
-import * as internal from "../internal/http/rateLimitMiddleware.js"
-import type { RateLimiter } from "../RateLimiter.js"
 import type { ClientScope } from "./ClientScope.js"
+import * as internal from "./internal/http/rateLimitMiddleware.js"
+import type { RateLimiter } from "./RateLimiter.js"
 
 /**
  * @since 0.1.0

@@ -48,9 +48,9 @@
  */
 import type { HttpApp } from "@effect/platform"
 import type { Duration, Effect, Redacted } from "effect"
-import type { IdempotencyStore } from "../IdempotencyStore.js"
-import * as internal from "../internal/http/idempotencyMiddleware.js"
 import type { ClientScope } from "./ClientScope.js"
+import type { IdempotencyStore } from "./IdempotencyStore.js"
+import * as internal from "./internal/http/idempotencyMiddleware.js"
 
 /**
  * @since 0.1.0

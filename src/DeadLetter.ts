@@ -7,7 +7,7 @@
  * @since 0.1.0
  */
 import type { Effect, Metric, Option } from "effect"
-import * as metrics from "../internal/queue/metrics.js"
+import * as metrics from "./internal/queue/metrics.js"
 import type { QueueError } from "./QueueSource.js"
 
 /**

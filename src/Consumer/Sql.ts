@@ -8,7 +8,7 @@
 import type { SqlClient } from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
 import type { Effect, Option } from "effect"
-import * as internal from "../../internal/queue/consumer/sql.js"
+import * as internal from "../internal/queue/consumer/sql.js"
 import type { Message } from "../QueueSource.js"
 
 /**

@@ -15,10 +15,10 @@
  */
 import type { HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import type { Cause } from "effect"
-import type { ConnectFailureReason } from "../core/httpClassify.js"
-import * as core from "../core/httpClassify.js"
-import type { Fields } from "../internal/errorFields.js"
-import * as internal from "../internal/http/httpErrors.js"
+import type { ConnectFailureReason } from "./core/httpClassify.js"
+import * as core from "./core/httpClassify.js"
+import type { Fields } from "./internal/errorFields.js"
+import * as internal from "./internal/http/httpErrors.js"
 
 /**
  * The connection was never made: the request did not leave the client, so repeating it is always safe.

@@ -17,7 +17,7 @@
  * @since 0.1.0
  */
 import type { Duration, Option } from "effect"
-import * as internal from "../internal/http/retryAfter.js"
+import * as internal from "./internal/http/retryAfter.js"
 
 /**
  * The longest delay-seconds value read exactly: `floor(Number.MAX_SAFE_INTEGER / 1000)`. Longer delays

@@ -18,15 +18,15 @@
  * A 500 is retried (idempotent requests only) because it is often transient; the retry budget bounds the
  * cost when it is not. How long to wait is another question: see `RetryAfter` for 429 and 503.
  *
- * @since 0.1.0
+ * @since 1.0.0
  */
-import * as core from "../core/httpClassify.js"
+import * as core from "./core/httpClassify.js"
 
 /**
  * The request never left the client (connection refused, connect timeout, DNS failure, pool timeout).
  * The resilient client reports it as `HttpErrors.ConnectFailed`.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category models
  */
 export interface NotSent extends core.NotSent {}
@@ -35,7 +35,7 @@ export interface NotSent extends core.NotSent {}
  * The request was (maybe partly) sent but no response came back (read timeout, connection reset):
  * the server may have run it. The resilient client reports it as `HttpErrors.NoResponse`.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category models
  */
 export interface UnknownOutcome extends core.UnknownOutcome {}
@@ -43,7 +43,7 @@ export interface UnknownOutcome extends core.UnknownOutcome {}
 /**
  * A response arrived with this status code.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category models
  */
 export interface Status extends core.Status {}
@@ -51,7 +51,7 @@ export interface Status extends core.Status {}
 /**
  * What is known about a request that did not succeed.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category models
  */
 export type Outcome = NotSent | UnknownOutcome | Status
@@ -59,7 +59,7 @@ export type Outcome = NotSent | UnknownOutcome | Status
 /**
  * The decision: `"retry"` or `"fatal"` (do not retry).
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category models
  */
 export type Decision = core.Decision
@@ -67,7 +67,7 @@ export type Decision = core.Decision
 /**
  * The request never left the client.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category constructors
  */
 export const notSent: NotSent = core.notSent
@@ -75,7 +75,7 @@ export const notSent: NotSent = core.notSent
 /**
  * The request may have run; no response arrived.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category constructors
  */
 export const unknownOutcome: UnknownOutcome = core.unknownOutcome
@@ -83,7 +83,7 @@ export const unknownOutcome: UnknownOutcome = core.unknownOutcome
 /**
  * A response arrived with status `code`. Any number is accepted; codes outside 100–599 classify as fatal.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category constructors
  */
 export const status: (code: number) => Status = core.status
@@ -91,7 +91,7 @@ export const status: (code: number) => Status = core.status
 /**
  * The idempotent methods of RFC 9110 §9.2.2, upper case. A copy: changing it changes no decision.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category constants
  */
 export const idempotentMethods: ReadonlySet<string> = core.idempotentMethods
@@ -101,7 +101,7 @@ export const idempotentMethods: ReadonlySet<string> = core.idempotentMethods
  * 500 Internal Server Error, 502 Bad Gateway, 503 Service Unavailable, 504 Gateway Timeout. A copy:
  * changing it changes no decision.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category constants
  */
 export const retryableStatuses: ReadonlySet<number> = core.retryableStatuses
@@ -118,7 +118,7 @@ export const retryableStatuses: ReadonlySet<number> = core.retryableStatuses
  * HttpClassify.isIdempotentMethod("POST") // false
  * ```
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category predicates
  */
 export const isIdempotentMethod: (method: string) => boolean = core.isIdempotentMethod
@@ -127,7 +127,7 @@ export const isIdempotentMethod: (method: string) => boolean = core.isIdempotent
  * Whether `code` is a valid status (an integer in 100–599) that is worth retrying when the request is safe
  * to repeat. See {@link retryableStatuses}.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category predicates
  */
 export const isRetryableStatus: (code: number) => boolean = core.isRetryableStatus
@@ -135,7 +135,7 @@ export const isRetryableStatus: (code: number) => boolean = core.isRetryableStat
 /**
  * Input of {@link classify}.
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category models
  */
 export interface Request {
@@ -161,7 +161,7 @@ export interface Request {
  * HttpClassify.classify({ method: "GET", outcome: HttpClassify.status(404) }) // "fatal"
  * ```
  *
- * @since 0.1.0
+ * @since 1.0.0
  * @category classification
  */
 export const classify: (request: Request) => Decision = core.classify
