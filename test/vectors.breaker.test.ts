@@ -32,7 +32,10 @@ const tripOf = (spec: Fields): CircuitBreaker.TripPolicy => {
 const openForOf = (spec: Json | undefined): CircuitBreaker.Options["openFor"] => {
   if (typeof spec === "number") return Duration.millis(spec)
   const bounds = fields(fields(spec).exponential)
-  return Backoff.exponential({ base: Duration.millis(bounds.base as number), cap: Duration.millis(bounds.cap as number) })
+  return Backoff.exponential({
+    base: Duration.millis(bounds.base as number),
+    cap: Duration.millis(bounds.cap as number)
+  })
 }
 
 const optional = (policy: Fields, name: string, f: (n: number) => unknown) =>

@@ -2,8 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { effectProp } from "./support/effectProp.js"
 import { CircuitBreaker } from "../src/index.js"
+import { effectProp } from "./support/effectProp.js"
 
 // isIgnored (a typed failure that counts as neither success nor failure) and CircuitOpen.lastFailure (the
 // failure that opened the breaker).
