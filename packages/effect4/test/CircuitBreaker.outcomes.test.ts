@@ -208,3 +208,21 @@ describe("validation", () => {
     expect(() => CircuitBreaker.make({ ...base, halfOpenFailureRate: 1 })).not.toThrow()
   })
 })
+
+describe("CircuitBreaker nesting (Effect 4 resumes waits on the resumer's stack)", () => {
+  it.effect("five thousand nested protect calls of a breaker and a keyed registry resume without overflowing the stack", () =>
+    Effect.gen(function*() {
+      const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(1), openFor: "1 second" })
+      const keyed = yield* CircuitBreaker.keyed<string>({ trip: CircuitBreaker.consecutive(1), openFor: "1 second" })
+      const gate = yield* Deferred.make<void>()
+      const nest = (n: number): Effect.Effect<number, unknown> =>
+        n === 0
+          ? Effect.as(Deferred.await(gate), 0)
+          : Effect.map(breaker.protect(keyed.protect(nest(n - 1), `k${n % 3}`)), (d) => d + 1)
+      const fiber = yield* Effect.forkChild(nest(5_000))
+      yield* Effect.repeat(Effect.yieldNow, { times: 20 })
+      yield* Deferred.succeed(gate, undefined)
+      expect(yield* Fiber.join(fiber)).toBe(5_000)
+      expect(yield* breaker.state).toBe("closed")
+    }))
+})
