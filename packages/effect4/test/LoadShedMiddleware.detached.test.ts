@@ -1,7 +1,6 @@
-import type { HttpApp } from "effect/http"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Metric } from "effect"
+import { Clock, Effect, Fiber, Metric, Semaphore } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import {
   AdaptiveLimiter,
   DeadlineMiddleware,
@@ -24,7 +23,7 @@ const settle = Effect.andThen(
 const withHandClock = <A, E, R>(f: (advance: (millis: number) => Effect.Effect<void>) => Effect.Effect<A, E, R>) =>
   Effect.suspend(() => {
     const hand = handClock()
-    return Effect.withClock(f((millis) => Effect.andThen(hand.advance(millis), settle)), hand.clock)
+    return Effect.provideService(f((millis) => Effect.andThen(hand.advance(millis), settle)), Clock.Clock, hand.clock)
   })
 
 const order = (key: string, headers: Record<string, string> = {}) =>
@@ -36,7 +35,7 @@ const order = (key: string, headers: Record<string, string> = {}) =>
     })
   )
 
-const call = <E, R>(app: HttpApp.Default<E, R>, request: HttpServerRequest.HttpServerRequest) =>
+const call = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, request: HttpServerRequest.HttpServerRequest) =>
   Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
 
 const limit = 4
@@ -53,7 +52,7 @@ const makeService = (name: string, deadlineInside: boolean) =>
       trustCritical: true
     })
     const idempotent = yield* IdempotencyMiddleware.make({ scope: () => Effect.succeed("client") })
-    const resource = yield* Effect.makeSemaphore(limit)
+    const resource = yield* Semaphore.make(limit)
     const counts = { inside: 0, most: 0, made: 0 }
     const create = Effect.gen(function*() {
       counts.inside++
@@ -66,7 +65,7 @@ const makeService = (name: string, deadlineInside: boolean) =>
     const deadline = DeadlineMiddleware.make()
     // the example puts the deadline outside (around the router); the architecture sketch inside
     const app = deadlineInside ? shed(deadline(idempotent(create))) : deadline(shed(idempotent(create)))
-    const inflight = Metric.value(AdaptiveLimiter.inflightGauge.pipe(Metric.tagged("limiter", name)))
+    const inflight = Metric.value(Metric.withAttributes(AdaptiveLimiter.inflightGauge, { limiter: name }))
     return { app, counts, inflight: Effect.map(inflight, (state) => state.value) }
   })
 

@@ -11,7 +11,7 @@ const unreachable = {
   eval: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"))
 } as unknown as Redis
 
-const quiet = Logger.replace(Logger.defaultLogger, Logger.none)
+const quiet = Logger.layer([])
 
 const storeDown = (options: Partial<RateLimiterStoreRedis.Options> = {}) =>
   Layer.merge(RateLimiterStoreRedis.layer({ client: unreachable, ...options } as RateLimiterStoreRedis.Options), quiet)
