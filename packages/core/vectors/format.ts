@@ -24,12 +24,12 @@ export const subjects: ReadonlyArray<Subject> = [
 ]
 
 /**
- * Subjects whose drivers are files of their own in each edition (`test/vectors.<subject>.test.ts`), beside the one
- * driver of `subjects` (`test/vectors.test.ts`).
+ * Subjects whose vectors run in a driver file of their own in each edition (`test/vectors.<subject>.test.ts`), not in
+ * `vectors.test.ts`: they need the edition's breaker, HTTP or store modules.
  */
-export type OwnSubject = "breaker"
+export type OwnSubject = "breaker" | "idempotency"
 
-export const ownSubjects: ReadonlyArray<OwnSubject> = ["breaker"]
+export const ownSubjects: ReadonlyArray<OwnSubject> = ["breaker", "idempotency"]
 
 /** JSON values, as written in the files. */
 export type Json = null | boolean | number | string | ReadonlyArray<Json> | { readonly [key: string]: Json }

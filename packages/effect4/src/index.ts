@@ -3,7 +3,7 @@
  * adaptive concurrency limits and client-side throttling, idempotency stores, and the HTTP header parsers they need.
  *
  * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. This
- * edition is being built: the modules below are ported; the HTTP client and middlewares, the other
+ * edition is being built: the modules below are ported; the HTTP client, the other
  * stores and the queues follow. The backends are entry points of their own (`effect-resilience/RateLimiterStore/Redis`),
  * so this root needs only `effect`.
  *
@@ -45,3 +45,13 @@ export * as RetryAfter from "./RetryAfter.js"
 export * as RetryBudget from "./RetryBudget.js"
 /** @since 1.0.0 */
 export * as StructuredFields from "./StructuredFields.js"
+/** @since 1.0.0 */
+export * as ClientScope from "./ClientScope.js"
+/** @since 1.0.0 */
+export * as DeadlineMiddleware from "./DeadlineMiddleware.js"
+/** @since 1.0.0 */
+export * as IdempotencyMiddleware from "./IdempotencyMiddleware.js"
+/** @since 1.0.0 */
+export * as LoadShedMiddleware from "./LoadShedMiddleware.js"
+/** @since 1.0.0 */
+export * as RateLimitMiddleware from "./RateLimitMiddleware.js"
