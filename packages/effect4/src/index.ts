@@ -19,6 +19,8 @@ export * as Backoff from "./Backoff.js"
 /** @since 1.0.0 */
 export * as Bulkhead from "./Bulkhead.js"
 /** @since 1.0.0 */
+export * as Chaos from "./Chaos.js"
+/** @since 1.0.0 */
 export * as Criticality from "./Criticality.js"
 /** @since 1.0.0 */
 export * as Deadline from "./Deadline.js"
@@ -29,12 +31,16 @@ export * as Hedge from "./Hedge.js"
 /** @since 1.0.0 */
 export * as HttpClassify from "./HttpClassify.js"
 /** @since 1.0.0 */
+export * as HttpErrors from "./HttpErrors.js"
+/** @since 1.0.0 */
 export * as RateLimitHeaders from "./RateLimitHeaders.js"
 /** @since 1.0.0 */
 export * as RateLimiter from "./RateLimiter.js"
 /** @since 1.0.0 */
 export * as IdempotencyStore from "./IdempotencyStore.js"
 export * as RateLimiterStore from "./RateLimiterStore.js"
+/** @since 1.0.0 */
+export * as ResilientHttpClient from "./ResilientHttpClient.js"
 /** @since 1.0.0 */
 export * as Retry from "./Retry.js"
 /** @since 1.0.0 */
