@@ -1,7 +1,7 @@
 /**
  * A resilient `HttpClient`, made of one combinator per policy over `HttpClient.HttpClient.With<E, R>`, in the
  * style of `effect/http`'s own `HttpClient.retry` and `filterStatusOk`: {@link attemptTimeout}, {@link retry}
- * (with its budget), {@link adaptiveThrottle}, {@link rateLimiter},
+ * (with its budget), {@link circuitBreaker}, {@link adaptiveThrottle}, {@link rateLimiter},
  * {@link sharedBackpressure}, {@link idempotencyKeys}, {@link deadlineHeader} and {@link criticalityHeader}. Each
  * holds the HTTP classification it needs; compose them in the order you want.
  *
@@ -10,9 +10,10 @@
  *
  * @since 1.0.0
  */
-import type { Cause, Context, Duration, Effect, Layer, Schedule, Scope } from "effect"
+import type { Cause, Context, Duration, Effect, Layer, Option, Schedule, Scope } from "effect"
 import type { HttpClient, HttpClientError } from "effect/http"
 import type * as AdaptiveThrottle from "./AdaptiveThrottle.js"
+import type { CircuitOpen, Keyed, KeyedOptions } from "./CircuitBreaker.js"
 import type { DeadlineExceeded } from "./Deadline.js"
 import type { ConnectFailed, NoResponse, StatusError } from "./HttpErrors.js"
 import type { Fields } from "./internal/errorFields.js"
@@ -49,6 +50,13 @@ export interface Options {
     readonly maxRetryAfter?: Duration.Input
     readonly budget?: RetryBudget.Options | RetryBudget.Budget
   }
+  /**
+   * A circuit breaker per origin ({@link circuitBreaker}): its options, or a ready `CircuitBreaker.Keyed<string>`
+   * shared with other clients. Built from options, 429 answers do not count as failures unless you pass
+   * `isFailure`, and a `Retry-After` longer than `openFor` keeps it open that long (at most a minute) unless you
+   * pass `openForAtLeast`. The client's `breakers` field gives them back. Default: none.
+   */
+  readonly breaker?: KeyedOptions | Keyed<string>
   /** A limiter keyed by origin that every attempt waits for ({@link rateLimiter}). Default: none. */
   readonly rateLimiter?: RateLimiter
   /**
@@ -100,6 +108,7 @@ export type ResilientError =
   | ConnectFailed
   | NoResponse
   | RetriesExhausted<ConnectFailed | NoResponse | StatusError>
+  | CircuitOpen
   | RateLimited
   | DeadlineExceeded
   | LocallyRejected
@@ -108,12 +117,15 @@ export type ResilientError =
 type LocallyRejected = AdaptiveThrottle.LocallyRejected
 
 /**
- * The client `make` builds.
+ * The client `make` builds. `breakers` are its circuit breakers (one per origin), to read and control — `state`,
+ * `isolate`, `reset` — or `Option.none()` without the `breaker` option.
  *
  * @since 1.0.0
  * @category models
  */
-export interface ResilientHttpClient extends Client<ResilientError, never> {}
+export interface ResilientHttpClient extends Client<ResilientError, never> {
+  readonly breakers: Option.Option<Keyed<string>>
+}
 
 /**
  * The service of a resilient client (a `Context.Service`; a `Context.Tag` in the Effect 3 edition).
@@ -127,19 +139,20 @@ export const ResilientHttpClient: Context.Service<ResilientHttpClient, Resilient
 /**
  * The preset: wraps the `HttpClient` in the context in every policy of `options`, composed in one pipe. Throws
  * `IllegalArgumentError` for invalid options when called (not when the effect runs), like every constructor of
- * the library. All the client's state — budget, throttle, pauses, keys — is made when the effect runs:
+ * the library. All the client's state — breakers, budget, throttle, pauses, keys — is made when the effect runs:
  * build the client once and share it (provide its layer once), or each build starts from nothing.
  *
  * @example
  * ```ts
  * import { Effect } from "effect"
  * import { HttpClientRequest } from "effect/http"
- * import { Deadline, ResilientHttpClient } from "effect-resilience"
+ * import { CircuitBreaker, Deadline, ResilientHttpClient } from "effect-resilience"
  *
  * const program = Effect.gen(function*() {
  *   const client = yield* ResilientHttpClient.make({
  *     attemptTimeout: "2 seconds",
- *     retry: { maxAttempts: 4 }
+ *     retry: { maxAttempts: 4 },
+ *     breaker: { trip: CircuitBreaker.consecutive(5), openFor: "10 seconds" }
  *   })
  *   const response = yield* client.execute(
  *     HttpClientRequest.post("http://127.0.0.1:8080/orders").pipe(HttpClientRequest.bodyJsonUnsafe({ sku: "A" }))
@@ -236,6 +249,20 @@ export const retry: (
   self: Client<E, R>
 ) => Client<E | ConnectFailed | NoResponse | RetriesExhausted<ConnectFailed | NoResponse | StatusError>, R> = retries
   .retry as any
+
+/**
+ * Runs each attempt through the breaker of its origin (scheme, host and port); an open breaker fails with
+ * `CircuitOpen` without sending. A 408, 500, 502, 503 or 504 answer counts as a failure for the breaker (carrying
+ * its `Retry-After` for `openForAtLeast`) and is still returned as the answer it is. Pass the same keyed breaker to
+ * two clients to share it; keep it to read or control the breakers.
+ *
+ * @since 1.0.0
+ * @category combinators
+ */
+export const circuitBreaker: {
+  (breakers: Keyed<string>): <E, R>(self: Client<E, R>) => Client<E | CircuitOpen, R>
+  <E, R>(self: Client<E, R>, breakers: Keyed<string>): Client<E | CircuitOpen, R>
+} = guards.circuitBreaker
 
 /**
  * Client-side adaptive throttling per origin: a call the throttle rejects fails with `LocallyRejected` and is

@@ -4,39 +4,15 @@
  * headers, the attempt timeout around the body. The guards and the lifetimes: ResilientHttpClient.policies.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect, Exit, Fiber, Option, Queue, Stream } from "effect"
+import { Effect, Exit, Fiber, Queue, Stream } from "effect"
 import { HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import { readFileSync } from "node:fs"
-import { Backoff, Criticality, Deadline, HttpErrors, ResilientHttpClient, Retry } from "../src/index.js"
-import { scriptedClient, type Step, transportFailure } from "./support/memoryHttp.js"
+import { Criticality, Deadline, HttpErrors, ResilientHttpClient, Retry } from "../src/index.js"
+import { transportFailure } from "./support/memoryHttp.js"
+import { failureOf, fast, fork, scripted, statusOf } from "./support/resilientClient.js"
 
 const url = "http://api.test/orders"
-const fast = Backoff.exponential({ base: "100 millis", cap: "1 second" })
-
-/** The preset over a scripted in-memory server. */
-export const scripted = (script: ReadonlyArray<Step>, options: ResilientHttpClient.Options = {}) =>
-  Effect.gen(function*() {
-    const { client, log, seen } = yield* scriptedClient(script)
-    const http = yield* ResilientHttpClient.make({ retry: { schedule: fast, maxAttempts: 3 }, ...options }).pipe(
-      Effect.provideService(HttpClient.HttpClient, client)
-    )
-    return { http, seen, log, base: client }
-  })
-
-/** The typed failure of an exit, if any. */
-export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
-  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
-
-/**
- * Forks `effect` and runs it at once, up to its first sleep: Effect 4's `TestClock.adjust` waits for the fibers it
- * wakes, not for one forked just before (which would start sleeping after the clock had moved on).
- */
-export const fork = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.forkChild(effect, { startImmediately: true })
-
-export const statusOf = (effect: Effect.Effect<{ readonly status: number }, unknown>) =>
-  Effect.map(Effect.exit(effect), Exit.map((r) => r.status))
-
 describe("ResilientHttpClient", () => {
   it.effect("retries a retryable status for an idempotent method, at the schedule's instants", () =>
     Effect.gen(function*() {

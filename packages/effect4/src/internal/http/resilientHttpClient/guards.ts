@@ -9,6 +9,7 @@
 import { Clock, Effect } from "effect"
 import type { HttpClient, HttpClientResponse } from "effect/http"
 import type { AdaptiveThrottle } from "../../../AdaptiveThrottle.js"
+import type { Keyed } from "../../../CircuitBreaker.js"
 import * as Backpressure from "../../../core/backpressure.js"
 import * as HttpClassify from "../../../core/httpClassify.js"
 import type { RateLimiter } from "../../../RateLimiter.js"
@@ -58,6 +59,16 @@ export const need = (value: unknown, method: string, what: string) => {
     validate.invalid(`ResilientHttpClient ${what}`)
   }
 }
+
+export const circuitBreaker = dualClient((breakers: Keyed<string>) => {
+  need(breakers, "protect", "circuitBreaker needs a CircuitBreaker.Keyed<string> (CircuitBreaker.keyed)")
+  return <E, R>(self: HttpClient.HttpClient.With<E, R>) =>
+    around(
+      self,
+      (request, execute) =>
+        judged(execute(request), isOutage, (effect) => breakers.protect(effect, originOf(request.url)))
+    )
+})
 
 export const adaptiveThrottle = dualClient((throttle: AdaptiveThrottle) => {
   need(throttle, "protect", "adaptiveThrottle needs an AdaptiveThrottle (AdaptiveThrottle.make)")

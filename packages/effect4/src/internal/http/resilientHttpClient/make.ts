@@ -2,20 +2,22 @@
  * `make`: the client's options as one pipe of the combinators. That pipe is the one description of the order of
  * the layers; test/ResilientHttpClient.test.ts checks it against the Effect 3 edition's.
  */
-import { Cause, Context, Effect, Exit, Layer, Option } from "effect"
+import { Cause, Context, Duration, Effect, Exit, Layer, Option, type Scope } from "effect"
 import { identity } from "effect/Function"
 import { HttpClient } from "effect/http"
 import type { AdaptiveThrottle } from "../../../AdaptiveThrottle.js"
+import type { Keyed } from "../../../CircuitBreaker.js"
 import type { Options, ResilientHttpClient as Client } from "../../../ResilientHttpClient.js"
 import type { Budget } from "../../../RetryBudget.js"
 import * as throttles from "../../adaptiveThrottle.js"
-import { isRetryable } from "../../failure.js"
+import { keyed } from "../../circuitBreaker/keyed.js"
+import { isFatal, isRetryable } from "../../failure.js"
 import { make as makeBudget } from "../../retryBudget.js"
 import * as validate from "../../validate.js"
 import { ConnectFailed, NoResponse, StatusError } from "../httpErrors.js"
 import { attemptTimeout } from "./attemptTimeout.js"
 import { classifyTransportErrors } from "./errors.js"
-import { adaptiveThrottle, rateLimiter } from "./guards.js"
+import { adaptiveThrottle, circuitBreaker, isOutage, rateLimiter } from "./guards.js"
 import { criticalityHeader, deadlineHeader } from "./headers.js"
 import { idempotencyKeys } from "./idempotencyKeys.js"
 import { resolveRetry, retry } from "./retry.js"
@@ -24,6 +26,17 @@ import { sharedBackpressure } from "./sharedBackpressure.js"
 export const ResilientHttpClient: Context.Service<Client, Client> = Context.Service<Client>(
   "effect-resilience/ResilientHttpClient"
 )
+
+/**
+ * What trips `make`'s breakers: every failure but `Fatal` (the breaker's own default), and of the answers only
+ * those that say the origin is down (never a 429: a throttling server is working as designed).
+ */
+const countsAsOutage = (error: unknown): boolean =>
+  !isFatal(error) && !(isRetryable(error) && error.cause instanceof StatusError && !isOutage(error.cause.status))
+
+/** The server's `Retry-After` on a failure the breaker counts, capped at a minute, so the breaker honours it too. */
+const openForAtLeast = (error: unknown): Duration.Duration | undefined =>
+  isRetryable(error) && error.retryAfter !== undefined ? Duration.min(error.retryAfter, Duration.minutes(1)) : undefined
 
 /**
  * What `make`'s throttle counts as accepted: an answer, unless it refuses for load (429, 503); not a connection
@@ -37,6 +50,10 @@ const isAccepted = (exit: Exit.Exit<unknown, unknown>): boolean | undefined => {
   if (error instanceof StatusError) return error.status !== 429 && error.status !== 503
   return error instanceof ConnectFailed || error instanceof NoResponse ? false : undefined
 }
+
+const isKeyed = (u: unknown): u is Keyed<string> =>
+  typeof u === "object" && u !== null && typeof (u as Keyed<string>).protect === "function" &&
+  typeof (u as Keyed<string>).get === "function"
 
 const isBudget = (u: unknown): u is Budget =>
   typeof u === "object" && u !== null && typeof (u as Budget).unsafeRecordFailure === "function"
@@ -64,11 +81,13 @@ const resolve = (options: Options) => {
     return off(options.retry) ? identity : retry(compiled)
   }
   if (retryOptions !== undefined) resolveRetry({ ...retryOptions, budget: isBudget(budget) ? budget : undefined })
+  const breaker = options.breaker
   const backpressure = options.sharedBackpressure
   const layers: {
     readonly deadlineHeader: ClientLayer
     readonly criticalityHeader: ClientLayer
     readonly attemptTimeout: ClientLayer
+    readonly breakers: Effect.Effect<Keyed<string> | undefined, never, Scope.Scope>
     readonly throttle: Effect.Effect<AdaptiveThrottle | undefined>
     readonly rateLimiter: ClientLayer
     readonly sharedBackpressure: ClientLayer
@@ -83,6 +102,11 @@ const resolve = (options: Options) => {
       ? identity
       : criticalityHeader({ header: options.criticalityHeader as string }),
     attemptTimeout: attemptTimeout(options.attemptTimeout ?? "10 seconds") as ClientLayer,
+    breakers: breaker === undefined
+      ? Effect.succeed(undefined)
+      : isKeyed(breaker)
+      ? Effect.succeed(breaker)
+      : keyed<string>({ isFailure: countsAsOutage, openForAtLeast, ...breaker }), // checks the options now
     throttle: options.throttle === undefined || options.throttle === false
       ? Effect.succeed(undefined)
       : throttles.make({ isAccepted, ...(options.throttle === true ? {} : options.throttle) }),
@@ -104,6 +128,7 @@ export const make = (options: Options = {}) => {
   const layers = resolve(options)
   return Effect.gen(function*() {
     const base = yield* HttpClient.HttpClient
+    const breakers: Keyed<string> | undefined = yield* layers.breakers
     const throttle: AdaptiveThrottle | undefined = yield* layers.throttle
     const budget = yield* layers.budget
     // the layers, from the transport out: a request meets them from the last to the first
@@ -112,13 +137,14 @@ export const make = (options: Options = {}) => {
       layers.deadlineHeader,
       layers.criticalityHeader,
       layers.attemptTimeout,
+      guardedBy(breakers, circuitBreaker),
       guardedBy(throttle, adaptiveThrottle),
       layers.rateLimiter,
       layers.sharedBackpressure,
       layers.retry(budget),
       layers.idempotencyKeys
     )
-    return client as Client
+    return Object.assign(client, { breakers: Option.fromNullishOr(breakers) }) as Client
   })
 }
 
