@@ -68,8 +68,9 @@ export interface Faults {
  */
 export const client: (
   faults: Faults
-) => <E, R>(self: HttpClient.HttpClient.With<E, R>) => HttpClient.HttpClient.With<E | HttpClientError.HttpClientError, R> =
-  internal.client
+) => <E, R>(
+  self: HttpClient.HttpClient.With<E, R>
+) => HttpClient.HttpClient.With<E | HttpClientError.HttpClientError, R> = internal.client
 
 /**
  * A server middleware injecting the same faults (`connectFailure` does not apply on the server). An app is an

@@ -105,56 +105,65 @@ const orders = (sharedBackpressure: boolean) =>
     const order = Effect.suspend(() => http.execute(HttpClientRequest.post(url))).pipe(Effect.flatMap((r) => r.json))
     const caller = Effect.forEach(Array.from({ length: 15 }), () =>
       Effect.exit(order.pipe(Deadline.within("10 seconds"))))
-    const callers = Effect.forEach(Array.from({ length: 20 }), () => caller, { concurrency: 20 })
+    const callers = Effect.forEach(Array.from({ length: 20 }), () =>
+      caller, { concurrency: 20 })
     const { exit, millis } = yield* virtualTime().run(callers)
     const outcomes = Exit.isSuccess(exit) ? exit.value.flat() : []
     return { millis, outcomes, exchanges: server.exchanges }
   })
 
 describe("shared backpressure in proportion to the evidence", () => {
-  it.effect("a mostly healthy origin is not paused: 12 % of 503s cost no more than 1.5x the time without sharing", () =>
-    Effect.gen(function*() {
-      const shared = yield* orders(true)
-      const own = yield* orders(false)
-      const failed = (run: typeof shared) => run.outcomes.filter(Exit.isFailure).length
-      const refused = shared.exchanges.filter((e) => e.status === 503).length / shared.exchanges.length
-      console.log(
-        `300 orders, 20 callers, ${(100 * refused).toFixed(1)} % 503s: ${shared.millis} ms shared ` +
-          `(${failed(shared)} failed), ${own.millis} ms not (${failed(own)} failed)`
-      )
-      expect(shared.outcomes).toHaveLength(300)
-      expect(failed(shared)).toBe(0)
-      expect(refused).toBeGreaterThan(0.08)
-      expect(shared.millis).toBeLessThanOrEqual(1.5 * own.millis)
-      // every retry of an order came after the Retry-After of its refusal
-      const last = new Map<string, Exchange>()
-      for (const e of [...shared.exchanges].sort((a, b) => a.at - b.at)) {
-        const before = last.get(e.key)
-        if (before?.status === 503) expect(e.at).toBeGreaterThanOrEqual(before.at + 50 + 1000)
-        last.set(e.key, e)
-      }
-    }), 60_000)
+  it.effect(
+    "a mostly healthy origin is not paused: 12 % of 503s cost no more than 1.5x the time without sharing",
+    () =>
+      Effect.gen(function*() {
+        const shared = yield* orders(true)
+        const own = yield* orders(false)
+        const failed = (run: typeof shared) => run.outcomes.filter(Exit.isFailure).length
+        const refused = shared.exchanges.filter((e) => e.status === 503).length / shared.exchanges.length
+        console.log(
+          `300 orders, 20 callers, ${(100 * refused).toFixed(1)} % 503s: ${shared.millis} ms shared ` +
+            `(${failed(shared)} failed), ${own.millis} ms not (${failed(own)} failed)`
+        )
+        expect(shared.outcomes).toHaveLength(300)
+        expect(failed(shared)).toBe(0)
+        expect(refused).toBeGreaterThan(0.08)
+        expect(shared.millis).toBeLessThanOrEqual(1.5 * own.millis)
+        // every retry of an order came after the Retry-After of its refusal
+        const last = new Map<string, Exchange>()
+        for (const e of [...shared.exchanges].sort((a, b) => a.at - b.at)) {
+          const before = last.get(e.key)
+          if (before?.status === 503) expect(e.at).toBeGreaterThanOrEqual(before.at + 50 + 1000)
+          last.set(e.key, e)
+        }
+      }),
+    60_000
+  )
 
-  it.effect("a server refusing everything still gets quiet: fewer requests than without sharing", () =>
-    Effect.gen(function*() {
-      const count = (sharedBackpressure: boolean) =>
-        Effect.gen(function*() {
-          const server = lossyServer(() => true, 10)
-          const http = yield* ResilientHttpClient.make({ sharedBackpressure }).pipe(
-            Effect.provideService(HttpClient.HttpClient, server.client)
-          )
-          // 20 callers calling for 10 s, each call in a loop until the time is up
-          const caller = Effect.exit(http.execute(HttpClientRequest.get(url))).pipe(
-            Effect.repeat({ while: () => Effect.map(Clock.currentTimeMillis, (now) => now < 10_000) })
-          )
-          yield* virtualTime().run(Effect.forEach(Array.from({ length: 20 }), () => caller, { concurrency: 20 }))
-          return server.exchanges.length
-        })
-      const shared = yield* count(true)
-      const own = yield* count(false)
-      console.log(`refusing everything for 10 s, 20 callers: ${shared} requests shared, ${own} not shared`)
-      expect(shared).toBeLessThan(own * 0.9)
-    }), 60_000)
+  it.effect(
+    "a server refusing everything still gets quiet: fewer requests than without sharing",
+    () =>
+      Effect.gen(function*() {
+        const count = (sharedBackpressure: boolean) =>
+          Effect.gen(function*() {
+            const server = lossyServer(() => true, 10)
+            const http = yield* ResilientHttpClient.make({ sharedBackpressure }).pipe(
+              Effect.provideService(HttpClient.HttpClient, server.client)
+            )
+            // 20 callers calling for 10 s, each call in a loop until the time is up
+            const caller = Effect.exit(http.execute(HttpClientRequest.get(url))).pipe(
+              Effect.repeat({ while: () => Effect.map(Clock.currentTimeMillis, (now) => now < 10_000) })
+            )
+            yield* virtualTime().run(Effect.forEach(Array.from({ length: 20 }), () => caller, { concurrency: 20 }))
+            return server.exchanges.length
+          })
+        const shared = yield* count(true)
+        const own = yield* count(false)
+        console.log(`refusing everything for 10 s, 20 callers: ${shared} requests shared, ${own} not shared`)
+        expect(shared).toBeLessThan(own * 0.9)
+      }),
+    60_000
+  )
 
   it.effect("one 503 with Retry-After: 5 does not fail an unrelated GET under a 2 s deadline", () =>
     Effect.gen(function*() {

@@ -75,7 +75,7 @@ describe("ResilientHttpClient over sockets", () => {
         request.on("end", () => {
           Queue.offerUnsafe(arrivals, request.headers["idempotency-key"] as string | undefined)
           held.push(response)
-          if (held.length === 3) for (const r of held) r.writeHead(201).end("{}")
+          if (held.length === 3) { for (const r of held) r.writeHead(201).end("{}") }
         })
       })
       const http = yield* ResilientHttpClient.make({ attemptTimeout: "10 seconds" })

@@ -27,7 +27,11 @@ export const keyedOrders = Effect.gen(function*() {
     Effect.gen(function*() {
       const record = key === undefined ? undefined : records.get(key)
       if (record !== undefined && !record.done) {
-        return { status: 409, headers: { "content-type": "application/problem+json", "retry-after": "1" }, body: inProgress }
+        return {
+          status: 409,
+          headers: { "content-type": "application/problem+json", "retry-after": "1" },
+          body: inProgress
+        }
       }
       if (record !== undefined) return { status: 201, headers: { "idempotent-replayed": "true" }, body: record.body }
       if (params.get("fail") === "500") return { status: 500, headers: {}, body: "failed" }
@@ -57,8 +61,9 @@ export const keyedOrders = Effect.gen(function*() {
     })
   )
   /** The order request of the tests, against `origin`. */
-  const order = (origin: string) => HttpClientRequest.post(`${origin}/orders`).pipe(
-    HttpClientRequest.bodyJsonUnsafe({ sku: "BOOK-1" })
-  )
+  const order = (origin: string) =>
+    HttpClientRequest.post(`${origin}/orders`).pipe(
+      HttpClientRequest.bodyJsonUnsafe({ sku: "BOOK-1" })
+    )
   return { client, arrivals, created: () => [...created], order }
 })

@@ -68,8 +68,8 @@ class MemoryResponse implements HttpClientResponse.HttpClientResponse {
       ? Stream.fail(this.error("empty body"))
       : Stream.succeed(new TextEncoder().encode(this.body))
   }
-  pipe() {
-    return pipeArguments(this, arguments)
+  pipe(...args: Array<unknown>) {
+    return pipeArguments(this, args as unknown as IArguments)
   }
   toJSON() {
     return { _id: "MemoryResponse", status: this.status }

@@ -28,4 +28,3 @@ export const fork = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.forkChil
 
 export const statusOf = (effect: Effect.Effect<{ readonly status: number }, unknown>) =>
   Effect.map(Effect.exit(effect), Exit.map((r) => r.status))
-

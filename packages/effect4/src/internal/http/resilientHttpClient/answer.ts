@@ -69,7 +69,9 @@ export const detach = (response: HttpClientResponse.HttpClientResponse) =>
       Effect.map(() => {
         const headers = new Headers()
         for (const [name, value] of Object.entries(response.headers)) headers.set(name, value)
-        const body = response.status === 204 || response.status === 304 ? null : new Blob(parts as Array<Uint8Array<ArrayBuffer>>)
+        const body = response.status === 204 || response.status === 304
+          ? null
+          : new Blob(parts as Array<Uint8Array<ArrayBuffer>>)
         const copy = HttpClientResponse.fromWeb(
           response.request,
           new Response(body, { status: response.status, headers })

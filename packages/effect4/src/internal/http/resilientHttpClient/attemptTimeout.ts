@@ -9,9 +9,9 @@
  */
 import type { Clock } from "effect"
 import { Context, Duration, Effect, Exit, Fiber, Inspectable, Stream } from "effect"
-import { pipeArguments } from "effect/Pipeable"
 import type { HttpClient } from "effect/http"
 import { HttpClientError, HttpClientResponse, HttpIncomingMessage } from "effect/http"
+import { pipeArguments } from "effect/Pipeable"
 import { AttemptTimeout, DeadlineExceeded, withDeadline } from "../../deadline.js"
 import { resume } from "../../resume.js"
 import { timeoutWith } from "../../timeout.js"
@@ -97,7 +97,9 @@ const compile = (duration: Duration.Input) => {
         if (end <= now) return Effect.fail(timedOut())
         return Effect.flatMap(arm(clock, end), (timer) =>
           Effect.provideService(until(execute(request), timer, timedOut), CurrentAttemptEnd, end).pipe(
-            Effect.onExit((exit) => Effect.sync(() => Exit.isFailure(exit) && stop(timer))),
+            Effect.onExit((exit) =>
+              Effect.sync(() => Exit.isFailure(exit) && stop(timer))
+            ),
             Effect.map((response) => new BoundedResponse(response, end, own, clock, timer))
           ))
       }))
@@ -171,8 +173,8 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
     })
   }
 
-  pipe() {
-    return pipeArguments(this, arguments)
+  pipe(...args: Array<unknown>) {
+    return pipeArguments(this, args as unknown as IArguments)
   }
   toJSON() {
     return this.original.toJSON()
