@@ -8,7 +8,8 @@ import { Deferred, Effect, Fiber, Queue } from "effect"
 import { FetchHttpClient, HttpClientRequest } from "effect/http"
 import { TestClock } from "effect/testing"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
-import { Hedge, HttpErrors, ResilientHttpClient } from "../src/index.js"
+import { createServer as createNetServer } from "node:net"
+import { Hedge, HttpErrors, ResilientHttpClient, Retry } from "../src/index.js"
 import { failureOf, fork } from "./support/resilientClient.js"
 
 /** A plain node:http server on 127.0.0.1 for the rest of the scope; `handle` writes every response. */
@@ -28,7 +29,35 @@ const rawServer = (handle: (request: IncomingMessage, response: ServerResponse) 
     return typeof address === "object" && address !== null ? address.port : 0
   }))
 
+/** A port nothing listens on (it was free a moment ago). */
+const freePort = Effect.callback<number>((resume) => {
+  const server = createNetServer()
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
 describe("ResilientHttpClient over sockets", () => {
+  it.effect("a connection refused is ConnectFailed through fetch's causes: even a POST without a key is retried", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const http = yield* ResilientHttpClient.make({ retry: { maxAttempts: 3 }, idempotencyKeys: false })
+      const call = yield* Effect.forkChild(
+        Effect.exit(http.execute(HttpClientRequest.post(`http://127.0.0.1:${port}/x`)))
+      )
+      // each attempt fails on the wire, then sleeps its backoff on the TestClock: move it until the call ends
+      while (call.pollUnsafe() === undefined) {
+        yield* TestClock.adjust("1 second")
+        yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      }
+      const error = failureOf(yield* Fiber.join(call)) as Retry.RetriesExhausted<HttpErrors.ConnectFailed>
+      expect(error.attempts).toBe(3)
+      expect(error.last).toBeInstanceOf(HttpErrors.ConnectFailed)
+      expect(error.last.reason).toBe("refused")
+    }).pipe(Effect.provide(FetchHttpClient.layer)))
+
   describe("reading the body is inside the attempt timeout", () => {
     const bodyRead = (write: (response: ServerResponse) => void) =>
       Effect.gen(function*() {
