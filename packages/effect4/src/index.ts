@@ -51,3 +51,13 @@ export * as RetryAfter from "./RetryAfter.js"
 export * as RetryBudget from "./RetryBudget.js"
 /** @since 1.0.0 */
 export * as StructuredFields from "./StructuredFields.js"
+/** @since 1.0.0 */
+export * as ClientScope from "./ClientScope.js"
+/** @since 1.0.0 */
+export * as DeadlineMiddleware from "./DeadlineMiddleware.js"
+/** @since 1.0.0 */
+export * as IdempotencyMiddleware from "./IdempotencyMiddleware.js"
+/** @since 1.0.0 */
+export * as LoadShedMiddleware from "./LoadShedMiddleware.js"
+/** @since 1.0.0 */
+export * as RateLimitMiddleware from "./RateLimitMiddleware.js"
