@@ -4,10 +4,18 @@
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Fiber } from "effect"
-import { HttpClient, HttpClientRequest } from "effect/http"
+import { HttpClient, HttpClientRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
-import { Backoff, Deadline, ResilientHttpClient, Retry } from "../src/index.js"
-import { memoryResponse, scriptedClient, type Step } from "./support/memoryHttp.js"
+import {
+  Backoff,
+  Deadline,
+  RateLimiter,
+  RateLimiterStore,
+  RateLimitMiddleware,
+  ResilientHttpClient,
+  Retry
+} from "../src/index.js"
+import { appClient, memoryResponse, scriptedClient, type Step } from "./support/memoryHttp.js"
 import { failureOf, fork } from "./support/resilientClient.js"
 
 const url = "http://api.test/orders"
@@ -210,6 +218,32 @@ describe("Retry-After wins over the RateLimit fields", () => {
       expect(Exit.map(yield* Fiber.join(call), (r) => r.status)).toEqual(Exit.succeed(200))
       expect(log.map((s) => s.at)).toEqual([0, 1000])
     }))
+
+  it.effect("after a token bucket's last token, the next call waits for the next token, not for a full bucket", () =>
+    Effect.gen(function*() {
+      // the real middleware: 20 tokens, 2 a second; its 20th 201 says r=0;t=1 (the next token in 0.5 s, rounded up)
+      const limiter = yield* RateLimiter.tokenBucket({ capacity: 20, refillPerSecond: 2 })
+      const app = Effect.succeed(HttpServerResponse.text("created", { status: 201 })).pipe(
+        RateLimitMiddleware.make({ limiter, scope: () => Effect.succeed("alice") })
+      )
+      const base = yield* appClient(app)
+      const sent: Array<number> = []
+      const http = yield* ResilientHttpClient.make().pipe(
+        Effect.provideService(
+          HttpClient.HttpClient,
+          HttpClient.tapRequest(base, () => Effect.map(Clock.currentTimeMillis, (at) => void sent.push(at)))
+        )
+      )
+      let last = ""
+      for (let i = 0; i < 20; i++) last = (yield* http.post(url)).headers["ratelimit"] ?? ""
+      expect(last).toBe("\"default\";r=0;t=1")
+      const next = yield* fork(http.post(url))
+      yield* TestClock.adjust("1 second")
+      expect((yield* Fiber.join(next)).status).toBe(201)
+      // sent once the pause of t=1 s was over, not after the 10 s a full bucket takes
+      expect(sent).toHaveLength(21)
+      expect(sent.at(-1)).toBe(1000)
+    }).pipe(Effect.provide(RateLimiterStore.layerMemory)))
 
   it.effect("a 429 without Retry-After but with r=0 is retried after its t", () =>
     Effect.gen(function*() {

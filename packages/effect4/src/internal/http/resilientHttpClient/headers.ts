@@ -9,10 +9,8 @@ import * as DeadlineHeader from "../../../core/deadlineHeader.js"
 import { CurrentCriticality, headerName as criticalityDefault } from "../../criticality.js"
 import { CurrentDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
+import { defaultHeader as deadlineDefault } from "../deadlineMiddleware.js"
 import { CurrentAttemptEnd } from "./attemptTimeout.js"
-
-/** `DeadlineMiddleware`'s header (its `defaultHeader`), which this edition's middleware reads too. */
-export const deadlineDefault = "request-timeout-ms"
 
 export interface HeaderOptions {
   readonly header?: string
