@@ -49,7 +49,7 @@ describe("CircuitBreaker halfOpenTimeout", () => {
       // the timer reopened it at the deadline, for the second opening's delay
       expect(yield* breaker.state).toBe("open")
       expect(yield* refusedFor(breaker)).toBe(2000)
-      expect((yield* PubSub.takeAll(transitions))).toEqual([
+      expect(yield* PubSub.takeAll(transitions)).toEqual([
         { from: "closed", to: "open", at: 0 },
         { from: "open", to: "half-open", at: 1000 },
         { from: "half-open", to: "open", at: 2000 }

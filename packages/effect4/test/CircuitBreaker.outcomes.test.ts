@@ -2,8 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { effectProp } from "./support/effectProp.js"
 import { CircuitBreaker } from "../src/index.js"
+import { effectProp } from "./support/effectProp.js"
 
 // isIgnored (a typed failure that counts as neither success nor failure) and CircuitOpen.lastFailure (the
 // failure that opened the breaker).
@@ -207,4 +207,22 @@ describe("validation", () => {
     }
     expect(() => CircuitBreaker.make({ ...base, halfOpenFailureRate: 1 })).not.toThrow()
   })
+})
+
+describe("CircuitBreaker nesting (Effect 4 resumes waits on the resumer's stack)", () => {
+  it.effect("five thousand nested protect calls of a breaker and a keyed registry resume without overflowing the stack", () =>
+    Effect.gen(function*() {
+      const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(1), openFor: "1 second" })
+      const keyed = yield* CircuitBreaker.keyed<string>({ trip: CircuitBreaker.consecutive(1), openFor: "1 second" })
+      const gate = yield* Deferred.make<void>()
+      const nest = (n: number): Effect.Effect<number, unknown> =>
+        n === 0
+          ? Effect.as(Deferred.await(gate), 0)
+          : Effect.map(breaker.protect(keyed.protect(nest(n - 1), `k${n % 3}`)), (d) => d + 1)
+      const fiber = yield* Effect.forkChild(nest(5_000))
+      yield* Effect.repeat(Effect.yieldNow, { times: 20 })
+      yield* Deferred.succeed(gate, undefined)
+      expect(yield* Fiber.join(fiber)).toBe(5_000)
+      expect(yield* breaker.state).toBe("closed")
+    }))
 })

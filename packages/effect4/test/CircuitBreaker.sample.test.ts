@@ -2,8 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { effectProp } from "./support/effectProp.js"
 import { CircuitBreaker } from "../src/index.js"
+import { effectProp } from "./support/effectProp.js"
 
 // halfOpenFailureRate: a half-open period judged on all its trials instead of its first failure.
 

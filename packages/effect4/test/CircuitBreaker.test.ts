@@ -2,8 +2,8 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Metric, PubSub, Schedule, Stream } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
-import { effectProp } from "./support/effectProp.js"
 import { CircuitBreaker, Deadline, Failure } from "../src/index.js"
+import { effectProp } from "./support/effectProp.js"
 
 /** Lets forked fibers run until they block. */
 const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
@@ -15,7 +15,8 @@ const ok = Effect.succeed("ok")
 const call = <A, E>(breaker: CircuitBreaker.CircuitBreaker, self: Effect.Effect<A, E>) =>
   Effect.exit(breaker.protect(self))
 
-const failTimes = (breaker: CircuitBreaker.CircuitBreaker, n: number) => Effect.repeat(call(breaker, boom), { times: n - 1 })
+const failTimes = (breaker: CircuitBreaker.CircuitBreaker, n: number) =>
+  Effect.repeat(call(breaker, boom), { times: n - 1 })
 
 const isCircuitOpen = (exit: Exit.Exit<unknown, unknown>): boolean =>
   Exit.isFailure(exit) &&
@@ -695,7 +696,11 @@ describe("CircuitBreaker", () => {
         const series = yield* seriesOf(name)
         expect(series.filter((p) => p.attributes?.["key"] !== undefined)).toEqual([])
         // counters aggregate over keys; one gauge cannot hold fifty states, so there is none
-        const opened = Metric.withAttributes(CircuitBreaker.transitionsTotal, { breaker: name, from: "closed", to: "open" })
+        const opened = Metric.withAttributes(CircuitBreaker.transitionsTotal, {
+          breaker: name,
+          from: "closed",
+          to: "open"
+        })
         expect((yield* Metric.value(opened)).count).toBe(50)
         expect(series.filter((p) => p.id === "effect_resilience_breaker_state")).toEqual([])
       }))
@@ -881,7 +886,7 @@ describe("CircuitBreaker", () => {
         expect(yield* PubSub.take(transitions)).toEqual({ from: "closed", to: "open", at: 0 })
         yield* TestClock.adjust("10 seconds")
         yield* call(breaker, ok)
-        expect((yield* PubSub.takeAll(transitions))).toEqual([
+        expect(yield* PubSub.takeAll(transitions)).toEqual([
           { from: "open", to: "half-open", at: 10_000 },
           { from: "half-open", to: "closed", at: 10_000 }
         ])

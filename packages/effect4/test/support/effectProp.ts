@@ -20,7 +20,8 @@ export const effectProp = <const T extends Record<string, unknown>>(
     fc.assert(
       fc.asyncProperty(
         fc.record(arbitraries as { [K in keyof T]: fc.Arbitrary<T[K]> }) as unknown as fc.Arbitrary<T>,
-        (values) => Effect.runPromise(Effect.scoped(Effect.asVoid(body(values))).pipe(Effect.provide(TestClock.layer())))
+        (values) =>
+          Effect.runPromise(Effect.scoped(Effect.asVoid(body(values))).pipe(Effect.provide(TestClock.layer())))
       ),
       options?.fastCheck
     ))

@@ -3,6 +3,7 @@ import { Effect, Layer } from "effect"
 import type { CircuitBreaker, Options, Snapshot, State } from "../../CircuitBreaker.js"
 import { Local } from "./local.js"
 import { type Config, resolve } from "./policy.js"
+import { register } from "./probe.js"
 import * as Shell from "./shell.js"
 
 export { CircuitOpen } from "./errors.js"
@@ -23,15 +24,16 @@ const restoredState = (s: Snapshot | undefined): State =>
   s === undefined ? "closed" : s.isolated || s.state === "open" ? "open" : s.state
 
 /** The public interface over a local breaker and its shell. */
-export const breakerOf = (local: Local, shell: Shell.Shell): CircuitBreaker => ({
-  protect: local.protect,
-  state: Effect.sync(() => local.state()),
-  changes: shell.changes,
-  subscribe: shell.subscribe,
-  isolate: Effect.sync(() => local.isolate()),
-  reset: Effect.sync(() => local.reset()),
-  snapshot: Effect.sync(() => local.snapshot())
-})
+export const breakerOf = (local: Local, shell: Shell.Shell): CircuitBreaker =>
+  register({
+    protect: local.protect,
+    state: Effect.sync(() => local.state()),
+    changes: shell.changes,
+    subscribe: shell.subscribe,
+    isolate: Effect.sync(() => local.isolate()),
+    reset: Effect.sync(() => local.reset()),
+    snapshot: Effect.sync(() => local.snapshot())
+  }, () => local.trialsRunning())
 
 /** Builds a local breaker in the current scope (see `local.ts`). */
 export const build = (config: Config, e: Shell.Env): Effect.Effect<CircuitBreaker, never, Scope.Scope> =>

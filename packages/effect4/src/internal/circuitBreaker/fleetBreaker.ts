@@ -302,6 +302,14 @@ export class FleetBreaker {
     return Fleet.stateAt(this.replica.view, at)
   }
 
+  /** Half-open with trials of the period running, as far as this replica knows. */
+  trialsRunning(): boolean {
+    const local = this.fallback.local
+    if (local !== undefined) return local.trialsRunning()
+    const at = this.shell.now()
+    return Fleet.stateAt(this.replica.view, at) === "half-open" && this.replica.view.halfOpenUntil > at
+  }
+
   snapshot(): Snapshot {
     const local = this.fallback.local
     if (local !== undefined) return local.snapshot()

@@ -204,6 +204,12 @@ export class Local {
     return this.m.state
   }
 
+  /** Half-open with trials of the period running. */
+  trialsRunning(): boolean {
+    this.refresh(this.shell.now())
+    return this.m.state === "half-open" && Machine.running(this.m) > 0
+  }
+
   isolate(): void {
     this.shell.cancelTimer()
     this.lastFailure = undefined

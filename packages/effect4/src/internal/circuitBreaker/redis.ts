@@ -20,6 +20,7 @@ import { FleetBreaker, type Resources } from "./fleetBreaker.js"
 import { channelOf, type FleetConfig, keysOf, resolveFleet } from "./fleetConfig.js"
 import { Outages } from "./fleetFallback.js"
 import type { Config } from "./policy.js"
+import { register } from "./probe.js"
 import * as Shell from "./shell.js"
 import * as Subscriber from "./subscriber.js"
 
@@ -57,7 +58,7 @@ export const buildOn = (
     )
     // registered last, so it runs first: the last counts go before the channel, the shell and the client
     yield* Effect.addFinalizer(() => replica.close)
-    return {
+    return register({
       protect: replica.protect,
       state: Effect.sync(() => replica.state()),
       changes: shell.changes,
@@ -65,7 +66,7 @@ export const buildOn = (
       isolate: replica.control("isolate"),
       reset: replica.control("reset"),
       snapshot: Effect.sync(() => replica.snapshot())
-    }
+    }, () => replica.trialsRunning())
   })
 
 export const build = (
