@@ -9,8 +9,8 @@
  *
  * @since 1.0.0
  */
-import type { HttpServerRequest } from "effect/http"
 import type { Cause, Effect } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/http/clientScope.js"
 

@@ -1,6 +1,6 @@
-import { HttpServerRequest } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Option, Result } from "effect"
+import { HttpServerRequest } from "effect/http"
 import { ClientScope } from "../src/index.js"
 
 /** A request as the server sees it: the peer's address (if any) and the headers the client sent. */

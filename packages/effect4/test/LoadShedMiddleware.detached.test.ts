@@ -35,8 +35,10 @@ const order = (key: string, headers: Record<string, string> = {}) =>
     })
   )
 
-const call = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>, request: HttpServerRequest.HttpServerRequest) =>
-  Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
+const call = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  request: HttpServerRequest.HttpServerRequest
+) => Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
 
 const limit = 4
 

@@ -1,6 +1,6 @@
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
 import { Deferred, Effect, Exit, Fiber } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import {
   AdaptiveLimiter,
@@ -48,7 +48,10 @@ describe("LoadShedMiddleware", () => {
       const app = shed(
         Effect.sync(() => ran++).pipe(Effect.andThen(Deferred.await(gate)), Effect.as(HttpServerResponse.empty()))
       )
-      const held = yield* Effect.forEach([1, 2], () => Effect.forkChild(call(app, { "request-criticality": "critical" })))
+      const held = yield* Effect.forEach(
+        [1, 2],
+        () => Effect.forkChild(call(app, { "request-criticality": "critical" }))
+      )
       yield* settle
       // critical requests may use the whole limit, and it is in use
       const refused = yield* call(app, { "request-criticality": "critical" })

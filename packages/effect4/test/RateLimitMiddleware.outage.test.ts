@@ -1,6 +1,6 @@
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Layer, Logger } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Redis } from "ioredis"
 import { RateLimiter, RateLimiterStore, RateLimitMiddleware } from "../src/index.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"

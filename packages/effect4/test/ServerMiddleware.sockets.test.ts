@@ -53,11 +53,18 @@ describe("the middlewares over sockets", () => {
     recordingSleeps(Effect.gen(function*() {
       const shed = yield* LoadShedMiddleware.make({ limiter: fixed(1), trustCritical: true })
       let ran = 0
-      const { port } = yield* serveNode(shed(Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
-        Effect.map(Effect.orDie(request.text), (text) => {
-          ran++
-          return HttpServerResponse.text(`read ${text.length}`)
-        }))))
+      const { port } = yield* serveNode(
+        shed(
+          Effect.flatMap(
+            HttpServerRequest.HttpServerRequest,
+            (request) =>
+              Effect.map(Effect.orDie(request.text), (text) => {
+                ran++
+                return HttpServerResponse.text(`read ${text.length}`)
+              })
+          )
+        )
+      )
       const now = yield* Clock.currentTimeMillis
       // 10 of the 100 bytes it announces, and then nothing
       const slow = rawClient(

@@ -36,7 +36,9 @@ describe("RateLimitMiddleware", () => {
     Effect.gen(function*() {
       let runs = 0
       const limiter = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 0.5 })
-      const app = Effect.sync(() => HttpServerResponse.text(`run ${++runs}`)).pipe(RateLimitMiddleware.make({ limiter }))
+      const app = Effect.sync(() => HttpServerResponse.text(`run ${++runs}`)).pipe(
+        RateLimitMiddleware.make({ limiter })
+      )
       const send = yield* serve(app)
       const replies = []
       for (let i = 0; i < 4; i++) replies.push(yield* send())

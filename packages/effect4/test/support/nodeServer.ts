@@ -71,7 +71,9 @@ export const serveNode = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServer
     const server = yield* Effect.acquireRelease(
       Effect.callback<ReturnType<typeof createServer>>((resume) => {
         const server = createServer((req, res) => {
-          handler(toWeb(req, res, () => aborted++), Context.empty()).then((response) => write(response, res)).catch(() => res.destroy())
+          handler(toWeb(req, res, () => aborted++), Context.empty()).then((response) => write(response, res)).catch(
+            () => res.destroy()
+          )
         })
         server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
       }),

@@ -1,5 +1,5 @@
-import type { HttpServerRequest } from "effect/http"
 import { Data, Effect, Option, Redacted } from "effect"
+import type { HttpServerRequest } from "effect/http"
 import { createHash, createHmac } from "node:crypto"
 import { isIP } from "node:net"
 import type { AddressOptions, ClientScope } from "../../ClientScope.js"

@@ -55,63 +55,63 @@ export const make = <RS>(options: Options<RS> = {}) => {
 
   const keeps = (status: number): boolean => decide.keeps(status, storeServerErrors, storeStatus)
 
-  const withStore = (store: Store, later: Recorder) =>
-  <E, R>(app: App<E, R>): App<E, R | RS | HttpServerRequest.HttpServerRequest> =>
-    Effect.gen(function*() {
-      const request = yield* HttpServerRequest.HttpServerRequest
-      if (!methods.has(request.method)) return yield* app
-      const raw = request.headers[header]
-      if (raw === undefined || raw.trim() === "") {
-        if (!required) return yield* app
-        return yield* own(problem(decide.keyMissing(request.method, headerName)))
-      }
-      const key = parseIdempotencyKey(raw, maxKeyLength)
-      if (key === undefined) return yield* own(problem(decide.keyInvalid(maxKeyLength)))
-      if (decide.declaredTooLarge(request.headers["content-length"], maxBodyBytes)) {
-        return yield* own(problem(decide.tooLarge(maxBodyBytes)))
-      }
-      const body = yield* readBody(request, maxBodyBytes)
-      if (body === "too-large") return yield* own(problem(decide.tooLarge(maxBodyBytes)))
-      if (body === "unreadable") return yield* own(problem(decide.bodyUnreadable))
+  const withStore =
+    (store: Store, later: Recorder) => <E, R>(app: App<E, R>): App<E, R | RS | HttpServerRequest.HttpServerRequest> =>
+      Effect.gen(function*() {
+        const request = yield* HttpServerRequest.HttpServerRequest
+        if (!methods.has(request.method)) return yield* app
+        const raw = request.headers[header]
+        if (raw === undefined || raw.trim() === "") {
+          if (!required) return yield* app
+          return yield* own(problem(decide.keyMissing(request.method, headerName)))
+        }
+        const key = parseIdempotencyKey(raw, maxKeyLength)
+        if (key === undefined) return yield* own(problem(decide.keyInvalid(maxKeyLength)))
+        if (decide.declaredTooLarge(request.headers["content-length"], maxBodyBytes)) {
+          return yield* own(problem(decide.tooLarge(maxBodyBytes)))
+        }
+        const body = yield* readBody(request, maxBodyBytes)
+        if (body === "too-large") return yield* own(problem(decide.tooLarge(maxBodyBytes)))
+        if (body === "unreadable") return yield* own(problem(decide.bodyUnreadable))
 
-      const scope = yield* Effect.result(scopeOf(request))
-      if (scope._tag === "Failure") return yield* Effect.andThen(unsampled, refuse("idempotency", scope.failure))
-      // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
-      // endpoints must not answer each other's keys
-      const fingerprint = createHash("sha256").update(`${request.method} ${request.originalUrl}\n`).update(body)
-        .digest("hex")
-      const ref = { scope: scope.success, key }
-      // From the claim to the handler's start, one uninterruptible step: a client that goes away right after
-      // the claim must not leave the key in progress, with no handler, until the lease runs out.
-      return yield* Effect.uninterruptibleMask((restore) =>
-        Effect.flatMap(Effect.result(store.claim({ ...ref, fingerprint, ttl, lease })), (claimed) => {
-          if (claimed._tag === "Success" && claimed.success._tag === "Claimed") {
-            const waiter = { gone: false }
-            const settle = admitted(
-              store,
-              later,
-              { ...ref, token: claimed.success.token },
-              withBody(request, body),
-              app,
-              waiter
-            )
-            // The handler runs in a fiber of its own, with the request's context and interruptibility. The
-            // request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
-            // never the handler. The load-shed slot, if any, is the handler's: it is held until the handler
-            // ends, so work nobody waits for still counts against the server's capacity.
-            return Effect.flatMap(detach(restore(settle)), (fiber) =>
-              Effect.andThen(
-                holdUntil(fiber),
-                Effect.onInterrupt(
-                  Effect.interruptible(Fiber.join(fiber)),
-                  () => Effect.sync(() => (waiter.gone = true))
-                )
-              ))
-          }
-          return Effect.andThen(unsampled, refused(claimed, decide.redactor(key, scope.success)))
-        })
-      )
-    })
+        const scope = yield* Effect.result(scopeOf(request))
+        if (scope._tag === "Failure") return yield* Effect.andThen(unsampled, refuse("idempotency", scope.failure))
+        // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
+        // endpoints must not answer each other's keys
+        const fingerprint = createHash("sha256").update(`${request.method} ${request.originalUrl}\n`).update(body)
+          .digest("hex")
+        const ref = { scope: scope.success, key }
+        // From the claim to the handler's start, one uninterruptible step: a client that goes away right after
+        // the claim must not leave the key in progress, with no handler, until the lease runs out.
+        return yield* Effect.uninterruptibleMask((restore) =>
+          Effect.flatMap(Effect.result(store.claim({ ...ref, fingerprint, ttl, lease })), (claimed) => {
+            if (claimed._tag === "Success" && claimed.success._tag === "Claimed") {
+              const waiter = { gone: false }
+              const settle = admitted(
+                store,
+                later,
+                { ...ref, token: claimed.success.token },
+                withBody(request, body),
+                app,
+                waiter
+              )
+              // The handler runs in a fiber of its own, with the request's context and interruptibility. The
+              // request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
+              // never the handler. The load-shed slot, if any, is the handler's: it is held until the handler
+              // ends, so work nobody waits for still counts against the server's capacity.
+              return Effect.flatMap(detach(restore(settle)), (fiber) =>
+                Effect.andThen(
+                  holdUntil(fiber),
+                  Effect.onInterrupt(
+                    Effect.interruptible(Fiber.join(fiber)),
+                    () => Effect.sync(() => (waiter.gone = true))
+                  )
+                ))
+            }
+            return Effect.andThen(unsampled, refused(claimed, decide.redactor(key, scope.success)))
+          })
+        )
+      })
 
   /**
    * The admitted handler and everything after it, as one piece that no client can stop: once a handler has
@@ -284,4 +284,3 @@ const refused = (
       return Effect.die(new Error("a claimed key is admitted, not refused"))
   }
 }
-

@@ -87,7 +87,6 @@ export const make = <R = never>(options: Options<R>) => {
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
       Effect.flatMap(
         Effect.result(scopeOf(request)),
-        (scope) =>
-          scope._tag === "Failure" ? refuse("rate limit", scope.failure) : decide(scope.success, request, app)
+        (scope) => scope._tag === "Failure" ? refuse("rate limit", scope.failure) : decide(scope.success, request, app)
       ))
 }

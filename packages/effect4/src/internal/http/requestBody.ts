@@ -118,8 +118,7 @@ export const withBody = (
     text: { get: () => Effect.sync(decoded) },
     json: { get: () => Effect.try({ try: () => JSON.parse(decoded()) as unknown, catch: decodeError }) },
     urlParamsBody: {
-      get: () =>
-        Effect.try({ try: () => UrlParams.fromInput(new URLSearchParams(decoded())), catch: decodeError })
+      get: () => Effect.try({ try: () => UrlParams.fromInput(new URLSearchParams(decoded())), catch: decodeError })
     },
     stream: { get: () => Stream.succeed(bytes) },
     // multipart bodies too, parsed from the bytes already read (the connection's stream is spent)
