@@ -3,8 +3,8 @@
  * adaptive concurrency limits and client-side throttling, idempotency stores, and the HTTP header parsers they need.
  *
  * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. This
- * edition is being built: the modules below are ported; the other stores and the queues follow. The backends are entry points of their own (`effect-resilience/RateLimiterStore/Redis`),
- * so this root needs only `effect`.
+ * edition is being built: the modules below are ported; the other stores and the queues follow. The backends are
+ * entry points of their own (`effect-resilience/RateLimiterStore/Redis`), so this root needs only `effect`.
  *
  * @since 1.0.0
  */
