@@ -17,8 +17,8 @@
  */
 import type { Cause, Duration, Effect, Layer } from "effect"
 import type { Fields } from "./internal/errorFields.js"
-import * as internal from "./internal/idempotencyStore.js"
 import * as memory from "./internal/idempotencyStore/memory.js"
+import * as internal from "./internal/idempotencyStore/service.js"
 
 /**
  * The parts of a response that are replayed: status, body bytes and the headers of the middleware's

@@ -3,7 +3,7 @@ import { Cause, Data, Effect, Exit, FiberRef, Layer, Metric, MetricLabel, Random
 import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
 import type * as Api from "../AdaptiveLimiter.js"
 import * as core from "../core/adaptiveLimit.js"
-import * as shed from "../core/loadShed.js"
+import * as shed from "../core/criticality.js"
 import { currentCriticality } from "./criticality.js"
 import type { Fields } from "./errorFields.js"
 import * as slots from "./slots.js"

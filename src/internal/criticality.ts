@@ -1,6 +1,6 @@
 import { Effect, FiberRef } from "effect"
 import { globalValue } from "effect/GlobalValue"
-import * as core from "../core/loadShed.js"
+import * as core from "../core/criticality.js"
 import { compiled } from "./dual.js"
 import * as validate from "./validate.js"
 

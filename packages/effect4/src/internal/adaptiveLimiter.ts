@@ -3,7 +3,7 @@ import { Cause, Context, Data, Effect, Exit, Layer, Metric, Option, Random } fro
 import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
 import type * as Api from "../AdaptiveLimiter.js"
 import * as core from "../core/adaptiveLimit.js"
-import * as shed from "../core/loadShed.js"
+import * as shed from "../core/criticality.js"
 import { CurrentCriticality } from "./criticality.js"
 import type { Fields } from "./errorFields.js"
 import { gaugeWith } from "./metrics.js"

@@ -1,5 +1,5 @@
 import { Context, Effect } from "effect"
-import * as core from "../core/loadShed.js"
+import * as core from "../core/criticality.js"
 import { compiled } from "./dual.js"
 import * as validate from "./validate.js"
 

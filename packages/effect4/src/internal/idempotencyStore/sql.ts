@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto"
 import * as core from "../../core/idempotency.js"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
-import { IdempotencyStore, IdempotencyStoreError } from "../idempotencyStore.js"
+import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
 import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 
 /** `state` values: a claim whose handler is still running, and a stored response. */
