@@ -7,7 +7,7 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Clock, Deferred, Effect, Exit, Logger, Option, Random, Scope, TestClock } from "effect"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { maxPendingRecordings, recorder } from "../src/internal/http/idempotencyMiddleware.js"
+import { maxPendingRecordings, recorder } from "../src/internal/http/idempotencyHandler.js"
 import { post, serve, TestServer } from "./support/httpServer.js"
 
 /** The memory store, failing every call while `down`; counts the calls to `complete`. */
