@@ -131,7 +131,7 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
       expect((yield* first.claim(claimRequest("k")))._tag).toBe("Claimed")
       expect((yield* second.claim(claimRequest("k")))._tag).toBe("InProgress")
       const sql = yield* SqlClient.SqlClient
-      for (const statement of IdempotencyStoreSql.schema("sqlite", table)) yield* sql.unsafe(statement)
+      for (const statement of IdempotencyStoreSql.migrations("sqlite", table)) yield* sql.unsafe(statement)
       expect(yield* countRows(table)).toBe(1)
     }).pipe(Effect.provide(SqliteLive)))
 
@@ -143,7 +143,7 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
       const exists = sql`SELECT name FROM sqlite_master WHERE type = 'table' AND name = ${table}`
       expect(yield* exists).toHaveLength(0)
       // (not claiming before the table exists: the SQLite client caches a failed prepare for minutes)
-      for (const statement of IdempotencyStoreSql.schema("sqlite", table)) yield* sql.unsafe(statement)
+      for (const statement of IdempotencyStoreSql.migrations("sqlite", table)) yield* sql.unsafe(statement)
       expect(yield* exists).toHaveLength(1)
       expect((yield* store.claim(claimRequest("k")))._tag).toBe("Claimed")
     }).pipe(Effect.provide(SqliteLive)))
@@ -280,9 +280,9 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
     expect(() => IdempotencyStoreSql.layer({ table: "t".repeat(60) })).toThrow(/table/)
     expect(() => IdempotencyStoreSql.layer({ cleanupBatch: 0 })).toThrow(/cleanupBatch/)
     expect(() => IdempotencyStoreSql.layer({ cleanupInterval: 0 })).toThrow(/cleanupInterval/)
-    expect(IdempotencyStoreSql.schema("pg")[0]).toContain("CREATE TABLE IF NOT EXISTS effect_resilience_idempotency")
-    expect(IdempotencyStoreSql.schema("pg")[0]).toContain("BYTEA")
-    expect(IdempotencyStoreSql.schema("sqlite", "my_keys")[1]).toContain("my_keys_expires_at")
+    expect(IdempotencyStoreSql.migrations("pg")[0]).toContain("CREATE TABLE IF NOT EXISTS effect_resilience_idempotency")
+    expect(IdempotencyStoreSql.migrations("pg")[0]).toContain("BYTEA")
+    expect(IdempotencyStoreSql.migrations("sqlite", "my_keys")[1]).toContain("my_keys_expires_at")
   })
 })
 

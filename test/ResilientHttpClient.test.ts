@@ -2,10 +2,10 @@ import { HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } fr
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Effect, Exit, Fiber, Layer, Option, Queue, Random, Stream, TestClock } from "effect"
 import { readFileSync } from "node:fs"
+import * as Chaos from "../src/Chaos.js"
 import {
   AdaptiveThrottle,
   Backoff,
-  Chaos,
   CircuitBreaker,
   Criticality,
   Deadline,

@@ -117,7 +117,7 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
       expect((yield* first.claim(claimRequest("k")))._tag).toBe("Claimed")
       expect((yield* second.claim(claimRequest("k")))._tag).toBe("InProgress")
       const sql = yield* SqlClient.SqlClient
-      for (const statement of IdempotencyStoreSql.schema("sqlite", table)) yield* sql.unsafe(statement)
+      for (const statement of IdempotencyStoreSql.migrations("sqlite", table)) yield* sql.unsafe(statement)
       expect(yield* countRows(table)).toBe(1)
     }).pipe(Effect.provide(SqliteLive)))
 
@@ -130,7 +130,7 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
       expect(yield* exists).toHaveLength(0)
       // before the table exists a claim fails (typed), and works once the application made it
       expect((yield* Effect.flip(store.claim(claimRequest("k"))))._tag).toBe("IdempotencyStoreError")
-      for (const statement of IdempotencyStoreSql.schema("sqlite", table)) yield* sql.unsafe(statement)
+      for (const statement of IdempotencyStoreSql.migrations("sqlite", table)) yield* sql.unsafe(statement)
       expect(yield* exists).toHaveLength(1)
       expect((yield* store.claim(claimRequest("k")))._tag).toBe("Claimed")
     }).pipe(Effect.provide(SqliteLive)))
@@ -264,9 +264,11 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
     expect(() => IdempotencyStoreSql.layer({ table: "t".repeat(60) })).toThrow(/table/)
     expect(() => IdempotencyStoreSql.layer({ cleanupBatch: 0 })).toThrow(/cleanupBatch/)
     expect(() => IdempotencyStoreSql.layer({ cleanupInterval: 0 })).toThrow(/cleanupInterval/)
-    expect(IdempotencyStoreSql.schema("pg")[0]).toContain("CREATE TABLE IF NOT EXISTS effect_resilience_idempotency")
-    expect(IdempotencyStoreSql.schema("pg")[0]).toContain("BYTEA")
-    expect(IdempotencyStoreSql.schema("sqlite", "my_keys")[1]).toContain("my_keys_expires_at")
+    expect(IdempotencyStoreSql.migrations("pg")[0]).toContain(
+      "CREATE TABLE IF NOT EXISTS effect_resilience_idempotency"
+    )
+    expect(IdempotencyStoreSql.migrations("pg")[0]).toContain("BYTEA")
+    expect(IdempotencyStoreSql.migrations("sqlite", "my_keys")[1]).toContain("my_keys_expires_at")
   })
 })
 
