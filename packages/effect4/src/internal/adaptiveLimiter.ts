@@ -12,7 +12,7 @@ import * as validate from "./validate.js"
 
 export class LimitExceeded extends Data.TaggedError("LimitExceeded")<Fields<Api.LimitExceeded>> {
   override get message(): string {
-    const which = this.name === undefined ? "adaptive limiter" : `adaptive limiter "${this.name}"`
+    const which = this.limiter === undefined ? "adaptive limiter" : `adaptive limiter "${this.limiter}"`
     switch (this.reason) {
       case "queue-full":
         return `${which} is full: ${this.limit} running and ${this.maxQueue} waiting`
@@ -190,7 +190,7 @@ const build = (
     queueTimeout,
     reject: (reason) => {
       drops[reason].updateUnsafe(1, context)
-      return new LimitExceeded({ reason, name, limit, maxQueue })
+      return new LimitExceeded({ reason, limiter: name, limit, maxQueue })
     },
     onActive: (delta) => inflight.modifyUnsafe(delta, context),
     onQueued: (delta) => queued.modifyUnsafe(delta, context),
