@@ -10,7 +10,9 @@
 //   "." is src/index.ts, and every entry has its file;
 // - no file of src/internal/ or src/core/ over 400 lines, no function in them (any function-like node with a body:
 //   declarations, expressions, arrows, methods, accessors, constructors) over 120 lines, and no internal/x.ts beside
-//   an internal/x/ folder (the folder holds the module).
+//   an internal/x/ folder (the folder holds the module);
+// - the client's combinators (internal/http/resilientHttpClient/) import no server middleware: the header names
+//   both sides use live in core/httpHeaders.ts.
 //
 // The same rules hold for the Effect 4 edition in packages/effect4. Its src/core is a generated copy of src/core
 // (packages/effect4/scripts/core.mjs), so it is checked once, here, as src/core.
@@ -118,6 +120,7 @@ const checkPackage = (pkg, { withCore }) => {
   const isCore = (file) => name(file).startsWith("core/")
   const isInternal = (file) => name(file).startsWith("internal/")
   const isPublic = (file) => !isCore(file) && !isInternal(file)
+  const isClient = (file) => name(file).startsWith("internal/http/resilientHttpClient/")
   const all = files(src).filter((file) => withCore || !isCore(file))
   checked += all.length
 
@@ -132,6 +135,11 @@ const checkPackage = (pkg, { withCore }) => {
       }
       if (isInternal(file) && i.target !== undefined && !i.typeOnly && isPublic(i.target)) {
         failures.push(`${shown(file)}: internal module imports a value from the public module ${name(i.target)}`)
+      }
+      if (isClient(file) && i.target !== undefined && /Middleware\.ts$/i.test(i.target)) {
+        failures.push(
+          `${shown(file)}: the client imports the server middleware ${name(i.target)} (shared names: core/)`
+        )
       }
     }
     const layout = []

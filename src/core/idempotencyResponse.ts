@@ -4,6 +4,7 @@
  * repeats, and how store failures are logged without key material. The store's own claim logic lives
  * beside the stores; the middleware turns these descriptions into responses.
  */
+import { rateLimit, rateLimitPolicy, retryAfter } from "./httpHeaders.js"
 import type { Problem } from "./problem.js"
 
 /**
@@ -23,9 +24,9 @@ export const defaultReplayHeaders: ReadonlyArray<string> = [
   "last-modified",
   "link",
   "location",
-  "ratelimit",
-  "ratelimit-policy",
-  "retry-after",
+  rateLimit,
+  rateLimitPolicy,
+  retryAfter,
   "vary"
 ]
 
@@ -101,7 +102,7 @@ export const inProgress: Problem = {
   type: "idempotency-key-in-progress",
   title: "A request with this Idempotency-Key is still in progress",
   detail: "retry after the first request has finished",
-  headers: { "retry-after": "1" }
+  headers: { [retryAfter]: "1" }
 }
 
 export const storeUnavailable: Problem = {
@@ -109,7 +110,7 @@ export const storeUnavailable: Problem = {
   type: "idempotency-store-unavailable",
   title: "Idempotency store unavailable",
   detail: "the request was not processed; retry it with the same Idempotency-Key",
-  headers: { "retry-after": "1" }
+  headers: { [retryAfter]: "1" }
 }
 
 export const storeFull: Problem = {
@@ -117,7 +118,7 @@ export const storeFull: Problem = {
   type: "idempotency-store-full",
   title: "Idempotency store full",
   detail: "the request was not processed: no new key can be remembered now; retry it with the same Idempotency-Key",
-  headers: { "retry-after": "60" }
+  headers: { [retryAfter]: "60" }
 }
 
 /** Replaces the key and the scope digest in a text: logs must not carry key material. */

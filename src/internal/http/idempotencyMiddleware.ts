@@ -2,6 +2,7 @@ import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, type Either, Fiber, Scope } from "effect"
 import { createHash } from "node:crypto"
+import * as HttpHeaders from "../../core/httpHeaders.js"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
 import type { Options } from "../../IdempotencyMiddleware.js"
@@ -25,7 +26,7 @@ export const replayedHeader = decide.replayedHeader
 /** The options, validated (a mistake throws when the middleware is made), with their defaults. */
 const settingsOf = <RS>(options: Options<RS>): Settings => {
   const methods = new Set((options.methods ?? ["POST", "PATCH"]).map((m) => m.toUpperCase()))
-  const headerName = options.header ?? "Idempotency-Key"
+  const headerName = options.header ?? HttpHeaders.spelled[HttpHeaders.idempotencyKey]
   const maxKeyLength = validate.positiveInt("IdempotencyMiddleware maxKeyLength", options.maxKeyLength ?? 255)
   const maxBodyBytes = validate.positiveInt("IdempotencyMiddleware maxBodyBytes", options.maxBodyBytes ?? 1024 * 1024)
   const maxResponseBytes = validate.nonNegative(
