@@ -2,7 +2,7 @@
  * `IdempotencyStore/Sql` against SQLite (a temp file, through `effect-resilience/Sqlite` on `node:sqlite`) and
  * PostgreSQL (`DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/test`, through `@effect/sql-pg` 4): the
  * shared store contract, then what only SQL has — the migration, bounded cleanup, column-name transforms, several
- * connections to one file, and failures. Ported from the root's test/IdempotencyStore.sql.test.ts; its middleware
+ * connections to one file, and failures. Ported from the root's test/IdempotencyStore.sql.int.test.ts; its middleware
  * tests come with the middleware.
  *
  * Each run uses its own table names (pid + time), so parallel runs against one database do not collide;
