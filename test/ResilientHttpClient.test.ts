@@ -179,7 +179,7 @@ describe("ResilientHttpClient", () => {
     )
   })
 
-  it("the order of the layers is one pipe, and docs/http-client.md shows that pipe", () => {
+  it("the order of the layers is one pipe, and docs/http-client.md and the module JSDoc show that pipe", () => {
     const read = (path: string) => readFileSync(new URL(path, import.meta.url), "utf8")
     /** The combinators of the first `base.pipe(...)` in `text`, in order. */
     const layers = (text: string) => {
@@ -203,6 +203,10 @@ describe("ResilientHttpClient", () => {
       "idempotencyKeys"
     ])
     expect(shown).toEqual(code)
+    // the module's JSDoc lists the same combinators in the same order
+    const jsdoc = read("../src/ResilientHttpClient.ts")
+    const header = jsdoc.slice(jsdoc.indexOf("From the transport out"), jsdoc.indexOf("*/"))
+    expect([...header.matchAll(/\{@link (\w+)\}/g)].map((m) => m[1])).toEqual(code)
   })
 
   it("classifies undici's errors by what is known about the request", () => {
