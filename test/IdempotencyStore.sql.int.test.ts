@@ -280,7 +280,9 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
     expect(() => IdempotencyStoreSql.layer({ table: "t".repeat(60) })).toThrow(/table/)
     expect(() => IdempotencyStoreSql.layer({ cleanupBatch: 0 })).toThrow(/cleanupBatch/)
     expect(() => IdempotencyStoreSql.layer({ cleanupInterval: 0 })).toThrow(/cleanupInterval/)
-    expect(IdempotencyStoreSql.migrations("pg")[0]).toContain("CREATE TABLE IF NOT EXISTS effect_resilience_idempotency")
+    expect(IdempotencyStoreSql.migrations("pg")[0]).toContain(
+      "CREATE TABLE IF NOT EXISTS effect_resilience_idempotency"
+    )
     expect(IdempotencyStoreSql.migrations("pg")[0]).toContain("BYTEA")
     expect(IdempotencyStoreSql.migrations("sqlite", "my_keys")[1]).toContain("my_keys_expires_at")
   })
