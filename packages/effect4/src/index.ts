@@ -3,7 +3,7 @@
  * adaptive concurrency limits and client-side throttling, idempotency stores, and the HTTP header parsers they need.
  *
  * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. This
- * edition is being built: the modules below are ported; the breaker, the HTTP client and middlewares, the other
+ * edition is being built: the modules below are ported; the HTTP client and middlewares, the other
  * stores and the queues follow. The backends are entry points of their own (`effect-resilience/RateLimiterStore/Redis`),
  * so this root needs only `effect`.
  *
@@ -18,6 +18,8 @@ export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
 export * as Backoff from "./Backoff.js"
 /** @since 1.0.0 */
 export * as Bulkhead from "./Bulkhead.js"
+/** @since 1.0.0 */
+export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 1.0.0 */
 export * as Criticality from "./Criticality.js"
 /** @since 1.0.0 */
