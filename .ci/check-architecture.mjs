@@ -37,7 +37,7 @@ const MAX_FUNCTION_LINES = 120
 const pending = new Set([
   "src/internal/queue/consumer.ts", // beside src/internal/queue/consumer/
   "src/internal/queue/pgQueue.ts", // make's body
-  "src/internal/queue/queueSource.ts", // makeMemory's body
+  "src/internal/queue/queueSource.ts", // memory's body
   "src/internal/queue/redisStreamQueue.ts" // make's body
 ])
 const excused = new Set()
