@@ -14,7 +14,7 @@ import { fixed, withRandom } from "./support/random.js"
 
 /** The memory store, failing every call while `down`; counts the calls to `complete`. */
 const switchedStore = Effect.gen(function*() {
-  const memory = yield* IdempotencyStore.makeMemory
+  const memory = yield* IdempotencyStore.makeMemory()
   const state = { down: false, completes: 0, completedAt: [] as Array<number> }
   const guard = <A, E>(
     operation: IdempotencyStore.IdempotencyStoreError["operation"],
@@ -206,7 +206,7 @@ describe("IdempotencyMiddleware: the background recordings are owned and bounded
   it.effect(`keep at most ${maxPendingRecordings} answers: one more is dropped with an error log`, () => {
     const logs = captureLogs()
     return Effect.gen(function*() {
-      const memory = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 2 * maxPendingRecordings })
+      const memory = yield* IdempotencyStore.makeMemory({ maxRecords: 2 * maxPendingRecordings })
       const state = { down: true, completes: 0 }
       const store: IdempotencyStore.Store = {
         ...memory,

@@ -55,7 +55,7 @@ describe("IdempotencyStore memory leases", () => {
 
   it.effect("the memory store never evicts a record early through entries of the record it replaced", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeMemory
+      const store = yield* IdempotencyStore.makeMemory()
       const request = {
         scope: "s",
         key: "k",

@@ -35,7 +35,7 @@ const requestOf = (request: Fields) => {
 
 /** A memory store; with `renewFails`, one whose `renew` fails, as for an owner cut off from the store. */
 const storeFor = (policy: Fields) =>
-  Effect.map(IdempotencyStore.makeMemory, (store): IdempotencyStore.Store =>
+  Effect.map(IdempotencyStore.makeMemory(), (store): IdempotencyStore.Store =>
     policy.renewFails === true
       ? {
         ...store,

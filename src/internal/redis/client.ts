@@ -291,36 +291,3 @@ export const luaPrelude = `
 local function num(x) return string.format("%.17g", x) end
 local function px(ms) return string.format("%.0f", math.max(1, math.ceil(ms))) end
 `
-
-/**
- * Listens to one pub/sub channel on a connection of its own (a `duplicate` of `client`, so it works for
- * `Redis` and `Cluster` alike), closed with the scope. Returns once Redis confirmed the subscription, or
- * after `timeoutMillis`; it subscribes again each time the connection is ready, so a SUBSCRIBE that failed
- * (Redis down) is not lost. ioredis reconnects by itself after an outage; messages published meanwhile are lost, so a listener must not depend on every one.
- */
-export const subscribe = (
-  client: Client,
-  channel: string,
-  timeoutMillis: number,
-  onMessage: (message: string) => void
-): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.flatMap(
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const subscriber = client.duplicate()
-        subscriber.on("error", () => {})
-        subscriber.on("message", (from: string, message: string) => {
-          if (from === channel) onMessage(message)
-        })
-        // ioredis resubscribes after a reconnect only to channels whose SUBSCRIBE it saw answered: one that
-        // failed (Redis down when this started) would be lost for good. Subscribing again at every "ready"
-        // is harmless (a channel is subscribed once).
-        subscriber.on("ready", () => {
-          subscriber.subscribe(channel).catch(() => undefined)
-        })
-        return subscriber
-      }),
-      (subscriber) => Effect.sync(() => subscriber.disconnect())
-    ),
-    (subscriber) => Effect.ignore(call(() => subscriber.subscribe(channel), timeoutMillis, () => undefined, (e) => e))
-  )

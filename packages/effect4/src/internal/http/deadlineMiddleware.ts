@@ -1,12 +1,13 @@
 import { Effect } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import * as DeadlineHeader from "../../core/deadlineHeader.js"
+import * as HttpHeaders from "../../core/httpHeaders.js"
 import type { Options } from "../../DeadlineMiddleware.js"
 import { DeadlineExceeded, withinOf } from "../deadline.js"
 import * as validate from "../validate.js"
 import { problem } from "./problem.js"
 
-export const defaultHeader = "request-timeout-ms"
+export const defaultHeader = HttpHeaders.requestTimeout
 
 export const make = (options: Options = {}) => {
   const headerName = options.header ?? defaultHeader

@@ -1,6 +1,6 @@
 import { Effect, Fiber, Option, Scope } from "effect"
 import * as decide from "../../core/idempotencyResponse.js"
-import type { IdempotencyStoreError } from "../idempotencyStore.js"
+import type { IdempotencyStoreError } from "../idempotencyStore/service.js"
 
 /**
  * The idempotency middleware's background recordings: answers of handlers that ran, whose `complete` failed,

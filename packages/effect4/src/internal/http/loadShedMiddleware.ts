@@ -1,8 +1,9 @@
 import type { Cause } from "effect"
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as shed from "../../core/criticality.js"
+import * as HttpHeaders from "../../core/httpHeaders.js"
 import { bodyUnreadable, declaredTooLarge } from "../../core/idempotencyResponse.js"
-import * as shed from "../../core/loadShed.js"
 import type { Options } from "../../LoadShedMiddleware.js"
 import * as adaptiveLimiter from "../adaptiveLimiter.js"
 import { CurrentCriticality, headerName as defaultHeader } from "../criticality.js"
@@ -116,7 +117,7 @@ export const make = <R = never>(options: Options<R> = {}) => {
             ? `the server keeps its remaining capacity for requests more critical than "${level}"; ` +
               `retry in ${retryAfterSeconds} s`
             : `the server is at capacity; retry in ${retryAfterSeconds} s`,
-          headers: { "retry-after": String(retryAfterSeconds) }
+          headers: { [HttpHeaders.retryAfter]: String(retryAfterSeconds) }
         }))
       return Effect.flatMap(
         HttpServerRequest.HttpServerRequest,

@@ -1,5 +1,6 @@
 import { Duration, Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as HttpHeaders from "../../core/httpHeaders.js"
 import * as RateLimitHeaders from "../../core/rateLimitHeaders.js"
 import type { Decision } from "../../RateLimiter.js"
 import type { Options } from "../../RateLimitMiddleware.js"
@@ -24,7 +25,7 @@ const duringOutage = <E, R>(decision: Decision, app: App<E, R>): App<E, R> => {
     type: storeUnavailableType,
     title: "Service Unavailable",
     detail: `the rate limiter cannot reach its store, so the request was not processed; retry in ${retryAfter} s`,
-    headers: { "retry-after": String(retryAfter) }
+    headers: { [HttpHeaders.retryAfter]: String(retryAfter) }
   }))
 }
 
@@ -76,7 +77,7 @@ export const make = <R = never>(options: Options<R>) => {
             detail: `quota of ${limiter.limit} per ${
               RateLimitHeaders.secondsOf(windowMillis)
             } s exceeded; retry in ${retryAfter} s`,
-            headers: { ...headers, "retry-after": String(retryAfter) }
+            headers: { ...headers, [HttpHeaders.retryAfter]: String(retryAfter) }
           }))
         }
         return Effect.map(app, HttpServerResponse.setHeaders(headers))

@@ -6,10 +6,10 @@
 import { Clock, Effect } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import * as DeadlineHeader from "../../../core/deadlineHeader.js"
+import * as HttpHeaders from "../../../core/httpHeaders.js"
 import { CurrentCriticality, headerName as criticalityDefault } from "../../criticality.js"
 import { CurrentDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
-import { defaultHeader as deadlineDefault } from "../deadlineMiddleware.js"
 import { CurrentAttemptEnd } from "./attemptTimeout.js"
 
 export interface HeaderOptions {
@@ -33,7 +33,7 @@ const optionsOf = (options: HeaderOptions | undefined, name: string): HeaderOpti
  * time than the client waits); no header when there is neither.
  */
 export const deadlineHeader = (options?: HeaderOptions) => {
-  const header = headerName("deadlineHeader", optionsOf(options, "deadlineHeader").header ?? deadlineDefault)
+  const header = headerName("deadlineHeader", optionsOf(options, "deadlineHeader").header ?? HttpHeaders.requestTimeout)
   return <E, R>(self: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E, R> =>
     HttpClient.mapRequestEffect(self, (request) =>
       Effect.withFiber((fiber) => {

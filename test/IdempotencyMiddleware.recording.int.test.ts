@@ -7,12 +7,12 @@ import { HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platf
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Clock, Deferred, Effect, Exit, Logger, Option, Random, Scope, TestClock } from "effect"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { maxPendingRecordings, recorder } from "../src/internal/http/idempotencyMiddleware.js"
+import { maxPendingRecordings, recorder } from "../src/internal/http/idempotencyHandler.js"
 import { post, serve, TestServer } from "./support/httpServer.js"
 
 /** The memory store, failing every call while `down`; counts the calls to `complete`. */
 const switchedStore = Effect.gen(function*() {
-  const memory = yield* IdempotencyStore.makeMemory
+  const memory = yield* IdempotencyStore.makeMemory()
   const state = { down: false, completes: 0, completedAt: [] as Array<number> }
   const guard = <A, E>(
     operation: IdempotencyStore.IdempotencyStoreError["operation"],
@@ -208,7 +208,7 @@ describe("IdempotencyMiddleware: the background recordings are owned and bounded
   it.effect(`keep at most ${maxPendingRecordings} answers: one more is dropped with an error log`, () => {
     const logs = captureLogs()
     return Effect.gen(function*() {
-      const memory = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 2 * maxPendingRecordings })
+      const memory = yield* IdempotencyStore.makeMemory({ maxRecords: 2 * maxPendingRecordings })
       const state = { down: true, completes: 0 }
       const store: IdempotencyStore.Store = {
         ...memory,

@@ -1,8 +1,8 @@
 /**
  * `IdempotencyStore/Redis` against one Redis node (`REDIS_URL`): the shared store contract, then what only Redis
  * has — the key layout and its expiry, corrupt records, an unreachable server, a client of the caller's. Ported
- * from the root's test/IdempotencyStore.redis.test.ts; its two middleware tests come with the middleware. The
- * Cluster runs are in ./redisCluster.test.ts.
+ * from the root's test/IdempotencyStore.redis.int.test.ts; its two middleware tests come with the middleware. The
+ * Cluster runs are in ./redisCluster.int.test.ts.
  */
 import { afterAll, expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"

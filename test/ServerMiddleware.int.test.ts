@@ -1,8 +1,8 @@
 import { HttpClientRequest, HttpRouter, HttpServerResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Duration, Effect, Fiber, Layer, Option, Random, TestClock } from "effect"
+import * as Chaos from "../src/Chaos.js"
 import {
-  Chaos,
   Deadline,
   DeadlineMiddleware,
   IdempotencyMiddleware,

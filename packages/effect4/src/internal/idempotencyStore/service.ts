@@ -1,12 +1,12 @@
 /**
  * The idempotency store's tag and errors, defined here and re-exported by `IdempotencyStore.ts`: the
- * stores (`idempotencyStore/{memory,sql,redis}.ts`) and the middleware reach them without importing a
+ * stores (`{memory,sql,redis}.ts` beside it) and the middleware reach them without importing a
  * public module.
  */
 import { Context, Data } from "effect"
-import type { Store } from "../IdempotencyStore.js"
-import type * as Api from "../IdempotencyStore.js"
-import type { Fields } from "./errorFields.js"
+import type { Store } from "../../IdempotencyStore.js"
+import type * as Api from "../../IdempotencyStore.js"
+import type { Fields } from "../errorFields.js"
 
 /** `String(u)`, which throws for an object without a prototype (a row of node:sqlite, a clone): a message never does. */
 const text = (u: unknown): string => {

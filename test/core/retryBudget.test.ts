@@ -1,6 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import * as budget from "../../src/core/budget.js"
+import * as budget from "../../src/core/retryBudget.js"
 
 /** Options that pass `check`: at least one thousandth, up to a large bucket. */
 const options = fc.tuple(
@@ -15,7 +15,7 @@ const replay = (p: budget.Params, events: ReadonlyArray<boolean>): Array<number>
   return events.map((ok) => tokens = ok ? budget.afterSuccess(p, tokens) : budget.afterFailure(tokens))
 }
 
-describe("core/budget", () => {
+describe("core/retryBudget", () => {
   it("gRPC's example: 10 tokens, 0.1 back per success", () => {
     const p = budget.params(10, 0.1)
     expect(p).toEqual({ max: 10_000, ratio: 100 })

@@ -2,7 +2,7 @@
  * Several OS processes sharing one SQLite file through `IdempotencyStore/Sql` over `effect-resilience/Sqlite`:
  * the proof that the embedded store's claims are atomic across processes, not only across fibers. Each process is
  * a plain `node` running ./support/sqliteClaimer.ts on this package's sources. (The Effect 3 edition's
- * test/multiprocess.test.ts runs `npm run serve` processes over PostgreSQL and Redis; this is the script-per-
+ * test/multiprocess.int.test.ts runs `npm run serve` processes over PostgreSQL and Redis; this is the script-per-
  * process shape until the HTTP service is ported.)
  *
  * Real processes, so real time: every wait is for a line a process prints, with a generous cap.

@@ -1,7 +1,7 @@
 import type { Scope } from "effect"
-import { Clock, Context, Effect, Layer } from "effect"
-import * as RateWindows from "../core/rateWindows.js"
-import * as TokenBucket from "../core/tokenBucket.js"
+import { Clock, Effect, Layer } from "effect"
+import * as RateWindows from "../../core/rateWindows.js"
+import * as TokenBucket from "../../core/tokenBucket.js"
 import type {
   MemoryOptions,
   MemoryStore,
@@ -10,12 +10,9 @@ import type {
   SyncStore,
   TokenBucketParams,
   WindowParams
-} from "../RateLimiterStore.js"
-import * as validate from "./validate.js"
-
-export class RateLimiterStore
-  extends Context.Service<RateLimiterStore, Store>()("effect-resilience/RateLimiterStore")
-{}
+} from "../../RateLimiterStore.js"
+import * as validate from "../validate.js"
+import { RateLimiterStore } from "./service.js"
 
 /** Expired entries evicted from the front of a table per new key: more than one, so eviction outpaces growth. */
 export const EVICT_PER_INSERT = 2
@@ -178,7 +175,7 @@ export class MemoryCore implements SyncStore {
 const sweepAt = (core: MemoryCore, now: number): Effect.Effect<void> =>
   core.evictExpired(now, SWEEP_BATCH) < SWEEP_BATCH
     ? Effect.void
-    : Effect.andThen(Effect.yieldNow, Effect.suspend(() => sweepAt(core, now)))
+    : Effect.zipRight(Effect.yieldNow(), Effect.suspend(() => sweepAt(core, now)))
 
 /**
  * The background sweep, yielding between batches so a large sweep never stalls other fibers. It evicts what
@@ -244,7 +241,7 @@ export const make = (intervalMillis: number): Effect.Effect<MemoryStore, never, 
     const store = toStore(core)
     if (!Number.isFinite(intervalMillis)) return Effect.succeed(store)
     return Effect.as(
-      Effect.forkScoped(Effect.forever(Effect.andThen(Effect.sleep(intervalMillis), sweeper(core)))),
+      Effect.forkScoped(Effect.forever(Effect.zipRight(Effect.sleep(intervalMillis), sweeper(core)))),
       store
     )
   })
@@ -257,9 +254,9 @@ export const makeMemory = (options?: MemoryOptions): Effect.Effect<MemoryStore, 
 
 export const unsafeMakeMemory = (): MemoryStore => toStore(new MemoryCore())
 
-export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.effect(RateLimiterStore, make(1000))
+export const layerMemory: Layer.Layer<RateLimiterStore> = Layer.scoped(RateLimiterStore, make(1000))
 
 export const layerMemoryWith = (options: MemoryOptions): Layer.Layer<RateLimiterStore> => {
   const interval = sweepMillis(options) // validated when called
-  return Layer.effect(RateLimiterStore, make(interval))
+  return Layer.scoped(RateLimiterStore, make(interval))
 }

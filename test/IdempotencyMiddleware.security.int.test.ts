@@ -35,7 +35,7 @@ const withServer = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
 
 /** A store that records the claims it sees, over a memory store. */
 const spyingStore = Effect.gen(function*() {
-  const memory = yield* IdempotencyStore.makeMemory
+  const memory = yield* IdempotencyStore.makeMemory()
   const claims: Array<IdempotencyStore.ClaimRequest> = []
   const store: IdempotencyStore.Store = {
     ...memory,
@@ -364,7 +364,7 @@ describe("IdempotencyMiddleware bounded memory store", () => {
 
   it.effect("the store itself: a new key fails with IdempotencyStoreFull; held keys and takeovers need no room", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 1 })
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 1 })
       const request = (key: string): IdempotencyStore.ClaimRequest => ({
         scope: "s",
         key,
@@ -380,7 +380,7 @@ describe("IdempotencyMiddleware bounded memory store", () => {
       yield* TestClock.adjust("10 seconds")
       expect((yield* store.claim(request("a")))._tag).toBe("Claimed")
       expect(yield* store.size).toBe(1)
-      expect(() => IdempotencyStore.makeMemoryWith({ maxRecords: 0 })).toThrow(/maxRecords/)
+      expect(() => IdempotencyStore.makeMemory({ maxRecords: 0 })).toThrow(/maxRecords/)
     }))
 })
 
@@ -554,7 +554,7 @@ describe("IdempotencyMiddleware admitted handlers", () => {
 describe("IdempotencyStore memory bounds", () => {
   it.effect("released records and renewals do not grow its expiry heap past its records", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 10 })
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 10 })
       const pending = (store as unknown as { pendingExpiries: () => number }).pendingExpiries
       const request = (key: string): IdempotencyStore.ClaimRequest => ({
         scope: "s",

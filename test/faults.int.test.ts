@@ -2,7 +2,7 @@
  * The fault suite's own faults (examples/faults/redisKill.ts, skew.ts), run in this process as `npm run
  * faults` runs them: real serve processes and a private redis-server each, nothing shared with other tests.
  * Each must lose nothing, duplicate nothing and keep its bound. The Redis Cluster failover faults run in
- * test/redisFailover.test.ts, the PostgreSQL ones in test/faults.pg.test.ts.
+ * test/redisFailover.int.test.ts, the PostgreSQL ones in test/faults.pg.int.test.ts.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { spawnSync } from "node:child_process"

@@ -3,7 +3,7 @@
  * ./support/redisCluster.ts): the same contract suite as the single-node run, then what only a Cluster shows —
  * records spread over the nodes, every record's keys in one slot (asked of the server: `CLUSTER KEYSLOT`), a slot
  * moved to another master mid-run (`ASK`, `MOVED`), scripts reloaded node by node after `SCRIPT FLUSH`, a store
- * given the startup nodes. Ported from the root's test/redisCluster.test.ts (its idempotency parts; the rate
+ * given the startup nodes. Ported from the root's test/redisCluster.int.test.ts (its idempotency parts; the rate
  * limiter, the stream queue and the breaker come with those backends). One more suite is one more line below.
  */
 import { expect, it } from "@effect/vitest"

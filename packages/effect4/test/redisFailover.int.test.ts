@@ -2,7 +2,7 @@
  * `waitReplicas` (`WAIT`) of `IdempotencyStore/Redis` on a real Redis Cluster with one replica per master
  * (./support/redisCluster.ts, `cluster-node-timeout` 1 s): a call counts as done only once a replica has its
  * write, and a replica that lags makes it fail instead; the `WAIT` follows a slot that moves; a master SIGKILLed
- * keeps every write waited for. Ported from the root's test/redisFailover.test.ts (its idempotency parts; the
+ * keeps every write waited for. Ported from the root's test/redisFailover.int.test.ts (its idempotency parts; the
  * stream queue and the `npm run faults` scenarios come later).
  *
  * Real time throughout: the nodes are real processes, and every wait is on a condition (a node's view, a
