@@ -19,11 +19,46 @@ export const EVICT_PER_INSERT = 2
 /** Entries the background sweep evicts before yielding to other fibers. */
 export const SWEEP_BATCH = 4096
 
-/** A key's state plus its place in its table's recency list. */
-class Entry<S> {
+/**
+ * A key's state plus its place in its table's recency list. The numbers live in fields of their own,
+ * declared as numbers (not `undefined` first), so V8 keeps them as doubles updated in place: a decision
+ * then stores no new object into an entry. (A field holding a fresh number or state object per decision
+ * made every entry point at a young object, and every scavenge copied one per key touched since the
+ * last: at 100k keys, most of the decision's time went to the garbage collector.)
+ */
+abstract class Entry<S> {
   prev: Entry<S> | undefined = undefined
   next: Entry<S> | undefined = undefined
-  constructor(readonly key: string, public state: S, public expiresAt: number) {}
+  expiresAt = 0
+  constructor(readonly key: string) {}
+  abstract get(): S
+  abstract set(state: S): void
+}
+
+/** A token bucket's key: its state is the instant the bucket is full again. */
+class BucketEntry extends Entry<number> {
+  fullAt = 0
+  get(): number {
+    return this.fullAt
+  }
+  set(state: number): void {
+    this.fullAt = state
+  }
+}
+
+/** A window's key: the entry is its own state (the step reads it and returns a new one, copied back). */
+class WindowEntry extends Entry<RateWindows.State> implements RateWindows.State {
+  start = 0
+  current = 0
+  previous = 0
+  get(): RateWindows.State {
+    return this
+  }
+  set(state: RateWindows.State): void {
+    this.start = state.start
+    this.current = state.current
+    this.previous = state.previous
+  }
 }
 
 /** One decision of the pure core (`core/tokenBucket.ts`, `core/rateWindows.ts`). */
@@ -47,13 +82,13 @@ class Table<S> {
   head: Entry<S> | undefined = undefined
   tail: Entry<S> | undefined = undefined
 
-  constructor(readonly fresh: S) {}
+  constructor(readonly fresh: S, private readonly entry: (key: string) => Entry<S>) {}
 
   run<P>(step: Step<S, P>, key: string, cost: number, params: P, now: number): StoreDecision {
     const e = this.entries.get(key)
     if (e !== undefined) {
-      const r = step(e.state, cost, params, now)
-      e.state = r.state
+      const r = step(e.get(), cost, params, now)
+      e.set(r.state)
       e.expiresAt = r.expiresAt
       if (e !== this.tail) {
         this.unlink(e)
@@ -65,7 +100,9 @@ class Table<S> {
     // a denial changes nothing, and a state already expired is a fresh key: neither costs memory
     if (r.decision.allowed && r.expiresAt > now) {
       this.evict(now, EVICT_PER_INSERT)
-      const added = new Entry(key, r.state, r.expiresAt)
+      const added = this.entry(key)
+      added.set(r.state)
+      added.expiresAt = r.expiresAt
       this.entries.set(key, added)
       this.append(added)
     }
@@ -105,10 +142,18 @@ class Table<S> {
   }
 }
 
-const tableOf = <S>(tables: Map<string, Table<S>>, name: string, fresh: S): Table<S> => {
+const bucketEntry = (key: string): Entry<number> => new BucketEntry(key)
+const windowEntry = (key: string): Entry<RateWindows.State> => new WindowEntry(key)
+
+const tableOf = <S>(
+  tables: Map<string, Table<S>>,
+  name: string,
+  fresh: S,
+  entry: (key: string) => Entry<S>
+): Table<S> => {
   let t = tables.get(name)
   if (t === undefined) {
-    t = new Table(fresh)
+    t = new Table(fresh, entry)
     tables.set(name, t)
   }
   return t
@@ -130,12 +175,18 @@ export class MemoryCore implements SyncStore {
 
   tokenBucket(key: string, cost: number, params: TokenBucketParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    return tableOf(this.buckets, params.name, TokenBucket.fresh).run(TokenBucket.take, key, cost, params, nowMillis)
+    return tableOf(this.buckets, params.name, TokenBucket.fresh, bucketEntry).run(
+      TokenBucket.take,
+      key,
+      cost,
+      params,
+      nowMillis
+    )
   }
 
   fixedWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    return tableOf(this.fixed, params.name, RateWindows.fresh).run(
+    return tableOf(this.fixed, params.name, RateWindows.fresh, windowEntry).run(
       RateWindows.fixedWindow,
       key,
       cost,
@@ -146,7 +197,7 @@ export class MemoryCore implements SyncStore {
 
   slidingWindow(key: string, cost: number, params: WindowParams, nowMillis: number): StoreDecision {
     if (nowMillis > this.latest) this.latest = nowMillis
-    const table = tableOf(this.sliding, params.name, RateWindows.fresh)
+    const table = tableOf(this.sliding, params.name, RateWindows.fresh, windowEntry)
     return table.run(RateWindows.slidingWindow, key, cost, params, nowMillis)
   }
 
