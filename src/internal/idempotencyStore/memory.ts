@@ -17,6 +17,8 @@ import { IdempotencyStore, IdempotencyStoreFull } from "../idempotencyStore.js"
 import * as validate from "../validate.js"
 
 interface Record {
+  /** the claim's scope, counted against its `maxRecordsPerScope` */
+  readonly scope: string
   readonly fingerprint: string
   token: string
   /** in progress until `response` is set */
@@ -41,11 +43,18 @@ export const makeMemory = (options: MemoryOptions = {}) => {
   const maxRecords = validate.positiveInt("IdempotencyStore memory maxRecords", options.maxRecords ?? 10_000, {
     allowInfinity: true
   })
-  return Effect.sync(() => build(maxRecords))
+  const maxRecordsPerScope = validate.positiveInt(
+    "IdempotencyStore memory maxRecordsPerScope",
+    options.maxRecordsPerScope ?? core.defaultMaxRecordsPerScope(maxRecords),
+    { allowInfinity: true }
+  )
+  return Effect.sync(() => build(maxRecords, maxRecordsPerScope))
 }
 
-const build = (maxRecords: number) => {
+const build = (maxRecords: number, maxRecordsPerScope: number) => {
   const records = new Map<string, Record>()
+  /** live records of each scope that holds any */
+  const perScope = new Map<string, number>()
   let expiries = new MinHeap<Expiry>()
   let tokens = 0
   // one sequence for the whole store: a replacement record must never match a heap entry of the record
@@ -63,13 +72,42 @@ const build = (maxRecords: number) => {
     }
   }
 
+  const add = (id: string, record: Record) => {
+    if (!records.has(id)) perScope.set(record.scope, (perScope.get(record.scope) ?? 0) + 1)
+    records.set(id, record)
+  }
+
+  const remove = (id: string, record: Record) => {
+    records.delete(id)
+    const left = (perScope.get(record.scope) ?? 1) - 1
+    if (left > 0) perScope.set(record.scope, left)
+    else perScope.delete(record.scope)
+  }
+
   const evict = (now: number, limit = EVICT_PER_CALL) => {
     for (let i = 0; i < limit; i++) {
       const next = expiries.peek()
       if (next === undefined || next.at > now) return
       expiries.pop()
       const record = records.get(next.id)
-      if (record !== undefined && record.version === next.version) records.delete(next.id)
+      if (record !== undefined && record.version === next.version) remove(next.id, record)
+    }
+  }
+
+  const roomFor = (id: string, scope: string) =>
+    records.has(id) ? "Room" : core.room(records.size, maxRecords, perScope.get(scope) ?? 0, maxRecordsPerScope)
+
+  /** A new key's room: made from expired records only, never from live claims or stored responses. */
+  const refusal = (id: string, scope: string, now: number): IdempotencyStoreFull | undefined => {
+    if (roomFor(id, scope) === "Room") return undefined
+    evict(now, Infinity)
+    switch (roomFor(id, scope)) {
+      case "Room":
+        return undefined
+      case "Store":
+        return new IdempotencyStoreFull({ maxRecords })
+      case "Scope":
+        return new IdempotencyStoreFull({ maxRecords: maxRecordsPerScope, perScope: true })
     }
   }
 
@@ -89,13 +127,11 @@ const build = (maxRecords: number) => {
             return Effect.succeed({ _tag: "Completed", response: existing!.response! })
           case "InProgress":
             return Effect.succeed({ _tag: "InProgress" })
-          case "New":
-            if (records.size >= maxRecords) {
-              // make room from expired records only, never from live claims or stored responses
-              evict(now, Infinity)
-              if (records.size >= maxRecords) return Effect.fail(new IdempotencyStoreFull({ maxRecords }))
-            }
+          case "New": {
+            const full = refusal(id, request.scope, now)
+            if (full !== undefined) return Effect.fail(full)
             break
+          }
           case "Reclaim":
             // the owner stopped renewing its lease: a new fencing token refuses its late writes
             break
@@ -103,6 +139,7 @@ const build = (maxRecords: number) => {
         const token = `m${++tokens}`
         const times = core.claimed(now, Duration.toMillis(request.lease), Duration.toMillis(request.ttl))
         const record: Record = {
+          scope: request.scope,
           fingerprint: request.fingerprint,
           token,
           response: undefined,
@@ -111,7 +148,7 @@ const build = (maxRecords: number) => {
           expiresAt: times.expiresAt,
           version: 0
         }
-        records.set(id, record)
+        add(id, record)
         schedule(id, record)
         return Effect.succeed({ _tag: "Claimed", token })
       })
@@ -156,7 +193,8 @@ const build = (maxRecords: number) => {
     release: (ref) =>
       Clock.clockWith((clock) =>
         Effect.sync(() => {
-          if (owned(ref, clock.unsafeCurrentTimeMillis()) !== undefined) records.delete(idOf(ref.scope, ref.key))
+          const record = owned(ref, clock.unsafeCurrentTimeMillis())
+          if (record !== undefined) remove(idOf(ref.scope, ref.key), record)
         })
       ),
     size: Effect.sync(() => records.size)
