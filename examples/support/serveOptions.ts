@@ -5,6 +5,7 @@ import * as IdempotencyStoreRedis from "../../src/IdempotencyStore/Redis.js"
 import * as IdempotencyStoreSql from "../../src/IdempotencyStore/Sql.js"
 import { IdempotencyStore, RateLimiterStore } from "../../src/index.js"
 import * as RateLimiterStoreRedis from "../../src/RateLimiterStore/Redis.js"
+import * as RateLimiterStoreSql from "../../src/RateLimiterStore/Sql.js"
 
 export interface ServeArgs {
   readonly port: number
@@ -133,9 +134,8 @@ export const databaseUrl = () => process.env["DATABASE_URL"] ?? "postgres://post
 export const redisUrl = () => process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379"
 
 /**
- * The idempotency store and the rate-limit store the `--store` option picks. SQLite and PostgreSQL hold the
- * idempotency keys (the limiter stays in memory, per process); Redis holds both, so several processes share
- * one token bucket.
+ * The idempotency store and the rate-limit store the `--store` option picks: SQLite, PostgreSQL and Redis hold
+ * both, so several processes share idempotency keys and one token bucket (one connection for both on SQL).
  */
 export const storeLayers = (
   args: ServeArgs
@@ -145,14 +145,14 @@ export const storeLayers = (
       return Layer.merge(IdempotencyStore.layerMemory, RateLimiterStore.layerMemory)
     case "sqlite":
       return Layer.merge(
-        IdempotencyStoreSql.layer().pipe(Layer.provide(SqliteClient.layer({ filename: args.db }))),
-        RateLimiterStore.layerMemory
-      )
+        IdempotencyStoreSql.layer(),
+        RateLimiterStoreSql.layer({ onError: args.rateOnError })
+      ).pipe(Layer.provide(SqliteClient.layer({ filename: args.db })))
     case "postgres":
       return Layer.merge(
-        IdempotencyStoreSql.layer().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl()) }))),
-        RateLimiterStore.layerMemory
-      )
+        IdempotencyStoreSql.layer(),
+        RateLimiterStoreSql.layer({ onError: args.rateOnError })
+      ).pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl()) })))
     case "redis":
       return Layer.merge(
         IdempotencyStoreRedis.layer({ url: args.redisUrl ?? redisUrl() }),
