@@ -229,6 +229,9 @@ describe("RateLimiterStore/Sql options", () => {
     expect(() => RateLimiterStoreSql.layer({ onError: "maybe" as "allow" })).toThrow(/onError/)
     expect(() => RateLimiterStoreSql.layer({ cleanupBatch: 0 })).toThrow(/cleanupBatch/)
     expect(() => RateLimiterStoreSql.layer({ expiryMargin: -1 })).toThrow(/expiryMargin/)
-    expect(RateLimiterStoreSql.schema()[0]).toContain("CREATE TABLE IF NOT EXISTS effect_resilience_rate_limits")
+    expect(RateLimiterStoreSql.schema("sqlite")[0]).toContain(
+      "CREATE TABLE IF NOT EXISTS effect_resilience_rate_limits"
+    )
+    expect(RateLimiterStoreSql.schema("pg", "limits")[0]).toContain("CREATE UNLOGGED TABLE IF NOT EXISTS limits")
   })
 })

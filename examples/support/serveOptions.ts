@@ -142,7 +142,11 @@ export const storeLayers = (
 ): Layer.Layer<IdempotencyStore.IdempotencyStore | RateLimiterStore.RateLimiterStore, unknown> => {
   switch (args.store) {
     case "memory":
-      return Layer.merge(IdempotencyStore.layerMemory, RateLimiterStore.layerMemory)
+      // the load generators of the demos are one client (one address): the whole store is theirs
+      return Layer.merge(
+        IdempotencyStore.layerMemoryWith({ maxRecords: 10_000, maxRecordsPerScope: 10_000 }),
+        RateLimiterStore.layerMemory
+      )
     case "sqlite":
       return Layer.merge(
         IdempotencyStoreSql.layer(),

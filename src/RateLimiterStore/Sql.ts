@@ -87,9 +87,11 @@ export const layer: (options?: Options) => Layer.Layer<RateLimiterStore, SqlErro
 
 /**
  * The statements {@link layer} runs when `migrate` is on (`CREATE TABLE IF NOT EXISTS`, `CREATE INDEX IF NOT
- * EXISTS`; the same text for PostgreSQL and SQLite), for applications that manage their schema themselves.
+ * EXISTS`), for applications that manage their schema themselves. On PostgreSQL the table is `UNLOGGED`:
+ * counters skip the write-ahead log, so a decision costs no WAL flush, and a crash or failover starts every
+ * key fresh.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const schema: (table?: string) => ReadonlyArray<string> = sqlOptions.sqlSchema
+export const schema: (dialect: "sqlite" | "pg", table?: string) => ReadonlyArray<string> = sqlOptions.sqlSchema

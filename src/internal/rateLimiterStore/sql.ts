@@ -68,7 +68,7 @@ const dialectOf = (sql: SqlClient.SqlClient): Dialect | undefined =>
 
 /** Creates the table and index if missing; on PostgreSQL serialised on an advisory lock (see the idempotency store). */
 const migrate = (sql: SqlClient.SqlClient, dialect: Dialect, table: string): Effect.Effect<void, SqlError> => {
-  const statements = sqlSchema(table).map((statement) => sql.unsafe(statement).raw)
+  const statements = sqlSchema(dialect, table).map((statement) => sql.unsafe(statement).raw)
   return dialect === "pg"
     ? sql.withTransaction(
       Effect.zipRight(

@@ -2,7 +2,7 @@
 import type { Duration } from "effect"
 import type { Options } from "../../RateLimiterStore/Sql.js"
 import * as validate from "../validate.js"
-import { defaultTable, schema, tableRule, validTable } from "./sqlStatements.js"
+import { defaultTable, type Dialect, schema, tableRule, validTable } from "./sqlStatements.js"
 
 /** Options with defaults applied, durations in milliseconds; checked when the layer is built. */
 export interface Resolved {
@@ -22,7 +22,8 @@ const checkTable = (table: string): string =>
     ? table
     : validate.invalid(`RateLimiterStore/Sql table must be ${tableRule}, got ${JSON.stringify(table)}`)
 
-export const sqlSchema = (table: string = defaultTable): ReadonlyArray<string> => schema(checkTable(table))
+export const sqlSchema = (dialect: Dialect, table: string = defaultTable): ReadonlyArray<string> =>
+  schema(dialect, checkTable(table))
 
 const positiveMillis = (name: string, input: Options["timeout"], fallback: Duration.DurationInput): number => {
   const millis = validate.millis(`RateLimiterStore/Sql ${name}`, input ?? fallback, { finite: true })
