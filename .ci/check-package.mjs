@@ -49,6 +49,7 @@ const backends = {
   "./Outbox": ["@effect/sql"],
   "./PgQueue": ["@effect/sql"],
   "./RateLimiterStore/Redis": ["ioredis"],
+  "./RateLimiterStore/Sql": ["@effect/sql"],
   "./RedisStreamQueue": ["ioredis"],
   "./ResilientHttpClient/Node": ["@effect/platform-node"]
 }

@@ -17,6 +17,7 @@ import * as limiter from "./limiter.js"
 import * as pipeline from "./pipeline.js"
 import * as queue from "./queue.js"
 import * as redis from "./redis.js"
+import * as sql from "./sqlStore.js"
 
 const json = process.argv.includes("--json")
 interface Suite {
@@ -27,7 +28,7 @@ interface Suite {
   readonly extra?: () => Promise<Record<string, number>>
   readonly report?: (results: ReadonlyMap<string, number>) => Promise<void>
 }
-const all: Record<string, Suite> = { core, bulkhead, breaker, limiter, pipeline, redis, idempotency, queue }
+const all: Record<string, Suite> = { core, bulkhead, breaker, limiter, pipeline, redis, sql, idempotency, queue }
 const only = process.argv.indexOf("--only")
 const picked = only === -1 ? Object.keys(all) : (process.argv[only + 1] ?? "").split(",")
 for (const name of picked) {

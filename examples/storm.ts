@@ -3,6 +3,7 @@
  * AdaptiveLimiter and Criticality on a virtual clock. See docs/overload.md, "The retry storm", for the model.
  *
  *   npm run storm -- --loads 0.5..3:0.5 --seed 12 --out storm-out/ --images docs/images/ [--json]
+ *                    [--policies throttle,full] [--max-rejection-rate 0.9]
  *
  * Writes <out>/results.csv and <images>/storm-goodput.svg, <images>/storm-timeline.svg, prints the table, the
  * issue's targets with the figure each was judged on, and the wall and CPU time; with --json the last line is
@@ -14,7 +15,7 @@ import { availableParallelism } from "node:os"
 import { join } from "node:path"
 import { parseArgs } from "node:util"
 import { parentPort, workerData } from "node:worker_threads"
-import { defaultScenario } from "./storm/model.js"
+import { defaultScenario, type Scenario } from "./storm/model.js"
 import { policies, type Policy } from "./storm/policies.js"
 import { checks, goodputChart, table, timelineChart, toCsv, toJson } from "./storm/report.js"
 import { type Cell, runCell } from "./storm/sweep.js"
@@ -29,6 +30,11 @@ interface Task {
   readonly load: number
 }
 
+interface Shared {
+  readonly seed: number
+  readonly scenario: Scenario
+}
+
 const usage = `usage: npm run storm -- [options]
 
   --loads SPEC     offered loads as multiples of capacity: a list and/or from..to:step   (default 0.5..3:0.5)
@@ -36,6 +42,8 @@ const usage = `usage: npm run storm -- [options]
   --out DIR        where results.csv goes                                                (default storm-out/)
   --images DIR     where the two SVG charts go                                           (default docs/images/)
   --threads N      threads computing the sweep                     (default: CPU count, at most 4)
+  --policies LIST  a comma-separated subset of ${policies.join(",")}          (default: all)
+  --max-rejection-rate R   the throttles' maxRejectionRate in [0, 1]         (default: the library's)
   --json           end with one JSON line: { "capacity", "rows": [...] }
   --help`
 
@@ -60,22 +68,37 @@ const positiveInt = (name: string, text: string): number => {
   return n
 }
 
-const compute = (task: Task, seed: number): Cell => runCell(defaultScenario, task.policy, task.load, seed)
+const compute = (task: Task, shared: Shared): Cell => runCell(shared.scenario, task.policy, task.load, shared.seed)
 
 const runWorker = () => {
-  const seed = workerData as number
-  parentPort!.on("message", (task: Task) => parentPort!.postMessage(compute(task, seed)))
+  const shared = workerData as Shared
+  parentPort!.on("message", (task: Task) => parentPort!.postMessage(compute(task, shared)))
 }
 
 /** Hands out cells, heaviest first, to the main thread and `threads - 1` workers. */
-const runParallel = (tasks: ReadonlyArray<Task>, seed: number, threads: number) =>
+const runParallel = (tasks: ReadonlyArray<Task>, shared: Shared, threads: number) =>
   runPool([...tasks].sort((a, b) => b.load - a.load), {
     threads,
     moduleUrl: import.meta.url,
-    workerData: seed,
+    workerData: shared,
     resourceLimits: { maxYoungGenerationSizeMb: 96 },
-    compute: (task) => compute(task, seed)
+    compute: (task) => compute(task, shared)
   })
+
+const parsePolicies = (list: string | undefined): ReadonlyArray<Policy> => {
+  if (list === undefined) return policies
+  const chosen = list.split(",").map((p) => p.trim())
+  const unknown = chosen.filter((p) => !(policies as ReadonlyArray<string>).includes(p))
+  if (chosen.length === 0 || unknown.length > 0) throw new Error(`--policies: unknown ${unknown.join(", ")}`)
+  return policies.filter((p) => chosen.includes(p))
+}
+
+const parseRate = (text: string | undefined): number | undefined => {
+  if (text === undefined) return undefined
+  const rate = Number(text)
+  if (!(rate >= 0 && rate <= 1)) throw new Error(`--max-rejection-rate: expected a number in [0, 1], got "${text}"`)
+  return rate
+}
 
 const main = async () => {
   const { values } = parseArgs({
@@ -85,6 +108,8 @@ const main = async () => {
       out: { type: "string", default: "storm-out/" },
       images: { type: "string", default: "docs/images/" },
       threads: { type: "string" },
+      policies: { type: "string" },
+      "max-rejection-rate": { type: "string" },
       json: { type: "boolean", default: false },
       help: { type: "boolean", default: false }
     }
@@ -95,13 +120,18 @@ const main = async () => {
   const threads = values.threads === undefined
     ? Math.min(4, availableParallelism())
     : Math.max(1, positiveInt("--threads", values.threads))
-  const scenario = defaultScenario
+  const chosen = parsePolicies(values.policies)
+  const rate = parseRate(values["max-rejection-rate"])
+  const scenario: Scenario = rate === undefined ? defaultScenario : { ...defaultScenario, maxRejectionRate: rate }
 
-  console.log(`storm: ${policies.length} policies × ${loads.length} loads, seed ${seed}, ${threads} thread(s)`)
+  console.log(
+    `storm: ${chosen.length} policies × ${loads.length} loads, seed ${seed}, ${threads} thread(s)` +
+      (rate === undefined ? "" : `, maxRejectionRate ${rate}`)
+  )
   const started = performance.now()
   const cpuBefore = process.cpuUsage()
-  const tasks = loads.flatMap((load) => policies.map((policy) => ({ policy, load })))
-  const unordered = await runParallel(tasks, seed, threads)
+  const tasks = loads.flatMap((load) => chosen.map((policy) => ({ policy, load })))
+  const unordered = await runParallel(tasks, { seed, scenario }, threads)
   const cells = [...unordered].sort((a, b) =>
     policies.indexOf(a.row.policy) - policies.indexOf(b.row.policy) || a.row.offered - b.row.offered
   )

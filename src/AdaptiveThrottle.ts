@@ -26,6 +26,13 @@ export interface Options {
   readonly window?: Duration.DurationInput
   /** How many buckets the window slides by (an integer >= 1). Default 120 (one second each by default). */
   readonly buckets?: number
+  /**
+   * The local rejection probability never exceeds this, a number in [0, 1] (failsafe-go's name): below 1,
+   * some calls always reach a backend that refuses everything, so the throttle sees it recover. 0 sends
+   * every call (the throttle only counts), 1 leaves the SRE formula uncapped. Default 0.9 (see
+   * docs/overload.md).
+   */
+  readonly maxRejectionRate?: number
   /** Keys (origins) tracked at most; the least recently used is forgotten beyond it. Default 10,000. */
   readonly maxKeys?: number
   /**

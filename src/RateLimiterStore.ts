@@ -8,8 +8,8 @@
  * processes sharing a remote store must have roughly synchronised clocks (NTP) — a skew of `d`
  * milliseconds shifts a caller's view of refills and window boundaries by `d`.
  *
- * Users pick the store by providing a layer: {@link layerMemory} for one process, or the layer of the backend
- * entry point `effect-resilience/RateLimiterStore/Redis` for many.
+ * Users pick the store by providing a layer: {@link layerMemory} for one process, or the layer of a backend
+ * entry point, `effect-resilience/RateLimiterStore/Redis` or `effect-resilience/RateLimiterStore/Sql`, for many.
  *
  * @since 0.1.0
  */

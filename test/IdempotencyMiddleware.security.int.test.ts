@@ -359,8 +359,38 @@ describe("IdempotencyMiddleware bounded memory store", () => {
       expect((yield* post("/orders", { key: "c" })).status).toBe(201)
     }).pipe(
       Effect.provide(TestServer),
-      Effect.provide(IdempotencyStore.layerMemoryWith({ maxRecords: 2 }))
+      // one scope here (every request comes from this machine): the store's bound, not the scope's
+      Effect.provide(IdempotencyStore.layerMemoryWith({ maxRecords: 2, maxRecordsPerScope: 2 }))
     ))
+
+  it.scoped("one client at its maxRecordsPerScope gets 503 for a new key; other clients keep claiming", () =>
+    Effect.gen(function*() {
+      const orders = counted()
+      const logs: Array<string> = []
+      const logger = Logger.make(({ message }) => logs.push(String(message)))
+      yield* serveOrders(orders.handler, {
+        ttl: "1 hour",
+        scope: (request) => Effect.succeed(request.headers["x-client"] ?? "anonymous")
+      }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, logger)))
+      const as = (client: string, key: string) => post("/orders", { key, headers: { "x-client": client } })
+      // the greedy client fills its share of the store: 10 records of 100 at the default tenth
+      for (let i = 0; i < 10; i++) expect((yield* as("greedy", `g${i}`)).status).toBe(201)
+      const refused = yield* as("greedy", "g10")
+      expect(refused.status).toBe(503)
+      expect(JSON.parse(refused.body).type).toContain("idempotency-store-full")
+      expect(refused.headers["retry-after"]).toBe("60")
+      expect(logs.some((line) => line.includes("full for one scope: 10 live records"))).toBe(true)
+      // its held keys still replay; the others' new keys are claimed as if it were not there
+      expect((yield* as("greedy", "g0")).headers["idempotent-replayed"]).toBe("true")
+      for (const client of ["modest-1", "modest-2"]) {
+        for (let i = 0; i < 10; i++) expect((yield* as(client, `m${i}`)).status).toBe(201)
+        expect((yield* as(client, "m10")).status).toBe(503)
+      }
+      expect(orders.runs()).toBe(30)
+      // its records expire: room again for it
+      yield* TestClock.adjust("1 hour")
+      expect((yield* as("greedy", "g10")).status).toBe(201)
+    }).pipe(Effect.provide(TestServer), Effect.provide(IdempotencyStore.layerMemoryWith({ maxRecords: 100 }))))
 
   it.effect("the store itself: a new key fails with IdempotencyStoreFull; held keys and takeovers need no room", () =>
     Effect.gen(function*() {
@@ -381,6 +411,49 @@ describe("IdempotencyMiddleware bounded memory store", () => {
       expect((yield* store.claim(request("a")))._tag).toBe("Claimed")
       expect(yield* store.size).toBe(1)
       expect(() => IdempotencyStore.makeMemory({ maxRecords: 0 })).toThrow(/maxRecords/)
+    }))
+
+  it.effect("the store itself: a scope's cap counts its live records, whatever ends them", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 5, maxRecordsPerScope: 2 })
+      const request = (scope: string, key: string, ttl = Duration.hours(1)): IdempotencyStore.ClaimRequest => ({
+        scope,
+        key,
+        fingerprint: "f",
+        ttl,
+        lease: Duration.seconds(10)
+      })
+      const claimed = (scope: string, key: string, ttl?: Duration.Duration) =>
+        Effect.map(store.claim(request(scope, key, ttl)), (r) => r._tag === "Claimed" ? r.token : r._tag)
+      const a1 = yield* claimed("a", "1")
+      yield* claimed("a", "2", Duration.minutes(1))
+      const full = yield* Effect.flip(store.claim(request("a", "3")))
+      expect(full).toMatchObject({ _tag: "IdempotencyStoreFull", maxRecords: 2, perScope: true })
+      expect(full.message).toContain("maxRecordsPerScope")
+      // other scopes are not refused; a takeover of a held key needs no room
+      expect(yield* claimed("b", "1")).toMatch(/^m/)
+      yield* TestClock.adjust("10 seconds")
+      const taken = yield* claimed("a", "1")
+      expect(taken).toMatch(/^m/)
+      expect((yield* Effect.flip(store.claim(request("a", "3"))))._tag).toBe("IdempotencyStoreFull")
+      // the old token releases nothing (the takeover owns the key); the owner's release frees a place
+      yield* store.release({ scope: "a", key: "1", token: a1 })
+      expect((yield* Effect.flip(store.claim(request("a", "3"))))._tag).toBe("IdempotencyStoreFull")
+      yield* store.release({ scope: "a", key: "1", token: taken })
+      expect(yield* claimed("a", "3")).toMatch(/^m/)
+      expect((yield* Effect.flip(store.claim(request("a", "4"))))._tag).toBe("IdempotencyStoreFull")
+      // so does an expiry
+      yield* TestClock.adjust("1 minute")
+      expect(yield* claimed("a", "4")).toMatch(/^m/)
+      expect(yield* store.size).toBe(3)
+      // the store's own bound comes first: a full store refuses every scope alike
+      yield* claimed("c", "1")
+      yield* claimed("c", "2")
+      const storeFull = yield* Effect.flip(store.claim(request("d", "1")))
+      expect(storeFull).toMatchObject({ _tag: "IdempotencyStoreFull", maxRecords: 5 })
+      expect("perScope" in storeFull && storeFull.perScope).toBeFalsy()
+      expect(() => IdempotencyStore.makeMemory({ maxRecordsPerScope: 0 })).toThrow(/maxRecordsPerScope/)
+      expect(() => IdempotencyStore.makeMemory({ maxRecordsPerScope: 1.5 })).toThrow(/maxRecordsPerScope/)
     }))
 })
 

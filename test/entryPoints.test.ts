@@ -32,6 +32,7 @@ describe("entry points", () => {
       "./IdempotencyStore/Sql",
       "./IdempotencyStore/Redis",
       "./RateLimiterStore/Redis",
+      "./RateLimiterStore/Sql",
       "./Consumer/Sql",
       "./PgQueue",
       "./Outbox",

@@ -29,6 +29,8 @@ export interface Scenario {
   readonly retryAfterMs: number
   /** Goodput is counted in buckets of this width. */
   readonly bucketMs: number
+  /** The clients' throttles' `maxRejectionRate`; absent: the library's default. */
+  readonly maxRejectionRate?: number
 }
 
 export const defaultScenario: Scenario = {

@@ -113,7 +113,11 @@ const makeClient = (
       ? undefined
       : RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: 0.1 })
     const throttle = policy === "throttle" || policy === "full"
-      ? yield* AdaptiveThrottle.make({ k: 2, window: "1500 millis" })
+      ? yield* AdaptiveThrottle.make({
+        k: 2,
+        window: "1500 millis",
+        ...(scenario.maxRejectionRate === undefined ? {} : { maxRejectionRate: scenario.maxRejectionRate })
+      })
       : undefined
     const schedule = policy === "naive"
       ? Backoff.exponential({ base: "100 millis", cap: "100 millis" })

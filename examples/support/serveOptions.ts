@@ -5,6 +5,7 @@ import { IdempotencyStore, RateLimiterStore } from "effect-resilience"
 import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
 import * as IdempotencyStoreSql from "effect-resilience/IdempotencyStore/Sql"
 import * as RateLimiterStoreRedis from "effect-resilience/RateLimiterStore/Redis"
+import * as RateLimiterStoreSql from "effect-resilience/RateLimiterStore/Sql"
 
 export interface ServeArgs {
   readonly port: number
@@ -133,26 +134,29 @@ export const databaseUrl = () => process.env["DATABASE_URL"] ?? "postgres://post
 export const redisUrl = () => process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379"
 
 /**
- * The idempotency store and the rate-limit store the `--store` option picks. SQLite and PostgreSQL hold the
- * idempotency keys (the limiter stays in memory, per process); Redis holds both, so several processes share
- * one token bucket.
+ * The idempotency store and the rate-limit store the `--store` option picks: SQLite, PostgreSQL and Redis hold
+ * both, so several processes share idempotency keys and one token bucket (one connection for both on SQL).
  */
 export const storeLayers = (
   args: ServeArgs
 ): Layer.Layer<IdempotencyStore.IdempotencyStore | RateLimiterStore.RateLimiterStore, unknown> => {
   switch (args.store) {
     case "memory":
-      return Layer.merge(IdempotencyStore.layerMemory, RateLimiterStore.layerMemory)
+      // the load generators of the demos are one client (one address): the whole store is theirs
+      return Layer.merge(
+        IdempotencyStore.layerMemoryWith({ maxRecords: 10_000, maxRecordsPerScope: 10_000 }),
+        RateLimiterStore.layerMemory
+      )
     case "sqlite":
       return Layer.merge(
-        IdempotencyStoreSql.layer().pipe(Layer.provide(SqliteClient.layer({ filename: args.db }))),
-        RateLimiterStore.layerMemory
-      )
+        IdempotencyStoreSql.layer(),
+        RateLimiterStoreSql.layer({ onError: args.rateOnError })
+      ).pipe(Layer.provide(SqliteClient.layer({ filename: args.db })))
     case "postgres":
       return Layer.merge(
-        IdempotencyStoreSql.layer().pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl()) }))),
-        RateLimiterStore.layerMemory
-      )
+        IdempotencyStoreSql.layer(),
+        RateLimiterStoreSql.layer({ onError: args.rateOnError })
+      ).pipe(Layer.provide(PgClient.layer({ url: Redacted.make(databaseUrl()) })))
     case "redis":
       return Layer.merge(
         IdempotencyStoreRedis.layer({ url: args.redisUrl ?? redisUrl() }),

@@ -67,3 +67,24 @@ export const renewedLease = (now: number, leaseMillis: number): number => now + 
 /** The instant after which a record is dead whatever it holds: a store may forget it then. */
 export const endOf = (record: Pick<RecordView, "leaseUntil" | "expiresAt">): number =>
   Math.max(record.expiresAt, record.leaseUntil)
+
+/**
+ * Room for a new record in a bounded store: `Store` when the whole store holds `maxRecords` live records,
+ * `Scope` when the claim's scope holds its `maxRecordsPerScope`, else `Room`. The store's bound is
+ * checked first: a full store refuses everyone alike.
+ */
+export type RoomDecision = "Room" | "Store" | "Scope"
+
+export const room = (
+  records: number,
+  maxRecords: number,
+  scopeRecords: number,
+  maxRecordsPerScope: number
+): RoomDecision => records >= maxRecords ? "Store" : scopeRecords >= maxRecordsPerScope ? "Scope" : "Room"
+
+/**
+ * The default cap of one scope: a tenth of the store (1,000 of the default 10,000), so that one client
+ * filling its share leaves nine tenths to the others; unbounded when the store is.
+ */
+export const defaultMaxRecordsPerScope = (maxRecords: number): number =>
+  maxRecords === Infinity ? Infinity : Math.max(1, Math.ceil(maxRecords / 10))

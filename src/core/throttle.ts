@@ -3,7 +3,9 @@
  * tried and the ones the backend accepted over a sliding window, and reject a new request locally with
  * probability `max(0, (requests − K·accepts) / (requests + 1))`. While the backend accepts everything the
  * probability is 0; when it accepts almost nothing the client sends only about `K` times what gets accepted,
- * so an overloaded backend spends little on requests it would refuse anyway.
+ * so an overloaded backend spends little on requests it would refuse anyway. The probability is capped at
+ * `maxRejectionRate` (failsafe-go's name): below 1, some requests always reach a backend that is recovering,
+ * which is how the throttle learns that it has recovered.
  *
  * The window is a ring of buckets (time is an argument, in milliseconds); old buckets are dropped as time passes,
  * so the counts forget an outage gradually, not all at once.
@@ -16,13 +18,18 @@ export interface Config {
   readonly buckets: number
   /** `K` (>= 1): 2 lets the client send twice what the backend accepts. */
   readonly k: number
+  /** The rejection probability never exceeds this, in [0, 1]: 0 turns the throttle off, 1 leaves it uncapped. */
+  readonly maxRejectionRate: number
 }
 
-export const defaults: Config = { windowMillis: 120_000, buckets: 120, k: 2 }
+/** The default `maxRejectionRate`: see docs/overload.md ("maxRejectionRate") for the storm runs behind it. */
+export const MAX_REJECTION_RATE = 0.9
 
-/** The rejection probability for these counts. */
-export const rejectProbability = (requests: number, accepts: number, k: number): number =>
-  Math.max(0, (requests - k * accepts) / (requests + 1))
+export const defaults: Config = { windowMillis: 120_000, buckets: 120, k: 2, maxRejectionRate: MAX_REJECTION_RATE }
+
+/** The rejection probability for these counts, at most `maxRejectionRate` (1: uncapped). */
+export const rejectProbability = (requests: number, accepts: number, k: number, maxRejectionRate = 1): number =>
+  Math.min(maxRejectionRate, Math.max(0, (requests - k * accepts) / (requests + 1)))
 
 /** One key's window. Mutable on purpose: it sits on every call's path; nothing outside this module writes it. */
 export interface Window {
@@ -71,7 +78,7 @@ const slotOf = (config: Config, window: Window) => ((window.head % config.bucket
  */
 export const admit = (config: Config, window: Window, now: number, random: number): boolean => {
   advance(config, window, now)
-  const reject = random < rejectProbability(window.requests, window.accepts, config.k)
+  const reject = random < rejectProbability(window.requests, window.accepts, config.k, config.maxRejectionRate)
   window.requests++
   window.bucketRequests[slotOf(config, window)]!++
   return !reject
@@ -87,5 +94,5 @@ export const recordAccept = (config: Config, window: Window, now: number): void 
 /** The probability a request at `now` would be rejected (for metrics and tests). */
 export const probabilityAt = (config: Config, window: Window, now: number): number => {
   advance(config, window, now)
-  return rejectProbability(window.requests, window.accepts, config.k)
+  return rejectProbability(window.requests, window.accepts, config.k, config.maxRejectionRate)
 }

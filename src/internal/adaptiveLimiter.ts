@@ -1,5 +1,6 @@
 import type { Context, Duration, Scope } from "effect"
 import { Cause, Data, Effect, Exit, FiberRef, Layer, Metric, MetricLabel, Random } from "effect"
+import { globalValue } from "effect/GlobalValue"
 import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
 import type * as Api from "../AdaptiveLimiter.js"
 import * as core from "../core/adaptiveLimit.js"
@@ -8,6 +9,15 @@ import { currentCriticality } from "./criticality.js"
 import type { Fields } from "./errorFields.js"
 import * as slots from "./slots.js"
 import * as validate from "./validate.js"
+
+/**
+ * The partition (client, tenant) of the call the fiber makes, set by `LoadShedMiddleware`'s `partitionBy`:
+ * the limiter's waiters are served round robin between partitions (see `slots.ts`). `undefined`: one shared.
+ */
+export const currentPartition: FiberRef.FiberRef<string | undefined> = globalValue(
+  "effect-resilience/AdaptiveLimiter/currentPartition",
+  () => FiberRef.unsafeMake<string | undefined>(undefined)
+)
 
 export class LimitExceeded extends Data.TaggedError("LimitExceeded")<Fields<Api.LimitExceeded>> {
   override get message(): string {
@@ -218,14 +228,19 @@ const build = (
 
   const limiter: AdaptiveLimiter = {
     protect: shares === undefined
-      ? (self) => slotted.protect(measured(self))
+      ? (self) =>
+        Effect.flatMap(
+          FiberRef.get(currentPartition),
+          (partition) => slotted.protect(measured(self), undefined, partition)
+        )
       : (self) =>
         Effect.flatMap(
-          FiberRef.get(currentCriticality),
-          (level) =>
+          Effect.zip(FiberRef.get(currentCriticality), FiberRef.get(currentPartition)),
+          ([level, partition]) =>
             slotted.protect(
               measured(self),
-              level === "critical" ? undefined : shed.threshold(limit, level, shares)
+              level === "critical" ? undefined : shed.threshold(limit, level, shares),
+              partition
             )
         ),
     limit: Effect.sync(() => limit),

@@ -112,4 +112,17 @@ describe("core/idempotency", () => {
       expect(core.decideClaim(r, "f", during)).toBe("InProgress")
     }
   )
+
+  it("room: the store's bound first, then the scope's; the default scope cap is a tenth", () => {
+    expect(core.room(9, 10, 0, 1)).toBe("Room")
+    expect(core.room(10, 10, 0, 1)).toBe("Store")
+    expect(core.room(10, 10, 5, 5)).toBe("Store")
+    expect(core.room(5, 10, 5, 5)).toBe("Scope")
+    expect(core.room(5, 10, 4, 5)).toBe("Room")
+    expect(core.room(5, Infinity, 4, Infinity)).toBe("Room")
+    expect(core.defaultMaxRecordsPerScope(10_000)).toBe(1_000)
+    expect(core.defaultMaxRecordsPerScope(3)).toBe(1)
+    expect(core.defaultMaxRecordsPerScope(1)).toBe(1)
+    expect(core.defaultMaxRecordsPerScope(Infinity)).toBe(Infinity)
+  })
 })

@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as Throttle from "../../src/core/throttle.js"
 
-const config: Throttle.Config = { windowMillis: 10_000, buckets: 10, k: 2 }
+const config: Throttle.Config = { windowMillis: 10_000, buckets: 10, k: 2, maxRejectionRate: 1 }
 
 describe("core/throttle", () => {
   it("rejects nothing while the backend accepts everything", () => {
@@ -75,4 +75,39 @@ describe("core/throttle", () => {
       }
     }
   )
+
+  it.prop(
+    "the rejection probability never exceeds maxRejectionRate, and a draw at or above it is always admitted",
+    [
+      fc.double({ min: 0, max: 1, noNaN: true }),
+      fc.array(fc.tuple(fc.boolean(), fc.integer({ min: 0, max: 40_000 }), fc.double({ min: 0, max: 0.999 })))
+    ],
+    ([maxRejectionRate, events]) => {
+      const capped: Throttle.Config = { ...config, maxRejectionRate }
+      const uncapped = Throttle.makeWindow(config, 0)
+      const window = Throttle.makeWindow(capped, 0)
+      let now = 0
+      for (const [isAccept, step, random] of events) {
+        now += step % 1_000
+        if (isAccept) {
+          Throttle.recordAccept(capped, window, now)
+          Throttle.recordAccept(config, uncapped, now)
+          continue
+        }
+        const p = Throttle.probabilityAt(capped, window, now)
+        expect(p).toBeLessThanOrEqual(maxRejectionRate)
+        // the cap changes the probability only where the formula exceeds it
+        expect(p).toBe(Math.min(maxRejectionRate, Throttle.probabilityAt(config, uncapped, now)))
+        const admitted = Throttle.admit(capped, window, now, random)
+        Throttle.admit(config, uncapped, now, random)
+        if (random >= maxRejectionRate) expect(admitted).toBe(true)
+      }
+    }
+  )
+
+  it("the default cap is 0.9: under a total outage one call in ten still goes out", () => {
+    expect(Throttle.defaults.maxRejectionRate).toBe(0.9)
+    expect(Throttle.rejectProbability(1_000_000, 0, 2, Throttle.defaults.maxRejectionRate)).toBe(0.9)
+    expect(Throttle.rejectProbability(1_000_000, 0, 2)).toBeGreaterThan(0.999)
+  })
 })

@@ -120,8 +120,10 @@ export const IdempotencyStoreFull: new(args: Fields<IdempotencyStoreFull>) => Id
  */
 export interface IdempotencyStoreFull extends Cause.YieldableError {
   readonly _tag: "IdempotencyStoreFull"
-  /** The store's bound on live records. */
+  /** The bound on live records that was reached: the store's, or the scope's when `perScope` is set. */
   readonly maxRecords: number
+  /** Set when the claim's scope holds its `maxRecordsPerScope` (the store itself has room for others). */
+  readonly perScope?: boolean
 }
 
 /**
@@ -170,6 +172,14 @@ export interface MemoryOptions {
    * Memory is bounded by `maxRecords` × the middleware's `maxResponseBytes` (plus ~200 bytes a record).
    */
   readonly maxRecords?: number
+  /**
+   * Live records of one client scope at most; default a tenth of `maxRecords` (1,000 of the default
+   * 10,000; unbounded when `maxRecords` is). A new key of a scope that holds this many fails with
+   * {@link IdempotencyStoreFull} (`perScope: true`, the middleware answers 503) while other scopes keep
+   * claiming: one client cannot take the room of all the others. Set it to `maxRecords` when all traffic
+   * is one scope (a single caller, or clients behind a proxy the scope does not see through).
+   */
+  readonly maxRecordsPerScope?: number
 }
 
 /**
@@ -184,8 +194,8 @@ export interface MemoryStore extends Store {
 }
 
 /**
- * An in-memory store for one process, bounded by `maxRecords` (see {@link MemoryOptions}; default options when
- * omitted). Expired records are removed a few at a time on each call, in expiry order from a binary heap:
+ * An in-memory store for one process, bounded by `maxRecords` and `maxRecordsPerScope` (see {@link MemoryOptions};
+ * default options when omitted). Expired records are removed a few at a time on each call, in expiry order from a binary heap:
  * O(log n) per call, never a sweep of every key (and all expired ones before a full store refuses a key). Throws
  * `Cause.IllegalArgumentError` for invalid options, when called.
  *

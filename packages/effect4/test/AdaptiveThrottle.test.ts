@@ -37,9 +37,9 @@ describe("AdaptiveThrottle", () => {
       expect(yield* throttle.probability("a")).toBe(0)
     }))
 
-  it.effect("when the backend refuses everything, almost nothing more is sent, and the rest fails locally", () =>
+  it.effect("uncapped, when the backend refuses everything, almost nothing more is sent; the rest fails locally", () =>
     Effect.gen(function*() {
-      const throttle = yield* AdaptiveThrottle.make({ name: "down" })
+      const throttle = yield* AdaptiveThrottle.make({ name: "down", maxRejectionRate: 1 })
       const before =
         (yield* Metric.value(Metric.withAttributes(AdaptiveThrottle.rejectionsTotal, { throttle: "down" })))
           .count
@@ -53,9 +53,31 @@ describe("AdaptiveThrottle", () => {
       expect(after - before).toBe(rejected)
     }))
 
-  it.effect("a local rejection is a typed error naming the key, and the effect never runs", () =>
+  it.effect("by default at most 90 % are rejected: a backend that refuses everything still gets a tenth", () =>
     Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make()
+      const { reached, rejected } = yield* drive(throttle, "a", 2_000, () => Effect.fail("503"))
+      expect(reached + rejected).toBe(2_000)
+      // draws against p = 0.9 once the first few calls have failed: about 200 reach it (binomial, sd ~13)
+      expect(reached).toBeGreaterThan(150)
+      expect(reached).toBeLessThan(260)
+      expect(yield* throttle.probability("a")).toBe(0.9)
+    }))
+
+  it.effect("maxRejectionRate bounds the probability; 0 sends every call and only counts", () =>
+    Effect.gen(function*() {
+      for (const max of [0, 0.25, 0.5]) {
+        const throttle = yield* AdaptiveThrottle.make({ maxRejectionRate: max })
+        const { reached, rejected } = yield* drive(throttle, "a", 400, () => Effect.fail("503"))
+        expect(yield* throttle.probability("a")).toBe(max)
+        if (max === 0) expect(rejected).toBe(0)
+        expect(reached).toBeGreaterThanOrEqual(400 * (1 - max) - 60)
+      }
+    }))
+
+  it.effect("a local rejection is a typed error naming the key, and the effect never runs", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make({ maxRejectionRate: 1 })
       yield* drive(throttle, "api.example.com", 200, () => Effect.fail("503"))
       let ran = 0
       const errors = yield* Effect.forEach(
@@ -100,7 +122,7 @@ describe("AdaptiveThrottle", () => {
     Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make({ window: "1 minute", buckets: 60 })
       yield* drive(throttle, "a", 100, () => Effect.fail("503"))
-      expect(yield* throttle.probability("a")).toBeGreaterThan(0.9)
+      expect(yield* throttle.probability("a")).toBe(0.9)
       yield* TestClock.adjust("1 minute")
       expect(yield* throttle.probability("a")).toBe(0)
     }))
@@ -115,7 +137,7 @@ describe("AdaptiveThrottle", () => {
 
       const plain = yield* AdaptiveThrottle.make()
       yield* drive(plain, "down", 200, () => Effect.fail("503"))
-      expect(yield* plain.probability("down")).toBeGreaterThan(0.9)
+      expect(yield* plain.probability("down")).toBe(0.9)
       expect(yield* plain.probability("up")).toBe(0)
       const { rejected } = yield* drive(plain, "up", 100, () => Effect.void)
       expect(rejected).toBe(0)
@@ -128,7 +150,7 @@ describe("AdaptiveThrottle", () => {
       yield* drive(throttle, "b", 50, () => Effect.fail("503"))
       yield* drive(throttle, "a", 1, () => Effect.fail("503"))
       yield* drive(throttle, "c", 1, () => Effect.void)
-      expect(yield* throttle.probability("a")).toBeGreaterThan(0.9)
+      expect(yield* throttle.probability("a")).toBe(0.9)
       expect(yield* throttle.probability("b")).toBe(0)
     }))
 
@@ -137,5 +159,7 @@ describe("AdaptiveThrottle", () => {
     expect(() => AdaptiveThrottle.make({ window: 0 })).toThrow(/window/)
     expect(() => AdaptiveThrottle.make({ buckets: 0 })).toThrow(/buckets/)
     expect(() => AdaptiveThrottle.make({ maxKeys: 1.5 })).toThrow(/maxKeys/)
+    expect(() => AdaptiveThrottle.make({ maxRejectionRate: -0.1 })).toThrow(/maxRejectionRate/)
+    expect(() => AdaptiveThrottle.make({ maxRejectionRate: 1.5 })).toThrow(/maxRejectionRate/)
   })
 })

@@ -206,7 +206,10 @@ describe("IdempotencyMiddleware: the background recordings are owned and bounded
   it.effect(`keep at most ${maxPendingRecordings} answers: one more is dropped with an error log`, () => {
     const logs = captureLogs()
     return Effect.gen(function*() {
-      const memory = yield* IdempotencyStore.makeMemory({ maxRecords: 2 * maxPendingRecordings })
+      const memory = yield* IdempotencyStore.makeMemory({
+        maxRecords: 2 * maxPendingRecordings,
+        maxRecordsPerScope: 2 * maxPendingRecordings
+      })
       const state = { down: true, completes: 0 }
       const store: IdempotencyStore.Store = {
         ...memory,

@@ -22,7 +22,7 @@ const request = (key: string, ttl: Duration.Input = "1 hour"): IdempotencyStore.
 describe("IdempotencyStore memory bounds", () => {
   it.effect("a new key fails with IdempotencyStoreFull; held keys and takeovers need no room", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 1 })
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 1, maxRecordsPerScope: 1 })
       expect((yield* store.claim(request("a")))._tag).toBe("Claimed")
       const full = yield* Effect.flip(store.claim(request("b")))
       expect(full).toBeInstanceOf(IdempotencyStore.IdempotencyStoreFull)
@@ -36,7 +36,7 @@ describe("IdempotencyStore memory bounds", () => {
 
   it.effect("a full store makes room from expired records only, never from live ones", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 3 })
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 3, maxRecordsPerScope: 3 })
       yield* store.claim(request("short-1", "1 second"))
       yield* store.claim(request("short-2", "1 second"))
       yield* store.claim(request("long"))
@@ -49,6 +49,24 @@ describe("IdempotencyStore memory bounds", () => {
       // still held (its lease ran out, so the same request would take it over; another one is refused)
       expect((yield* store.claim({ ...request("long"), fingerprint: "other" }))._tag).toBe("Mismatch")
       expect((yield* Effect.flip(store.claim(request("new-3"))))._tag).toBe("IdempotencyStoreFull")
+    }))
+
+  it.effect("one scope at its maxRecordsPerScope is refused a new key; the other scopes keep claiming", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 30 })
+      const claim = (scope: string, key: string) => store.claim({ ...request(key), scope })
+      for (let i = 0; i < 3; i++) expect((yield* claim("greedy", `g${i}`))._tag).toBe("Claimed")
+      const full = yield* Effect.flip(claim("greedy", "g3"))
+      expect(full).toMatchObject({ _tag: "IdempotencyStoreFull", maxRecords: 3, perScope: true })
+      expect(full.message).toContain("maxRecordsPerScope")
+      expect((yield* claim("greedy", "g0"))._tag).toBe("InProgress")
+      for (const scope of ["a", "b"]) {
+        for (let i = 0; i < 3; i++) expect((yield* claim(scope, `k${i}`))._tag).toBe("Claimed")
+      }
+      // an expiry gives the scope its place back
+      yield* TestClock.adjust("1 hour")
+      expect((yield* claim("greedy", "g3"))._tag).toBe("Claimed")
+      expect(() => IdempotencyStore.makeMemory({ maxRecordsPerScope: 0 })).toThrow(/maxRecordsPerScope/)
     }))
 
   it.effect("released records and renewals do not grow its expiry heap past its records", () =>

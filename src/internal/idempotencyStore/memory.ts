@@ -17,6 +17,8 @@ import * as validate from "../validate.js"
 import { IdempotencyStore, IdempotencyStoreFull } from "./service.js"
 
 interface Record {
+  /** the claim's scope, counted against its `maxRecordsPerScope` */
+  readonly scope: string
   readonly fingerprint: string
   token: string
   /** in progress until `response` is set */
@@ -41,37 +43,92 @@ export const makeMemory = (options: MemoryOptions = {}) => {
   const maxRecords = validate.positiveInt("IdempotencyStore memory maxRecords", options.maxRecords ?? 10_000, {
     allowInfinity: true
   })
-  return Effect.sync(() => build(maxRecords))
+  const maxRecordsPerScope = validate.positiveInt(
+    "IdempotencyStore memory maxRecordsPerScope",
+    options.maxRecordsPerScope ?? core.defaultMaxRecordsPerScope(maxRecords),
+    { allowInfinity: true }
+  )
+  return Effect.sync(() => build(maxRecords, maxRecordsPerScope))
 }
 
-const build = (maxRecords: number) => {
-  const records = new Map<string, Record>()
-  let expiries = new MinHeap<Expiry>()
-  let tokens = 0
+/**
+ * The records and their bookkeeping: the live count per scope and the expiry heap. Every change of a record's
+ * presence or end goes through here, so the counts and the heap never disagree with the records.
+ */
+class Records {
+  readonly byId = new Map<string, Record>()
+  /** live records of each scope that holds any */
+  private readonly perScope = new Map<string, number>()
+  private expiries = new MinHeap<Expiry>()
   // one sequence for the whole store: a replacement record must never match a heap entry of the record
   // it replaced (a per-record counter would start again and let old entries evict the new record early)
-  let writes = 0
+  private writes = 0
 
-  const schedule = (id: string, record: Record) => {
-    record.version = ++writes
-    expiries.push({ at: core.endOf(record), id, version: record.version })
+  constructor(readonly maxRecords: number, readonly maxRecordsPerScope: number) {}
+
+  get pendingExpiries(): number {
+    return this.expiries.size
+  }
+
+  schedule(id: string, record: Record): void {
+    record.version = ++this.writes
+    this.expiries.push({ at: core.endOf(record), id, version: record.version })
     // Released records leave their entries behind until those come due (a TTL away): when stale entries
     // outnumber live records, rebuild from the records, so the heap stays O(records), amortised O(1) a write.
-    if (expiries.size > 2 * records.size + 1_024) {
-      expiries = new MinHeap<Expiry>()
-      for (const [key, live] of records) expiries.push({ at: core.endOf(live), id: key, version: live.version })
+    if (this.expiries.size > 2 * this.byId.size + 1_024) {
+      this.expiries = new MinHeap<Expiry>()
+      for (const [key, live] of this.byId) this.expiries.push({ at: core.endOf(live), id: key, version: live.version })
     }
   }
 
-  const evict = (now: number, limit = EVICT_PER_CALL) => {
+  add(id: string, record: Record): void {
+    if (!this.byId.has(id)) this.perScope.set(record.scope, (this.perScope.get(record.scope) ?? 0) + 1)
+    this.byId.set(id, record)
+  }
+
+  remove(id: string, record: Record): void {
+    this.byId.delete(id)
+    const left = (this.perScope.get(record.scope) ?? 1) - 1
+    if (left > 0) this.perScope.set(record.scope, left)
+    else this.perScope.delete(record.scope)
+  }
+
+  evict(now: number, limit = EVICT_PER_CALL): void {
     for (let i = 0; i < limit; i++) {
-      const next = expiries.peek()
+      const next = this.expiries.peek()
       if (next === undefined || next.at > now) return
-      expiries.pop()
-      const record = records.get(next.id)
-      if (record !== undefined && record.version === next.version) records.delete(next.id)
+      this.expiries.pop()
+      const record = this.byId.get(next.id)
+      if (record !== undefined && record.version === next.version) this.remove(next.id, record)
     }
   }
+
+  private roomFor(id: string, scope: string) {
+    return this.byId.has(id)
+      ? "Room"
+      : core.room(this.byId.size, this.maxRecords, this.perScope.get(scope) ?? 0, this.maxRecordsPerScope)
+  }
+
+  /** A new key's room: made from expired records only, never from live claims or stored responses. */
+  refusal(id: string, scope: string, now: number): IdempotencyStoreFull | undefined {
+    if (this.roomFor(id, scope) === "Room") return undefined
+    this.evict(now, Infinity)
+    switch (this.roomFor(id, scope)) {
+      case "Room":
+        return undefined
+      case "Store":
+        return new IdempotencyStoreFull({ maxRecords: this.maxRecords })
+      case "Scope":
+        return new IdempotencyStoreFull({ maxRecords: this.maxRecordsPerScope, perScope: true })
+    }
+  }
+}
+
+const build = (maxRecords: number, maxRecordsPerScope: number) => {
+  const table = new Records(maxRecords, maxRecordsPerScope)
+  const records = table.byId
+  const schedule = (id: string, record: Record) => table.schedule(id, record)
+  let tokens = 0
 
   const idOf = (scope: string, key: string) => `${scope.length}:${scope}${key}`
 
@@ -79,7 +136,7 @@ const build = (maxRecords: number) => {
     Clock.clockWith((clock) =>
       Effect.suspend((): Effect.Effect<ClaimResult, IdempotencyStoreFull> => {
         const now = clock.unsafeCurrentTimeMillis()
-        evict(now)
+        table.evict(now)
         const id = idOf(request.scope, request.key)
         const existing = records.get(id)
         switch (core.decideClaim(existing, request.fingerprint, now)) {
@@ -89,13 +146,11 @@ const build = (maxRecords: number) => {
             return Effect.succeed({ _tag: "Completed", response: existing!.response! })
           case "InProgress":
             return Effect.succeed({ _tag: "InProgress" })
-          case "New":
-            if (records.size >= maxRecords) {
-              // make room from expired records only, never from live claims or stored responses
-              evict(now, Infinity)
-              if (records.size >= maxRecords) return Effect.fail(new IdempotencyStoreFull({ maxRecords }))
-            }
+          case "New": {
+            const full = table.refusal(id, request.scope, now)
+            if (full !== undefined) return Effect.fail(full)
             break
+          }
           case "Reclaim":
             // the owner stopped renewing its lease: a new fencing token refuses its late writes
             break
@@ -103,6 +158,7 @@ const build = (maxRecords: number) => {
         const token = `m${++tokens}`
         const times = core.claimed(now, Duration.toMillis(request.lease), Duration.toMillis(request.ttl))
         const record: Record = {
+          scope: request.scope,
           fingerprint: request.fingerprint,
           token,
           response: undefined,
@@ -111,7 +167,7 @@ const build = (maxRecords: number) => {
           expiresAt: times.expiresAt,
           version: 0
         }
-        records.set(id, record)
+        table.add(id, record)
         schedule(id, record)
         return Effect.succeed({ _tag: "Claimed", token })
       })
@@ -156,13 +212,14 @@ const build = (maxRecords: number) => {
     release: (ref) =>
       Clock.clockWith((clock) =>
         Effect.sync(() => {
-          if (owned(ref, clock.unsafeCurrentTimeMillis()) !== undefined) records.delete(idOf(ref.scope, ref.key))
+          const record = owned(ref, clock.unsafeCurrentTimeMillis())
+          if (record !== undefined) table.remove(idOf(ref.scope, ref.key), record)
         })
       ),
     size: Effect.sync(() => records.size)
   }
   // not part of the public type: lets a test see that the expiry heap stays bounded by the records
-  return Object.assign(store, { pendingExpiries: () => expiries.size })
+  return Object.assign(store, { pendingExpiries: () => table.pendingExpiries })
 }
 
 /** The memory store as a layer: options checked when called, one store per build of the layer. */

@@ -18,7 +18,9 @@ export class IdempotencyStoreError
 
 export class IdempotencyStoreFull extends Data.TaggedError("IdempotencyStoreFull")<Fields<Api.IdempotencyStoreFull>> {
   override get message(): string {
-    return `idempotency store full: ${this.maxRecords} live records`
+    return this.perScope === true
+      ? `idempotency store full for one scope: ${this.maxRecords} live records (maxRecordsPerScope)`
+      : `idempotency store full: ${this.maxRecords} live records`
   }
 }
 

@@ -32,7 +32,11 @@ const resolve = (options: Options) => {
   if (windowMillis <= 0) validate.invalid("AdaptiveThrottle window must be longer than zero")
   const buckets = validate.positiveInt("AdaptiveThrottle buckets", options.buckets ?? core.defaults.buckets)
   const maxKeys = validate.positiveInt("AdaptiveThrottle maxKeys", options.maxKeys ?? 10_000)
-  const config: core.Config = { windowMillis, buckets, k }
+  const maxRejectionRate = options.maxRejectionRate ?? core.defaults.maxRejectionRate
+  if (!(maxRejectionRate >= 0 && maxRejectionRate <= 1)) {
+    validate.invalid(`AdaptiveThrottle maxRejectionRate must be a number in [0, 1], got ${maxRejectionRate}`)
+  }
+  const config: core.Config = { windowMillis, buckets, k, maxRejectionRate }
   return { config, maxKeys, isAccepted: options.isAccepted ?? defaultIsAccepted, name: options.name }
 }
 
