@@ -10,7 +10,7 @@
  * @since 1.0.0
  */
 import type { Cause, Effect } from "effect"
-import type { HttpServerRequest } from "effect/http"
+import type { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/http/clientScope.js"
 
@@ -25,6 +25,18 @@ import * as internal from "./internal/http/clientScope.js"
 export type ClientScope<R = never> = (
   request: HttpServerRequest.HttpServerRequest
 ) => Effect.Effect<string, NoClientIdentity, R>
+
+/**
+ * A server middleware of this library (`IdempotencyMiddleware`, `RateLimitMiddleware`, `LoadShedMiddleware`,
+ * `DeadlineMiddleware`): it wraps an app, keeps its errors and requirements, and adds the request and `R`,
+ * what its {@link ClientScope} (or the middleware itself) needs from every request.
+ *
+ * @since 1.0.0
+ * @category models
+ */
+export type Middleware<R = never> = <E, R1>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R1>
+) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R1 | R | HttpServerRequest.HttpServerRequest>
 
 /**
  * The request has no client identity: no remote address (a Unix socket, some test servers), a trusted proxy

@@ -13,8 +13,8 @@
  *
  * @since 1.0.0
  */
-import type { Duration, Effect } from "effect"
-import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { Duration } from "effect"
+import type { Middleware } from "./ClientScope.js"
 import * as DeadlineHeader from "./core/deadlineHeader.js"
 import * as internal from "./internal/http/deadlineMiddleware.js"
 
@@ -67,8 +67,4 @@ export const parseHeader: (value: string) => number | undefined = DeadlineHeader
  * @since 1.0.0
  * @category constructors
  */
-export const make: (
-  options?: Options
-) => <E, R>(
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> = internal.make
+export const make: (options?: Options) => Middleware = internal.make

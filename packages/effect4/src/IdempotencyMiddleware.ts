@@ -47,8 +47,7 @@
  * @since 1.0.0
  */
 import type { Duration, Effect, Redacted } from "effect"
-import type { HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { ClientScope } from "./ClientScope.js"
+import type { ClientScope, Middleware } from "./ClientScope.js"
 import type { IdempotencyStore } from "./IdempotencyStore.js"
 import * as internal from "./internal/http/idempotencyMiddleware.js"
 
@@ -98,16 +97,6 @@ export interface Options<R = never> {
    */
   readonly scopeSecret?: Redacted.Redacted<string> | string
 }
-
-/**
- * A middleware built by {@link make}: the store is in it already.
- *
- * @since 1.0.0
- * @category models
- */
-export type Middleware<R = never> = <E, R1>(
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R1>
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R1 | R | HttpServerRequest.HttpServerRequest>
 
 /**
  * Builds the middleware, taking the {@link IdempotencyStore} **once**: run it where the server is built and

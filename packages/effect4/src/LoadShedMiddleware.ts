@@ -25,8 +25,9 @@
  * @since 1.0.0
  */
 import type { Duration, Effect, Scope } from "effect"
-import type { HttpServerRequest, HttpServerResponse } from "effect/http"
+import type { HttpServerRequest } from "effect/http"
 import type * as AdaptiveLimiter from "./AdaptiveLimiter.js"
+import type { Middleware } from "./ClientScope.js"
 import type { Criticality } from "./Criticality.js"
 import * as internal from "./internal/http/loadShedMiddleware.js"
 
@@ -69,16 +70,6 @@ export interface Options<R = never> {
    */
   readonly bodyTimeout?: Duration.Input
 }
-
-/**
- * Wraps an app.
- *
- * @since 1.0.0
- * @category models
- */
-export type Middleware<R = never> = <E, R1>(
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R1>
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R1 | R | HttpServerRequest.HttpServerRequest>
 
 /**
  * The `type` of a refusal's problem+json body.

@@ -20,9 +20,9 @@
  *
  * @since 1.0.0
  */
-import type { Effect, Redacted } from "effect"
-import type { HttpServerRequest, HttpServerResponse } from "effect/http"
-import type { ClientScope } from "./ClientScope.js"
+import type { Redacted } from "effect"
+import type { HttpServerRequest } from "effect/http"
+import type { ClientScope, Middleware } from "./ClientScope.js"
 import * as internal from "./internal/http/rateLimitMiddleware.js"
 import type { RateLimiter } from "./RateLimiter.js"
 
@@ -62,16 +62,6 @@ export const quotaExceededType: typeof internal.quotaExceededType = internal.quo
  * @category constants
  */
 export const storeUnavailableType: typeof internal.storeUnavailableType = internal.storeUnavailableType
-
-/**
- * A middleware built by {@link make}.
- *
- * @since 1.0.0
- * @category models
- */
-export type Middleware<R = never> = <E, R1>(
-  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R1>
-) => Effect.Effect<HttpServerResponse.HttpServerResponse, E, R1 | R | HttpServerRequest.HttpServerRequest>
 
 /**
  * Builds the middleware. Throws `IllegalArgumentError` when called with invalid options (no limiter, a

@@ -1,13 +1,33 @@
+import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Effect, Fiber, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
+import { createServer } from "node:http"
 import { connect } from "node:net"
 import { AdaptiveLimiter, IdempotencyMiddleware, IdempotencyStore, LoadShedMiddleware } from "../src/index.js"
-import { serveNode } from "./support/nodeServer.js"
 import { recordingSleeps, untilSleeping } from "./support/sleeps.js"
 
-// The middlewares over real sockets (test/support/nodeServer.ts), where the sockets are the point.
+// The middlewares over real sockets, served by @effect/platform-node's NodeHttpServer, where the sockets are the
+// point. Its handlers run with the services of the fiber that serves: the test's TestClock included.
+
+/** Serves `app` on 127.0.0.1 (a random port) for the rest of the test's scope; returns the port. */
+const serve = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+  Effect.gen(function*() {
+    const server = yield* NodeHttpServer.make(() => createServer(), { port: 0, host: "127.0.0.1" })
+    yield* server.serve(app)
+    if (server.address._tag === "UnixPathAddress") return yield* Effect.die(new Error("not a TCP address"))
+    return server.address.port
+  })
+
+/**
+ * Counts the requests whose fiber the server interrupted before their answer was written: what NodeHttpServer does
+ * when the client closes its connection.
+ */
+const countingAborts = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => {
+  let aborted = 0
+  return { app: Effect.onInterrupt(app, () => Effect.sync(() => aborted++)), aborted: () => aborted }
+}
 
 interface Reply {
   readonly status: number
@@ -53,7 +73,7 @@ describe("the middlewares over sockets", () => {
     recordingSleeps(Effect.gen(function*() {
       const shed = yield* LoadShedMiddleware.make({ limiter: fixed(1), trustCritical: true })
       let ran = 0
-      const { port } = yield* serveNode(
+      const port = yield* serve(
         shed(
           Effect.flatMap(
             HttpServerRequest.HttpServerRequest,
@@ -97,15 +117,17 @@ describe("the middlewares over sockets", () => {
           Effect.as(HttpServerResponse.jsonUnsafe({ id: n }, { status: 201 }))
         )
       })
-      const { aborted, port } = yield* serveNode(handler.pipe(idempotent))
+      const { aborted, app } = countingAborts(handler.pipe(idempotent))
+      const port = yield* serve(app)
       const body = "{\"sku\":\"A\"}"
       const leaving = rawClient(
         port,
-        `POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: leaves\r\nContent-Type: application/json\r\n` +
+        // the Host fetch sends for the retry: NodeHttpServer's originalUrl, in the fingerprint, includes it
+        `POST /orders HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nIdempotency-Key: leaves\r\nContent-Type: application/json\r\n` +
           `Content-Length: ${body.length}\r\n\r\n${body}`
       )
       yield* Deferred.await(entered)
-      yield* leaving.leave // the connection closes: the server interrupts the request's fiber
+      yield* leaving.leave // the connection closes: the server interrupts the request's fiber (only its wait ends)
       while (aborted() === 0) yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
       yield* Deferred.succeed(gate, undefined)
       // the handler, detached from the request, ends and its answer is stored: the retry is answered from it (a
@@ -134,7 +156,7 @@ describe("the middlewares over sockets", () => {
           Effect.as(HttpServerResponse.jsonUnsafe({ id: n }, { status: 201 }))
         )
       })
-      const { port } = yield* serveNode(handler.pipe(idempotent))
+      const port = yield* serve(handler.pipe(idempotent))
       const headers = { "idempotency-key": "dup" }
       const first = yield* Effect.forkChild(send(port, "/orders", { headers }))
       yield* Deferred.await(entered)

@@ -4,7 +4,7 @@ import type { IdempotencyStoreError } from "../idempotencyStore/service.js"
 
 /**
  * The idempotency middleware's background recordings: answers of handlers that ran, whose `complete` failed,
- * recorded again until the store takes them (see `recordLater` in `idempotencyMiddleware.ts`).
+ * recorded again until the store takes them (see `recordLater` in `idempotencyHandler.ts`).
  */
 
 /** Answers waiting to be recorded again in the background, at most (each holds up to `maxResponseBytes`). */
