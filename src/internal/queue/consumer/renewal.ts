@@ -1,0 +1,65 @@
+import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import * as visibilityRules from "../../../core/visibility.js"
+import type { Message, QueueSource } from "../../../QueueSource.js"
+import type { Counters } from "./settle.js"
+import { warn } from "./settle.js"
+
+/**
+ * Runs `effect` (a handler, under its time limit) while extending its message's visibility, as SQS's
+ * `ChangeMessageVisibility`: whenever a third of the visibility timeout is left, the consumer extends the
+ * message by one more timeout, for as long as the handler runs. The handler's time limit bounds how long that
+ * is. An extension is never cut short (it is uninterruptible), so the message is settled only after the last
+ * one answered: a late extension cannot push out a message that was released meanwhile.
+ *
+ * An extension the source refuses (the receipt is stale: the message was delivered again) ends the renewal,
+ * with a warning; the handler runs on, and its acknowledgement will be refused too. One that fails (the
+ * engine did not answer) is tried again a tenth of the timeout later, while the message is still invisible.
+ * `stopped` ends the renewal of handlers the consumer gave up on at shutdown.
+ */
+export const withRenewal = <A, X, E, R>(
+  source: QueueSource<A>,
+  timeLimit: number,
+  stats: Counters,
+  stopped: () => boolean,
+  message: Message<A>,
+  effect: Effect.Effect<X, E, R>
+): Effect.Effect<X, E, R> => {
+  const extend = source.extend
+  if (extend === undefined) return effect
+  const visibility = Duration.toMillis(source.visibilityTimeout)
+  const sleepUntil = (at: number) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, at - now))))
+
+  const attempt = (visibleUntil: number): Effect.Effect<void> =>
+    Effect.suspend(() => stopped() ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (before) =>
+      Effect.flatMap(Effect.exit(Effect.uninterruptible(extend(message))), (exit) => {
+        if (Exit.isSuccess(exit)) {
+          if (!exit.value) {
+            return Effect.logWarning(
+              `queue ${source.name}: the message was delivered again while its handler still runs (its ` +
+                `visibility could not be extended in time)`
+            ).pipe(Effect.annotateLogs({ "message.id": message.id }))
+          }
+          stats.extended++
+          return loop(visibilityRules.extendedUntil(before, visibility))
+        }
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const retryAt = visibilityRules.retryRenewAt(now, visibleUntil, visibility)
+          const logged = warn(source.name, "extending the visibility", message)(exit.cause)
+          return retryAt === undefined ? logged : Effect.zipRight(logged, Effect.zipRight(sleepUntil(retryAt), attempt(visibleUntil)))
+        })
+      })
+    ))
+
+  const loop = (visibleUntil: number): Effect.Effect<void> =>
+    Effect.zipRight(sleepUntil(visibilityRules.renewAt(visibleUntil, visibility)), attempt(visibleUntil))
+
+  return Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
+    const visibleUntil = visibilityRules.invisibleUntil(message.receivedAt, visibility)
+    if (!visibilityRules.needsRenewal(startedAt, timeLimit, visibleUntil, visibility)) return effect
+    return Effect.flatMap(
+      Effect.fork(Effect.interruptible(loop(visibleUntil))),
+      (renewer) => Effect.ensuring(effect, Fiber.interrupt(renewer))
+    )
+  })
+}
