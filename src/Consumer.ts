@@ -9,8 +9,8 @@
  * @since 0.1.0
  */
 import type { Duration, Effect, Metric, Option, Scope } from "effect"
-import * as internal from "./internal/queue/consumer/run.js"
 import * as idem from "./internal/queue/consumer/idempotent.js"
+import * as internal from "./internal/queue/consumer/run.js"
 import * as metrics from "./internal/queue/metrics.js"
 import type { Message, QueueSource } from "./QueueSource.js"
 import type * as Retry from "./Retry.js"

@@ -75,8 +75,8 @@ export const timeLimitProblem = (timeLimit: number, visibility: number, canExten
   canExtend || timeLimit <= visibility ?
     undefined :
     `a handler time limit (timeout) of ${timeLimit} ms is longer than the source's visibility timeout of ` +
-      `${visibility} ms, and the source cannot extend a message's visibility: the message would be delivered ` +
-      `again while its handler still runs. Shorten timeout, or lengthen the visibility timeout`
+    `${visibility} ms, and the source cannot extend a message's visibility: the message would be delivered ` +
+    `again while its handler still runs. Shorten timeout, or lengthen the visibility timeout`
 
 /**
  * When to extend a delivery that stays invisible until `visibleUntil`: once a third of the visibility timeout

@@ -38,9 +38,7 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
       })
 
     const release = (message: Message<A>, opts?: ReleaseOptions): Effect.Effect<boolean> =>
-      now((at) =>
-        state.release(message, opts, opts?.delay === undefined ? 0 : Duration.toMillis(opts.delay), at)
-      )
+      now((at) => state.release(message, opts, opts?.delay === undefined ? 0 : Duration.toMillis(opts.delay), at))
 
     const deadLetter = (message: Message<A>, reason: string): Effect.Effect<boolean> =>
       Effect.flatMap(

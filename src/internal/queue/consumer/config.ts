@@ -67,6 +67,10 @@ export const compile = <A, E, R, R2>(options: Options<A, E, R, R2>): Config<A, E
     visibility,
     tags: labels(source.name),
     redeliveryDelayOf: (message) =>
-      redeliveryDelay === undefined ? 0 : typeof redeliveryDelay === "function" ? redeliveryDelay(message) : redeliveryDelay
+      redeliveryDelay === undefined
+        ? 0
+        : typeof redeliveryDelay === "function"
+        ? redeliveryDelay(message)
+        : redeliveryDelay
   }
 }

@@ -31,25 +31,30 @@ export const withRenewal = <A, X, E, R>(
     Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, at - now))))
 
   const attempt = (visibleUntil: number): Effect.Effect<void> =>
-    Effect.suspend(() => stopped() ? Effect.void : Effect.flatMap(Clock.currentTimeMillis, (before) =>
-      Effect.flatMap(Effect.exit(Effect.uninterruptible(extend(message))), (exit) => {
-        if (Exit.isSuccess(exit)) {
-          if (!exit.value) {
-            return Effect.logWarning(
-              `queue ${source.name}: the message was delivered again while its handler still runs (its ` +
-                `visibility could not be extended in time)`
-            ).pipe(Effect.annotateLogs({ "message.id": message.id }))
-          }
-          stats.extended++
-          return loop(visibilityRules.extendedUntil(before, visibility))
-        }
-        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const retryAt = visibilityRules.retryRenewAt(now, visibleUntil, visibility)
-          const logged = warn(source.name, "extending the visibility", message)(exit.cause)
-          return retryAt === undefined ? logged : Effect.zipRight(logged, Effect.zipRight(sleepUntil(retryAt), attempt(visibleUntil)))
-        })
-      })
-    ))
+    Effect.suspend(() =>
+      stopped() ?
+        Effect.void :
+        Effect.flatMap(Clock.currentTimeMillis, (before) =>
+          Effect.flatMap(Effect.exit(Effect.uninterruptible(extend(message))), (exit) => {
+            if (Exit.isSuccess(exit)) {
+              if (!exit.value) {
+                return Effect.logWarning(
+                  `queue ${source.name}: the message was delivered again while its handler still runs (its ` +
+                    `visibility could not be extended in time)`
+                ).pipe(Effect.annotateLogs({ "message.id": message.id }))
+              }
+              stats.extended++
+              return loop(visibilityRules.extendedUntil(before, visibility))
+            }
+            return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+              const retryAt = visibilityRules.retryRenewAt(now, visibleUntil, visibility)
+              const logged = warn(source.name, "extending the visibility", message)(exit.cause)
+              return retryAt === undefined
+                ? logged
+                : Effect.zipRight(logged, Effect.zipRight(sleepUntil(retryAt), attempt(visibleUntil)))
+            })
+          }))
+    )
 
   const loop = (visibleUntil: number): Effect.Effect<void> =>
     Effect.zipRight(sleepUntil(visibilityRules.renewAt(visibleUntil, visibility)), attempt(visibleUntil))

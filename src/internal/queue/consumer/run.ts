@@ -4,7 +4,7 @@ import type { Consumer, Options, Stats } from "../../../Consumer.js"
 import * as visibilityRules from "../../../core/visibility.js"
 import type { Message } from "../../../QueueSource.js"
 import * as deadline from "../../deadline.js"
-import { type Config, compile } from "./config.js"
+import { compile, type Config } from "./config.js"
 import { withRenewal } from "./renewal.js"
 import { type Counters, makeCounters, makeSettler, warn } from "./settle.js"
 
