@@ -1,6 +1,7 @@
 import { Clock, Duration, Effect, Exit, Fiber } from "effect"
 import * as visibilityRules from "../../../core/visibility.js"
-import type { Message, QueueSource } from "../../../QueueSource.js"
+import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
+import { forkDetached } from "../../fastPath.js"
 import type { Counters } from "./settle.js"
 import { warn } from "./settle.js"
 
@@ -27,44 +28,78 @@ export const withRenewal = <A, X, E, R>(
   const extend = source.extend
   if (extend === undefined) return effect
   const visibility = Duration.toMillis(source.visibilityTimeout)
-  const sleepUntil = (at: number) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, at - now))))
-
-  const attempt = (visibleUntil: number): Effect.Effect<void> =>
-    Effect.suspend(() =>
-      stopped() ?
-        Effect.void :
-        Effect.flatMap(Clock.currentTimeMillis, (before) =>
-          Effect.flatMap(Effect.exit(Effect.uninterruptible(extend(message))), (exit) => {
-            if (Exit.isSuccess(exit)) {
-              if (!exit.value) {
-                return Effect.logWarning(
-                  `queue ${source.name}: the message was delivered again while its handler still runs (its ` +
-                    `visibility could not be extended in time)`
-                ).pipe(Effect.annotateLogs({ "message.id": message.id }))
-              }
-              stats.extended++
-              return loop(visibilityRules.extendedUntil(before, visibility))
-            }
-            return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-              const retryAt = visibilityRules.retryRenewAt(now, visibleUntil, visibility)
-              const logged = warn(source.name, "extending the visibility", message)(exit.cause)
-              return retryAt === undefined
-                ? logged
-                : Effect.zipRight(logged, Effect.zipRight(sleepUntil(retryAt), attempt(visibleUntil)))
-            })
-          }))
-    )
-
-  const loop = (visibleUntil: number): Effect.Effect<void> =>
-    Effect.zipRight(sleepUntil(visibilityRules.renewAt(visibleUntil, visibility)), attempt(visibleUntil))
-
   return Effect.flatMap(Clock.currentTimeMillis, (startedAt) => {
     const visibleUntil = visibilityRules.invisibleUntil(message.receivedAt, visibility)
     if (!visibilityRules.needsRenewal(startedAt, timeLimit, visibleUntil, visibility)) return effect
-    return Effect.flatMap(
-      Effect.fork(Effect.interruptible(loop(visibleUntil))),
-      (renewer) => Effect.ensuring(effect, Fiber.interrupt(renewer))
+    // the handler starts at once on this stack: one that ends without waiting costs no renewer
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(forkDetached(restore(effect)), (child) => {
+        const done = child.unsafePoll()
+        if (done !== null) return done
+        const state: RenewalState = { ended: false, extending: false }
+        const loop = renewalLoop(source, extend, visibility, stats, () => stopped() || state.ended, state, message)
+        return Effect.flatMap(Effect.fork(Effect.interruptible(loop(visibleUntil))), (renewer) =>
+          Effect.onInterrupt(restore(Fiber.await(child)), () =>
+            Fiber.interrupt(child)).pipe(
+              Effect.ensuring(Effect.suspend(() => {
+                state.ended = true
+                return state.extending ? Fiber.interrupt(renewer) : Fiber.interruptFork(renewer)
+              })),
+              Effect.flatten
+            ))
+      })
     )
   })
+}
+
+interface RenewalState {
+  /** The handler has ended: no extension may start. */
+  ended: boolean
+  /** An extension is under way: the handler's end waits for it. */
+  extending: boolean
+}
+
+const sleepUntil = (at: number) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, at - now))))
+
+const renewalLoop = <A>(
+  source: QueueSource<A>,
+  extend: (message: Message<A>) => Effect.Effect<boolean, QueueError>,
+  visibility: number,
+  stats: Counters,
+  over: () => boolean,
+  state: RenewalState,
+  message: Message<A>
+) => {
+  const extendOnce = Effect.uninterruptible(
+    Effect.ensuring(extend(message), Effect.sync(() => void (state.extending = false)))
+  )
+  const attempt = (visibleUntil: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (over()) return Effect.void
+      state.extending = true // in the same step as the check: the handler's end sees it
+      return Effect.flatMap(Clock.currentTimeMillis, (before) =>
+        Effect.flatMap(Effect.exit(extendOnce), (exit) => {
+          if (Exit.isSuccess(exit)) {
+            if (!exit.value) {
+              return Effect.logWarning(
+                `queue ${source.name}: the message was delivered again while its handler still runs (its ` +
+                  `visibility could not be extended in time)`
+              ).pipe(Effect.annotateLogs({ "message.id": message.id }))
+            }
+            stats.extended++
+            return loop(visibilityRules.extendedUntil(before, visibility))
+          }
+          return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const retryAt = visibilityRules.retryRenewAt(now, visibleUntil, visibility)
+            const logged = warn(source.name, "extending the visibility", message)(exit.cause)
+            return retryAt === undefined
+              ? logged
+              : Effect.zipRight(logged, Effect.zipRight(sleepUntil(retryAt), attempt(visibleUntil)))
+          })
+        }))
+    })
+  const loop = (visibleUntil: number): Effect.Effect<void> =>
+    Effect.zipRight(sleepUntil(visibilityRules.renewAt(visibleUntil, visibility)), attempt(visibleUntil))
+  return loop
 }
