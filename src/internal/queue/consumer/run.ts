@@ -3,9 +3,8 @@ import { Cause, Clock, Effect, Fiber, Option, Queue } from "effect"
 import type { Consumer, Options, Stats } from "../../../Consumer.js"
 import * as visibilityRules from "../../../core/visibility.js"
 import type { Message } from "../../../QueueSource.js"
-import * as deadline from "../../deadline.js"
 import { compile, type Config } from "./config.js"
-import { withRenewal } from "./renewal.js"
+import { runDelivery } from "./renewal.js"
 import { type Counters, makeCounters, makeSettler, warn } from "./settle.js"
 
 /** After the shutdown grace, how long closing waits for interrupted handlers before it abandons them. */
@@ -16,7 +15,7 @@ export const ABANDON_AFTER_MILLIS = 1_000
  * being handled): that bound is the backpressure, and it also keeps claimed messages from waiting in the
  * buffer long enough for their visibility timeout to run out. Workers take from one shared buffer, or,
  * with `orderedByKey`, each from its own partition so that one key is handled by one worker in order.
- * Each handler runs under its time limit while its message's visibility is extended (`withRenewal`).
+ * Each handler runs under its time limit while its message's visibility is extended (`runDelivery`).
  *
  * Shutdown (the scope closes): the poller stops, buffered messages are released unprocessed (their
  * receive is undone), and the consumer waits, for at most the shutdown grace, for the messages being handled
@@ -77,11 +76,10 @@ export const run = <A, E, R, R2>(
 const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, stopped: () => boolean) => {
   const { handler, source } = config.options
   const settler = makeSettler(config, stats)
-  const withinLimit = deadline.withinOf(config.timeLimit)
   const handle = (message: Message<A>): Effect.Effect<unknown, unknown, R | R2> => {
     let effect: Effect.Effect<unknown, unknown, R | R2> = Effect.suspend(() => handler(message))
     if (config.withRetry !== undefined) effect = config.withRetry(effect)
-    return withRenewal(source, config.timeLimit, stats, stopped, message, withinLimit(effect)).pipe(
+    return runDelivery(source, config.timeLimit, stats, stopped, message, effect).pipe(
       Effect.withSpan("queue.handle", {
         attributes: {
           "queue.name": source.name,
