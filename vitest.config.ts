@@ -18,30 +18,17 @@ const alias = Object.entries(paths)
   }))
 
 /**
- * Integration tests: the files that need PostgreSQL or Redis, start processes, or open sockets (real HTTP
- * servers on 127.0.0.1). Every other test file is a unit test; `test/support/unitGuard.ts` fails a unit
- * test that opens a socket or starts a process, so a misfiled one is caught.
+ * Integration tests are marked by their file name, `*.int.test.ts`: the files that need PostgreSQL or Redis,
+ * start processes, or open sockets (real HTTP servers on 127.0.0.1). Every other test file is a unit test;
+ * `test/support/unitGuard.ts` fails a unit test that opens a socket or starts a process, so a misnamed one is
+ * caught.
  */
 const integration = [
-  "test/**/*.redis.test.ts",
-  "test/CircuitBreaker.redis.fleet.test.ts",
-  "test/**/*.sql.test.ts",
+  "test/**/*.int.test.ts",
+  // PENDING, must be empty: the queue tests that need services, until their owner renames them *.int.test.ts
   "test/queue/pg.test.ts",
   "test/queue/redis.test.ts",
-  "test/queue/outbox.test.ts",
-  "test/multiprocess.test.ts",
-  "test/serve.test.ts",
-  "test/overload.test.ts",
-  "test/demo.test.ts",
-  "test/IdempotencyMiddleware*.test.ts",
-  "test/LoadShedMiddleware.uploads.test.ts",
-  "test/ServerMiddleware.test.ts",
-  "test/ResilientHttpClient.sockets.test.ts",
-  "test/docs/security.test.ts",
-  "test/faults.test.ts",
-  "test/faults.pg.test.ts",
-  "test/redisCluster.test.ts",
-  "test/redisFailover.test.ts"
+  "test/queue/outbox.test.ts"
 ]
 
 // `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests.

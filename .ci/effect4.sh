@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# The Effect 4 edition's checks and tests (packages/effect4), from the repository root, on any machine. The edition
-# needs Node >= 22.19 (vitest 5, @effect/platform-node 4): the node on PATH is used when it is new enough, else
-# Node 22 from npm's `node` package, installed once into .tools/ (git-ignored). `npm run test:effect4` runs this;
-# .ci/run will too. Its own node_modules and lock file are the edition's: the root's toolchain is not touched.
+# Runs a command of the Effect 4 edition (packages/effect4) from the repository root, on any machine:
+#
+#   bash .ci/effect4.sh install   install its dependencies (npm ci in packages/effect4)
+#   bash .ci/effect4.sh check     its type-check and examples, and that its core is the root's, byte for byte
+#   bash .ci/effect4.sh test      its whole suite (unit, then integration)
+#   bash .ci/effect4.sh <script>  any other npm script of packages/effect4 (bench, bench:sqlite, ...)
+#
+# The edition needs Node >= 22.19 (vitest 5, @effect/platform-node 4): the node on PATH is used when it is new
+# enough, else Node 22 from npm's `node` package, installed once into .tools/ (git-ignored). The edition has its own
+# node_modules and lock file: npm cannot install it as a workspace of the root (its optional peers, such as
+# @effect/platform-node 4, conflict with the root's Effect 3 packages: ERESOLVE), so the root's toolchain is not
+# touched. `check` and `test` install the dependencies first when they are missing or older than the lock file.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+command="${1:-test}"
 
 new_enough() {
   "$1" -e 'const [a, b] = process.versions.node.split(".").map(Number); process.exit(a > 22 || (a === 22 && b >= 19) ? 0 : 1)'
@@ -23,11 +32,29 @@ else
   node_bin="$PWD/.tools/node_modules/.bin"
 fi
 export PATH="$node_bin:$PATH"
-echo "effect4: Node $(node --version)"
 
 cd packages/effect4
-npm ci --no-audit --no-fund
-npm run check
-npm test
-# the tests ran over a copy of the one core: prove it is still that core, byte for byte
-node scripts/core.mjs --check
+install() {
+  npm ci --no-audit --no-fund
+  cp package-lock.json node_modules/.installed-lock.json
+}
+installed() { [ -f node_modules/.installed-lock.json ] && cmp -s package-lock.json node_modules/.installed-lock.json; }
+
+case "$command" in
+  install) install ;;
+  check)
+    installed || install
+    npm run -s check
+    # the edition is tested over a copy of the one core: prove it is still that core
+    node scripts/core.mjs --check
+    ;;
+  test)
+    installed || install
+    echo "effect4: Node $(node --version)"
+    npm test
+    ;;
+  *)
+    installed || install
+    npm run -s "$command" -- "${@:2}"
+    ;;
+esac

@@ -74,7 +74,9 @@ const sqlite = Layer.unwrapScoped(Effect.map(
 ))
 const postgres = IdempotencyStoreSql.layer({ table: "bench_idempotency" }).pipe(
   Layer.provide(PgClient.layer({
-    url: Redacted.make(process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test")
+    url: Redacted.make(process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"),
+    // a pool sized for the load: one connection per request in flight (pg's default is 10)
+    maxConnections: IN_FLIGHT
   }))
 )
 const redis = IdempotencyStoreRedis.layer({

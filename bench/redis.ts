@@ -1,10 +1,12 @@
 /**
- * Issue #5: decisions/s of the Redis token bucket (`limiter.tryAcquire` through Effect, one `EVALSHA`
- * each) at concurrency 1 and 64, next to raw ioredis `PING` on the same connection at the same
- * concurrency — one round trip, the physical limit. Target: ≥ 0.8× of PING.
+ * Issues #5 and #22: decisions/s of the Redis token bucket (`limiter.tryAcquire` through Effect, one
+ * `EVALSHA` each) at concurrency 1 and 64, next to raw `EVALSHA` of the same script through ioredis
+ * without Effect, on the same connection at the same concurrency: the engine's cost of a decision.
+ * Target (#22): ≥ 0.9× of raw EVALSHA.
  *
- * A third line, raw `EVALSHA` of the same script through ioredis without Effect, splits the gap into
- * what Redis and ioredis cost for a script call and what the library adds on top.
+ * Raw ioredis `PING` is printed too, as the floor of one round trip. Issue #5 asked for 0.8× of it; the
+ * script alone (raw EVALSHA) is well below that on this machine, so that target is out of reach for
+ * any client of the script: it is reported, not judged.
  *
  * `REDIS_URL` (default `redis://127.0.0.1:6379`); without a reachable Redis it prints a note and skips.
  */
@@ -15,7 +17,7 @@ import { Redis } from "ioredis"
 import type { Case } from "./harness.js"
 
 const url = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
-const TARGET = 0.8
+const TARGET = 0.9
 const KEYS = 10_000
 const keys = Array.from({ length: KEYS }, (_, i) => `user-${i}`)
 
@@ -45,9 +47,9 @@ const name = {
   limiter: (c: number) => `limiter.tryAcquire (redis, c=${c})`
 }
 
-/** ≥ 0.8× of PING's throughput is ≤ 1.25× its time per decision. */
+/** ≥ 0.9× of raw EVALSHA's throughput is ≤ 1/0.9 of its time per decision. */
 export const targets: ReadonlyArray<readonly [string, string, number, "absolute"]> = [1, 64].map((c) =>
-  [name.limiter(c), name.ping(c), 1 / TARGET, "absolute"] as const
+  [name.limiter(c), name.script(c), Number((1 / TARGET).toFixed(3)), "absolute"] as const
 )
 
 /** Operations per second of `concurrency` promise workers each running `op` back to back for `millis`. */
@@ -177,7 +179,7 @@ redis: no Redis at ${url} — skipped (set REDIS_URL or start redis-server)`)
     return
   }
   console.log(`
-redis token bucket decisions/s vs raw ioredis PING (${url}; target ≥ ${TARGET}× of PING):`)
+redis token bucket decisions/s vs raw EVALSHA of the same script (${url}; target ≥ ${TARGET}× of it):`)
   for (const c of [1, 64]) {
     const p = nsPerOp.get(name.ping(c))
     const s = nsPerOp.get(name.script(c))
@@ -188,7 +190,7 @@ redis token bucket decisions/s vs raw ioredis PING (${url}; target ≥ ${TARGET}
     console.log(
       `  ${name.limiter(c)}`.padEnd(56),
       perSecond(l).padStart(10),
-      ` ${(p / l).toFixed(2)}× of PING ${p / l >= TARGET ? "ok" : "MISSED"}, ${(s / l).toFixed(2)}× of raw EVALSHA`
+      ` ${(p / l).toFixed(2)}× of PING, ${(s / l).toFixed(2)}× of raw EVALSHA ${s / l >= TARGET ? "ok" : "MISSED"}`
     )
   }
 }

@@ -35,7 +35,7 @@ import {
   LoadShedMiddleware,
   RateLimiter,
   RateLimitMiddleware
-} from "../src/index.js"
+} from "effect-resilience"
 
 export interface OrdersOptions {
   readonly rate: { readonly capacity: number; readonly refillPerSecond: number }

@@ -73,12 +73,12 @@ export const LimitExceeded: new(args: Fields<LimitExceeded>) => LimitExceeded = 
  * @since 0.1.0
  * @category errors
  */
-export interface LimitExceeded extends Omit<Cause.YieldableError, "name"> {
+export interface LimitExceeded extends Cause.YieldableError {
   readonly _tag: "LimitExceeded"
   /** Why the call was refused. */
   readonly reason: "queue-full" | "queue-timeout" | "closed" | "shed"
-  /** The limiter's name, when it has one. It takes the place of `Error`'s `name`. */
-  readonly name: string | undefined
+  /** The limiter's `name` option, when it has one (`Error`'s own `name` stays `"LimitExceeded"`). */
+  readonly limiter: string | undefined
   /** The limit in force when the call was refused. */
   readonly limit: number
   /** How many calls may wait for a slot. */

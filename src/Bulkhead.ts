@@ -38,12 +38,12 @@ export const BulkheadFull: new(args: Fields<BulkheadFull>) => BulkheadFull = int
  * @since 0.1.0
  * @category errors
  */
-export interface BulkheadFull extends Omit<Cause.YieldableError, "name"> {
+export interface BulkheadFull extends Cause.YieldableError {
   readonly _tag: "BulkheadFull"
   /** Why the call was turned away. */
   readonly reason: RejectionReason
-  /** The bulkhead's name, when it has one. It takes the place of `Error`'s `name`. */
-  readonly name: string | undefined
+  /** The bulkhead's `name` option, when it has one (`Error`'s own `name` stays `"BulkheadFull"`). */
+  readonly bulkhead: string | undefined
   /** How many calls the bulkhead runs at once. */
   readonly maxConcurrent: number
   /** How many calls may wait for a slot. */

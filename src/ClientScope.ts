@@ -9,7 +9,7 @@
  *
  * @since 0.1.0
  */
-import type { HttpServerRequest } from "@effect/platform"
+import type { HttpApp, HttpServerRequest } from "@effect/platform"
 import type { Cause, Effect } from "effect"
 import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/http/clientScope.js"
@@ -25,6 +25,16 @@ import * as internal from "./internal/http/clientScope.js"
 export type ClientScope<R = never> = (
   request: HttpServerRequest.HttpServerRequest
 ) => Effect.Effect<string, NoClientIdentity, R>
+
+/**
+ * A server middleware of this library (`IdempotencyMiddleware`, `RateLimitMiddleware`, `LoadShedMiddleware`,
+ * `DeadlineMiddleware`): it wraps an app, keeps its errors and requirements, and adds `R`, what its
+ * {@link ClientScope} (or the middleware itself) needs from every request.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => HttpApp.Default<E, R1 | R>
 
 /**
  * The request has no client identity: no remote address (a Unix socket, some test servers), a trusted proxy

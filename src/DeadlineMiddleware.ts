@@ -13,8 +13,9 @@
  *
  * @since 0.1.0
  */
-import type { HttpApp, HttpServerRequest } from "@effect/platform"
+import type { HttpServerRequest } from "@effect/platform"
 import type { Duration } from "effect"
+import type { Middleware } from "./ClientScope.js"
 import * as DeadlineHeader from "./core/deadlineHeader.js"
 import * as internal from "./internal/http/deadlineMiddleware.js"
 
@@ -67,4 +68,4 @@ export const parseHeader: (value: string) => number | undefined = DeadlineHeader
  */
 export const make: (
   options?: Options
-) => <E, R>(app: HttpApp.Default<E, R>) => HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> = internal.make
+) => Middleware<HttpServerRequest.HttpServerRequest> = internal.make

@@ -46,9 +46,8 @@
  *
  * @since 0.1.0
  */
-import type { HttpApp } from "@effect/platform"
 import type { Duration, Effect, Redacted } from "effect"
-import type { ClientScope } from "./ClientScope.js"
+import type { ClientScope, Middleware } from "./ClientScope.js"
 import type { IdempotencyStore } from "./IdempotencyStore.js"
 import * as internal from "./internal/http/idempotencyMiddleware.js"
 
@@ -98,14 +97,6 @@ export interface Options<R = never> {
    */
   readonly scopeSecret?: Redacted.Redacted<string> | string
 }
-
-/**
- * A middleware built by {@link make}: the store is in it already.
- *
- * @since 0.1.0
- * @category models
- */
-export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => HttpApp.Default<E, R1 | R>
 
 /**
  * Builds the middleware, taking the {@link IdempotencyStore} **once**: run it where the server is built and

@@ -17,8 +17,8 @@
  */
 import type { Cause, Duration, Effect, Layer } from "effect"
 import type { Fields } from "./internal/errorFields.js"
-import * as internal from "./internal/idempotencyStore.js"
 import * as memory from "./internal/idempotencyStore/memory.js"
+import * as internal from "./internal/idempotencyStore/service.js"
 
 /**
  * The parts of a response that are replayed: status, body bytes and the headers of the middleware's
@@ -173,25 +173,26 @@ export interface MemoryOptions {
 }
 
 /**
- * An in-memory store for one process, bounded by `maxRecords` (see {@link MemoryOptions}). Expired records
- * are removed a few at a time on each call, in expiry order from a binary heap: O(log n) per call, never a
- * sweep of every key (and all expired ones before a full store refuses a key). Throws
- * `IllegalArgumentException` for invalid options.
+ * The memory store: a {@link Store} that also tells how many records it holds.
  *
  * @since 0.1.0
- * @category constructors
+ * @category models
  */
-export const makeMemoryWith: (
-  options?: MemoryOptions
-) => Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = memory.makeMemory
+export interface MemoryStore extends Store {
+  /** Records held, live or expired but not yet removed. */
+  readonly size: Effect.Effect<number>
+}
 
 /**
- * The memory store with the default options.
+ * An in-memory store for one process, bounded by `maxRecords` (see {@link MemoryOptions}; default options when
+ * omitted). Expired records are removed a few at a time on each call, in expiry order from a binary heap:
+ * O(log n) per call, never a sweep of every key (and all expired ones before a full store refuses a key). Throws
+ * `IllegalArgumentException` for invalid options, when called.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const makeMemory: Effect.Effect<Store & { readonly size: Effect.Effect<number> }> = memory.makeMemory()
+export const makeMemory: (options?: MemoryOptions) => Effect.Effect<MemoryStore> = memory.makeMemory
 
 /**
  * The memory store with the default options, built once per layer build: provide it where the server is

@@ -24,9 +24,10 @@
  *
  * @since 0.1.0
  */
-import type { HttpApp, HttpServerRequest } from "@effect/platform"
+import type { HttpServerRequest } from "@effect/platform"
 import type { Duration, Effect, Scope } from "effect"
 import type * as AdaptiveLimiter from "./AdaptiveLimiter.js"
+import type { Middleware } from "./ClientScope.js"
 import type { Criticality } from "./Criticality.js"
 import * as internal from "./internal/http/loadShedMiddleware.js"
 
@@ -69,14 +70,6 @@ export interface Options<R = never> {
    */
   readonly bodyTimeout?: Duration.DurationInput
 }
-
-/**
- * Wraps an app.
- *
- * @since 0.1.0
- * @category models
- */
-export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => HttpApp.Default<E, R1 | R>
 
 /**
  * The `type` of a refusal's problem+json body.

@@ -23,6 +23,7 @@
  * @since 0.1.0
  */
 import type { Option } from "effect"
+import * as HttpHeaders from "./core/httpHeaders.js"
 import * as core from "./core/rateLimitHeaders.js"
 import * as internal from "./internal/http/rateLimitHeaders.js"
 
@@ -48,13 +49,13 @@ export interface ServiceLimit extends core.ServiceLimit {}
  * @since 0.1.0
  * @category constants
  */
-export const policyHeader = "RateLimit-Policy"
+export const policyHeader: "RateLimit-Policy" = HttpHeaders.spelled[HttpHeaders.rateLimitPolicy]
 
 /**
  * @since 0.1.0
  * @category constants
  */
-export const rateLimitHeader = "RateLimit"
+export const rateLimitHeader: "RateLimit" = HttpHeaders.spelled[HttpHeaders.rateLimit]
 
 /**
  * Whether `name` can be written as-is: printable ASCII only (0x20–0x7E).

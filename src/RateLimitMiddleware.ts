@@ -20,9 +20,9 @@
  *
  * @since 0.1.0
  */
-import type { HttpApp, HttpServerRequest } from "@effect/platform"
+import type { HttpServerRequest } from "@effect/platform"
 import type { Redacted } from "effect"
-import type { ClientScope } from "./ClientScope.js"
+import type { ClientScope, Middleware } from "./ClientScope.js"
 import * as internal from "./internal/http/rateLimitMiddleware.js"
 import type { RateLimiter } from "./RateLimiter.js"
 
@@ -62,14 +62,6 @@ export const quotaExceededType: typeof internal.quotaExceededType = internal.quo
  * @category constants
  */
 export const storeUnavailableType: typeof internal.storeUnavailableType = internal.storeUnavailableType
-
-/**
- * A middleware built by {@link make}.
- *
- * @since 0.1.0
- * @category models
- */
-export type Middleware<R = never> = <E, R1>(app: HttpApp.Default<E, R1>) => HttpApp.Default<E, R1 | R>
 
 /**
  * Builds the middleware. Throws `IllegalArgumentException` when called with invalid options (no limiter, a

@@ -5,7 +5,8 @@
  * The root needs only `effect` and `@effect/platform`. The backends that need an optional peer dependency are
  * entry points of their own: `effect-resilience/IdempotencyStore/Sql`, `…/IdempotencyStore/Redis`,
  * `…/RateLimiterStore/Redis`, `…/Consumer/Sql`, `…/PgQueue`, `…/Outbox`, `…/RedisStreamQueue` and
- * `…/ResilientHttpClient/Node`.
+ * `…/ResilientHttpClient/Node`. `effect-resilience/Chaos` (fault injection for tests and drills) is a
+ * subpath only, so that it is never one import away in production code.
  *
  * @since 0.1.0
  */
@@ -18,8 +19,6 @@ export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
 export * as Backoff from "./Backoff.js"
 /** @since 0.1.0 */
 export * as Bulkhead from "./Bulkhead.js"
-/** @since 0.1.0 */
-export * as Chaos from "./Chaos.js"
 /** @since 0.1.0 */
 export * as ClientScope from "./ClientScope.js"
 /** @since 0.1.0 */

@@ -2,10 +2,10 @@ import { HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } fr
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Chunk, Effect, Exit, Fiber, Layer, Option, Queue, Random, Stream, TestClock } from "effect"
 import { readFileSync } from "node:fs"
+import * as Chaos from "../src/Chaos.js"
 import {
   AdaptiveThrottle,
   Backoff,
-  Chaos,
   CircuitBreaker,
   Criticality,
   Deadline,
@@ -179,7 +179,7 @@ describe("ResilientHttpClient", () => {
     )
   })
 
-  it("the order of the layers is one pipe, and docs/http-client.md shows that pipe", () => {
+  it("the order of the layers is one pipe, and docs/http-client.md and the module JSDoc show that pipe", () => {
     const read = (path: string) => readFileSync(new URL(path, import.meta.url), "utf8")
     /** The combinators of the first `base.pipe(...)` in `text`, in order. */
     const layers = (text: string) => {
@@ -203,6 +203,10 @@ describe("ResilientHttpClient", () => {
       "idempotencyKeys"
     ])
     expect(shown).toEqual(code)
+    // the module's JSDoc lists the same combinators in the same order
+    const jsdoc = read("../src/ResilientHttpClient.ts")
+    const header = jsdoc.slice(jsdoc.indexOf("From the transport out"), jsdoc.indexOf("*/"))
+    expect([...header.matchAll(/\{@link (\w+)\}/g)].map((m) => m[1])).toEqual(code)
   })
 
   it("classifies undici's errors by what is known about the request", () => {

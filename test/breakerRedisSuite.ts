@@ -1,6 +1,6 @@
 /**
  * The fleet breaker's contract, run against any Redis deployment: single node in
- * `CircuitBreaker.redis.test.ts`, a Redis Cluster in the cluster tests. Every test builds two or three
+ * `CircuitBreaker.redis.int.test.ts`, a Redis Cluster in the cluster tests. Every test builds two or three
  * "replicas" (breakers with the same name) in one process on `TestClock`: the flush fiber sleeps on it, the
  * script gets its time, and what travels through Redis (replies, pub/sub) is waited for with `eventually`.
  */

@@ -1,6 +1,6 @@
 /**
  * The `IdempotencyStore.Store` contract, run against any store layer: memory in `IdempotencyStore.test.ts`,
- * Redis in `IdempotencyStore.redis.test.ts`, SQL in `IdempotencyStore.sql.test.ts`.
+ * Redis in `IdempotencyStore.redis.int.test.ts`, SQL in `IdempotencyStore.sql.int.test.ts`.
  *
  * Every test uses keys no other test (or other run against the same shared store) uses, so a shared
  * Redis or database needs no cleanup between tests. The layer is provided per test.

@@ -8,7 +8,7 @@
  */
 import { type HttpApp, HttpClient, HttpClientRequest, HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
-import { Chaos } from "../../src/index.js"
+import * as Chaos from "effect-resilience/Chaos"
 
 export type Fault = "none" | "lost-response" | "unavailable" | "slow"
 

@@ -2,7 +2,7 @@
  * What the demo prints: the table, the reasons clients gave up (in words), and a footer whose every claim
  * is derived from the numbers it sits under.
  */
-import { CircuitBreaker, Deadline, HttpErrors, RateLimiter, ResilientHttpClient, Retry } from "../../src/index.js"
+import { CircuitBreaker, Deadline, HttpErrors, RateLimiter, ResilientHttpClient, Retry } from "effect-resilience"
 import { rates, readTimeoutMillis } from "./faults.js"
 import type { Summary } from "./scenario.js"
 

@@ -8,19 +8,12 @@ import { HttpClient, HttpClientRequest, type HttpClientResponse, HttpServer } fr
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Clock, Duration, Effect, Layer, Metric, Option, Random } from "effect"
+import { Backoff, CircuitBreaker, Deadline, RateLimiterStore, ResilientHttpClient, RetryAfter } from "effect-resilience"
+import * as IdempotencyStoreSql from "effect-resilience/IdempotencyStore/Sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as IdempotencyStoreSql from "../../src/IdempotencyStore/Sql.js"
-import {
-  Backoff,
-  CircuitBreaker,
-  Deadline,
-  RateLimiterStore,
-  ResilientHttpClient,
-  RetryAfter
-} from "../../src/index.js"
 import { makeOrdersApp, type Order } from "../orders.js"
 import { forOrder, type Injected, network, numberAttempts, readTimeoutMillis } from "./faults.js"
 import { deadlineSeconds, describe, status } from "./report.js"

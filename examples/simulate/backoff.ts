@@ -5,8 +5,8 @@
  * that both produce identical delays and identical simulations).
  */
 import { type Duration, Effect, type Schedule, ScheduleDecision, ScheduleIntervals } from "effect"
-// the public entry point `effect-resilience/Backoff`, by path, as the other examples import the library
-import * as Backoff from "../../src/Backoff.js"
+// the public entry point, as a user imports it
+import * as Backoff from "effect-resilience/Backoff"
 import { toRandom, type Uniform } from "./prng.js"
 
 /** The algorithms compared in the post, by their CSV names. */

@@ -1,10 +1,10 @@
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Clock, Effect, Layer, Redacted } from "effect"
-import * as IdempotencyStoreRedis from "../../src/IdempotencyStore/Redis.js"
-import * as IdempotencyStoreSql from "../../src/IdempotencyStore/Sql.js"
-import { IdempotencyStore, RateLimiterStore } from "../../src/index.js"
-import * as RateLimiterStoreRedis from "../../src/RateLimiterStore/Redis.js"
+import { IdempotencyStore, RateLimiterStore } from "effect-resilience"
+import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
+import * as IdempotencyStoreSql from "effect-resilience/IdempotencyStore/Sql"
+import * as RateLimiterStoreRedis from "effect-resilience/RateLimiterStore/Redis"
 
 export interface ServeArgs {
   readonly port: number

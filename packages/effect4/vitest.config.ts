@@ -1,18 +1,13 @@
 import { defineConfig } from "vitest/config"
 
 /**
- * Integration tests: the files that need a service (PostgreSQL at DATABASE_URL, Redis at REDIS_URL), start
- * processes (a Redis Cluster, processes sharing a SQLite file) or share files between processes. Every other test
- * file is a unit test; test/support/unitGuard.ts fails a unit test that opens a socket or starts a process, so a
- * misfiled one is caught (the root's vitest.config.ts does the same for the Effect 3 edition).
+ * Integration tests are marked by their file name, `*.int.test.ts`: the files that need a service (PostgreSQL at
+ * DATABASE_URL, Redis at REDIS_URL), start processes (a Redis Cluster, processes sharing a SQLite file), share
+ * files between processes or open sockets (HTTP servers on 127.0.0.1). Every other test file is a unit test; test/support/unitGuard.ts fails a unit test that
+ * opens a socket or starts a process, so a misnamed one is caught (the root's vitest.config.ts does the same for
+ * the Effect 3 edition).
  */
-const integration = [
-  "test/**/*.redis.test.ts",
-  "test/**/*.sql.test.ts",
-  "test/redisCluster.test.ts",
-  "test/redisFailover.test.ts",
-  "test/multiprocess.test.ts"
-]
+const integration = ["test/**/*.int.test.ts"]
 
 // `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests
 export default defineConfig({

@@ -4,28 +4,8 @@
  * repeats, and how store failures are logged without key material. The store's own claim logic lives
  * beside the stores; the middleware turns these descriptions into responses.
  */
-
-/** An RFC 9457 problem answer, before it becomes a response. A short `type` is a name under the library's URN. */
-export interface Problem {
-  readonly status: number
-  readonly type: string
-  readonly title: string
-  readonly detail?: string
-  readonly headers?: Readonly<Record<string, string>>
-}
-
-/** The problem+json body of a {@link Problem}: a short `type` becomes `urn:effect-resilience:problem:<type>`. */
-export const problemBody = (problem: Problem): {
-  readonly type: string
-  readonly title: string
-  readonly status: number
-  readonly detail?: string
-} => ({
-  type: problem.type.includes(":") ? problem.type : `urn:effect-resilience:problem:${problem.type}`,
-  title: problem.title,
-  status: problem.status,
-  ...(problem.detail === undefined ? {} : { detail: problem.detail })
-})
+import { rateLimit, rateLimitPolicy, retryAfter } from "./httpHeaders.js"
+import type { Problem } from "./problem.js"
 
 /**
  * The response headers a replay repeats, beside the status and the body: what describes the stored
@@ -44,9 +24,9 @@ export const defaultReplayHeaders: ReadonlyArray<string> = [
   "last-modified",
   "link",
   "location",
-  "ratelimit",
-  "ratelimit-policy",
-  "retry-after",
+  rateLimit,
+  rateLimitPolicy,
+  retryAfter,
   "vary"
 ]
 
@@ -122,7 +102,7 @@ export const inProgress: Problem = {
   type: "idempotency-key-in-progress",
   title: "A request with this Idempotency-Key is still in progress",
   detail: "retry after the first request has finished",
-  headers: { "retry-after": "1" }
+  headers: { [retryAfter]: "1" }
 }
 
 export const storeUnavailable: Problem = {
@@ -130,7 +110,7 @@ export const storeUnavailable: Problem = {
   type: "idempotency-store-unavailable",
   title: "Idempotency store unavailable",
   detail: "the request was not processed; retry it with the same Idempotency-Key",
-  headers: { "retry-after": "1" }
+  headers: { [retryAfter]: "1" }
 }
 
 export const storeFull: Problem = {
@@ -138,7 +118,7 @@ export const storeFull: Problem = {
   type: "idempotency-store-full",
   title: "Idempotency store full",
   detail: "the request was not processed: no new key can be remembered now; retry it with the same Idempotency-Key",
-  headers: { "retry-after": "60" }
+  headers: { [retryAfter]: "60" }
 }
 
 /** Replaces the key and the scope digest in a text: logs must not carry key material. */

@@ -3,7 +3,7 @@ import { Cause, Data, Effect, Exit, FiberRef, Layer, Metric, MetricLabel, Random
 import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
 import type * as Api from "../AdaptiveLimiter.js"
 import * as core from "../core/adaptiveLimit.js"
-import * as shed from "../core/loadShed.js"
+import * as shed from "../core/criticality.js"
 import { currentCriticality } from "./criticality.js"
 import type { Fields } from "./errorFields.js"
 import * as slots from "./slots.js"
@@ -11,7 +11,7 @@ import * as validate from "./validate.js"
 
 export class LimitExceeded extends Data.TaggedError("LimitExceeded")<Fields<Api.LimitExceeded>> {
   override get message(): string {
-    const which = this.name === undefined ? "adaptive limiter" : `adaptive limiter "${this.name}"`
+    const which = this.limiter === undefined ? "adaptive limiter" : `adaptive limiter "${this.limiter}"`
     switch (this.reason) {
       case "queue-full":
         return `${which} is full: ${this.limit} running and ${this.maxQueue} waiting`
@@ -182,7 +182,7 @@ const build = (
     queueTimeout,
     reject: (reason) => {
       dropsTotal.unsafeUpdate(1, rejectionTags[reason])
-      return new LimitExceeded({ reason, name, limit, maxQueue })
+      return new LimitExceeded({ reason, limiter: name, limit, maxQueue })
     },
     onActive: (delta) => inflightGauge.unsafeModify(delta, tags),
     onQueued: (delta) => queuedGauge.unsafeModify(delta, tags),

@@ -8,7 +8,7 @@ import * as validate from "./validate.js"
 
 export class BulkheadFull extends Data.TaggedError("BulkheadFull")<Fields<Api.BulkheadFull>> {
   override get message(): string {
-    const which = this.name === undefined ? "bulkhead" : `bulkhead "${this.name}"`
+    const which = this.bulkhead === undefined ? "bulkhead" : `bulkhead "${this.bulkhead}"`
     switch (this.reason) {
       case "queue-full":
         return `${which} is full: ${this.maxConcurrent} running and ${this.maxQueue} waiting`
@@ -64,7 +64,7 @@ const build = (maxConcurrent: number, maxQueue: number, queueTimeout: number | u
     reject: (reason) => {
       rejections.unsafeUpdate(1, rejectionTags[reason])
       // a bulkhead passes no share, so it never sheds
-      return new BulkheadFull({ reason: reason as RejectionReason, name, maxConcurrent, maxQueue })
+      return new BulkheadFull({ reason: reason as RejectionReason, bulkhead: name, maxConcurrent, maxQueue })
     },
     onActive: (delta) => activeGauge.unsafeModify(delta, tags),
     onQueued: (delta) => queuedGauge.unsafeModify(delta, tags),

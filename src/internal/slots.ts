@@ -65,6 +65,22 @@ class Waiter<Err> {
   rejection: Err | undefined = undefined
 }
 
+/** Waits until the waiter is granted its slot or rejected, or `queueTimeout` (if any) passes. */
+function wait<Err>(
+  waiter: Waiter<Err>,
+  queueTimeout: number | undefined,
+  reject: (reason: RejectionReason) => Err
+): Effect.Effect<void, Err> {
+  const waiting = Effect.async<void, Err>((resume) => {
+    if (waiter.state === GRANTED) resume(Effect.void)
+    else if (waiter.state === REJECTED) resume(Effect.fail(waiter.rejection!))
+    else waiter.resume = resume
+  })
+  return queueTimeout === undefined
+    ? waiting
+    : Effect.timeoutFail(waiting, { duration: queueTimeout, onTimeout: () => reject("queue-timeout") })
+}
+
 /**
  * A first-in-first-out set of slots, shared by `Bulkhead` (fixed capacity) and `AdaptiveLimiter` (a capacity that
  * moves). The state is plain fields read and written synchronously inside `uninterruptibleMask`, so the
@@ -134,17 +150,6 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
     }
   }
 
-  function wait(waiter: Waiter<Err>): Effect.Effect<void, Err> {
-    const waiting = Effect.async<void, Err>((resume) => {
-      if (waiter.state === GRANTED) resume(Effect.void)
-      else if (waiter.state === REJECTED) resume(Effect.fail(waiter.rejection!))
-      else waiter.resume = resume
-    })
-    return queueTimeout === undefined
-      ? waiting
-      : Effect.timeoutFail(waiting, { duration: queueTimeout, onTimeout: () => config.reject("queue-timeout") })
-  }
-
   // built once: handlers created per call would cost an allocation each
   const giveBack = {
     onFailure: (cause: Cause.Cause<unknown>) => {
@@ -179,7 +184,7 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
       onQueued(1)
       return Effect.clockWith((clock) => {
         const since = clock.unsafeCurrentTimeMillis()
-        return Effect.matchCauseEffect(restore(wait(waiter)), {
+        return Effect.matchCauseEffect(restore(wait(waiter, queueTimeout, config.reject)), {
           onFailure: (cause) => {
             abandon(waiter)
             const failure = Cause.failureOption(cause)

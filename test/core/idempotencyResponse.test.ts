@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import * as IdempotencyResponse from "../../src/core/idempotencyResponse.js"
+import * as Problem from "../../src/core/problem.js"
 
 const all = () => true
 
@@ -53,14 +54,9 @@ describe("core/idempotencyResponse", () => {
       [503, "1"],
       [503, "60"]
     ])
-    expect(IdempotencyResponse.problemBody(IdempotencyResponse.mismatch).type).toBe(
+    expect(Problem.problemBody(IdempotencyResponse.mismatch).type).toBe(
       "urn:effect-resilience:problem:idempotency-key-reused"
     )
-    expect(IdempotencyResponse.problemBody({ status: 429, type: "https://x.test/p", title: "t" })).toEqual({
-      type: "https://x.test/p",
-      title: "t",
-      status: 429
-    })
   })
 
   it("a declared body length over the limit is refused before reading", () => {

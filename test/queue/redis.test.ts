@@ -1,6 +1,6 @@
 /**
  * `RedisStreamQueue` on one Redis node (`REDIS_URL`): the contract suite (./redisSuite.ts, also run on a
- * Redis Cluster by ../redisCluster.test.ts), and what only a single-node client shows (a server that never
+ * Redis Cluster by ../redisCluster.int.test.ts), and what only a single-node client shows (a server that never
  * answers). Every test uses its own keys; they are deleted at the end.
  */
 import { afterAll, expect, it } from "@effect/vitest"

@@ -1,6 +1,6 @@
 /**
  * The `RedisStreamQueue` contract against a real Redis, on one node (`redis.test.ts`) or a Redis Cluster
- * (`../redisCluster.test.ts`): consumer groups, `XAUTOCLAIM` recovery of a consumer that died holding
+ * (`../redisCluster.int.test.ts`): consumer groups, `XAUTOCLAIM` recovery of a consumer that died holding
  * messages, delivery counts from `XPENDING`, dead letters, scripts reloaded after `NOSCRIPT`, and a soak (with
  * the idempotent consumer on SQLite). Visibility here is Redis's own clock, so these tests use short real
  * timeouts. Every test uses streams no other test uses.

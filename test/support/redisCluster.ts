@@ -7,9 +7,9 @@
  * without `afterAll`.
  *
  * One cluster per file, shared by every suite the file registers: adding a suite is one line in the body of
- * `describeRedisCluster` (see test/redisCluster.test.ts). Suites take layers, registered before the cluster
+ * `describeRedisCluster` (see test/redisCluster.int.test.ts). Suites take layers, registered before the cluster
  * exists: `cluster.layer(f)` builds `f(sharedClient)` only when a test provides it. With replicas, `nodes`
- * kills, stalls and restarts nodes for failover tests (test/redisFailover.test.ts).
+ * kills, stalls and restarts nodes for failover tests (test/redisFailover.int.test.ts).
  *
  * Without the binaries (`redis-server`, `redis-cli` on PATH) the file is skipped locally with a note and fails
  * in CI (`CI=true`), as a missing service does (./services.ts).

@@ -1,9 +1,11 @@
-// One process, one run: the success-path cost of Deadline.timeout and Retry.retry (the built dist/) against
-// Effect 4's own Effect.timeout and Effect.retry, each combinator built once and applied per call (as the root's
+// One process, one run: the success-path cost of Deadline.timeout, Retry.retry and breaker.protect (the built dist/)
+// against Effect 4's own Effect.timeout, Effect.retry and effect/persistence CircuitBreaker (memory store), each combinator built once and applied per call (as the root's
 // bench/core.ts does). Each case is run `ops` times in one fiber per round (the root bench harness's loop), rounds
-// interleaved across cases, the median taken. Issue targets: <= 0.5x each.
-import { Effect, Schedule } from "effect"
-import { Backoff, Deadline, Retry } from "../dist/index.js"
+// interleaved across cases, the median taken. Issue targets: <= 0.5x each; the breaker <= 0.1x.
+import { Effect, Exit, Schedule, Scope } from "effect"
+import { CircuitBreaker as Persisted } from "effect/persistence"
+import * as CircuitBreakerPersistence from "../dist/CircuitBreaker/Persistence.js"
+import { Backoff, CircuitBreaker, Deadline, Retry } from "../dist/index.js"
 
 const ops = 20_000
 const rounds = 9
@@ -16,6 +18,19 @@ const effectTimeout = Effect.timeout("1 second")
 const deadlineTimeout = Deadline.timeout("1 second")
 const effectRetry = Effect.retry(Schedule.recurs(3))
 const effectRetryBackoff = Effect.retry({ schedule: backoff, times: 3 })
+// the breakers live in one scope for the whole run; a closed breaker on the success path
+const scope = Effect.runSync(Scope.make())
+const inScope = (effect) => Effect.runPromise(Scope.provide(scope)(effect))
+const breaker = await inScope(CircuitBreaker.make({ trip: CircuitBreaker.consecutive(5), openFor: "10 seconds" }))
+const effectBreaker = await inScope(
+  Persisted.make({ tripPolicy: Persisted.consecutive(5), openDuration: "10 seconds" }).pipe(
+    Effect.provide(Persisted.layerStoreMemory())
+  )
+)
+const bridge = await inScope(
+  CircuitBreakerPersistence.make({ trip: CircuitBreaker.consecutive(5), openFor: "10 seconds" })
+)
+const key = { key: "bench" }
 
 const cases = {
   "Effect.succeed (baseline)": () => ok,
@@ -23,7 +38,10 @@ const cases = {
   "Deadline.timeout(1 second)": () => deadlineTimeout(ok),
   "Effect.retry(Schedule.recurs(3))": () => effectRetry(ok),
   "Effect.retry(Backoff.exponential, times 3)": () => effectRetryBackoff(ok),
-  "Retry.retry(Backoff.exponential, maxAttempts 4)": () => retry(classified)
+  "Retry.retry(Backoff.exponential, maxAttempts 4)": () => retry(classified),
+  "breaker.protect (consecutive(5), closed)": () => breaker.protect(ok),
+  "effect/persistence CircuitBreaker.execute (memory)": () => effectBreaker.execute(ok, key),
+  "CircuitBreaker/Persistence execute (our keyed)": () => bridge.execute(ok, key)
 }
 
 const loop = (make, n) =>
@@ -61,3 +79,14 @@ console.log(
     ratio("Retry.retry(Backoff.exponential, maxAttempts 4)", "Effect.retry(Schedule.recurs(3))")
   }`
 )
+console.log(
+  `breaker.protect / effect/persistence CircuitBreaker.execute: ${
+    ratio("breaker.protect (consecutive(5), closed)", "effect/persistence CircuitBreaker.execute (memory)")
+  }`
+)
+console.log(
+  `CircuitBreaker/Persistence execute / effect/persistence execute: ${
+    ratio("CircuitBreaker/Persistence execute (our keyed)", "effect/persistence CircuitBreaker.execute (memory)")
+  }`
+)
+await Effect.runPromise(Scope.close(scope, Exit.void))

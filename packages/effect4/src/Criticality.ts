@@ -11,7 +11,7 @@
  * @since 1.0.0
  */
 import type { Effect } from "effect"
-import type * as core from "./core/loadShed.js"
+import type * as core from "./core/criticality.js"
 import * as internal from "./internal/criticality.js"
 
 /**

@@ -14,7 +14,8 @@
  * @since 1.0.0
  */
 import type { Duration, Effect, Layer, Scope } from "effect"
-import * as internal from "./internal/rateLimiterStore.js"
+import * as internal from "./internal/rateLimiterStore/memory.js"
+import * as service from "./internal/rateLimiterStore/service.js"
 
 /**
  * What a store decided, in plain numbers (milliseconds), as a script can return it.
@@ -123,7 +124,7 @@ export interface Store {
  * @since 1.0.0
  * @category tags
  */
-export const RateLimiterStore: typeof internal.RateLimiterStore = internal.RateLimiterStore
+export const RateLimiterStore: typeof service.RateLimiterStore = service.RateLimiterStore
 
 /**
  * The service tag's type.
@@ -131,7 +132,7 @@ export const RateLimiterStore: typeof internal.RateLimiterStore = internal.RateL
  * @since 1.0.0
  * @category tags
  */
-export type RateLimiterStore = internal.RateLimiterStore
+export type RateLimiterStore = service.RateLimiterStore
 
 /**
  * The memory store, with a view of its size for tests and monitoring.

@@ -3,9 +3,8 @@
  * adaptive concurrency limits and client-side throttling, idempotency stores, and the HTTP header parsers they need.
  *
  * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. This
- * edition is being built: the modules below are ported; the breaker, the HTTP client and middlewares, the other
- * stores and the queues follow. The backends are entry points of their own (`effect-resilience/RateLimiterStore/Redis`),
- * so this root needs only `effect`.
+ * edition is being built: the modules below are ported; the other stores and the queues follow. The backends are
+ * entry points of their own (`effect-resilience/RateLimiterStore/Redis`), so this root needs only `effect`.
  *
  * @since 1.0.0
  */
@@ -19,6 +18,10 @@ export * as Backoff from "./Backoff.js"
 /** @since 1.0.0 */
 export * as Bulkhead from "./Bulkhead.js"
 /** @since 1.0.0 */
+export * as Chaos from "./Chaos.js"
+/** @since 1.0.0 */
+export * as CircuitBreaker from "./CircuitBreaker.js"
+/** @since 1.0.0 */
 export * as Criticality from "./Criticality.js"
 /** @since 1.0.0 */
 export * as Deadline from "./Deadline.js"
@@ -29,12 +32,16 @@ export * as Hedge from "./Hedge.js"
 /** @since 1.0.0 */
 export * as HttpClassify from "./HttpClassify.js"
 /** @since 1.0.0 */
+export * as HttpErrors from "./HttpErrors.js"
+/** @since 1.0.0 */
 export * as RateLimitHeaders from "./RateLimitHeaders.js"
 /** @since 1.0.0 */
 export * as RateLimiter from "./RateLimiter.js"
 /** @since 1.0.0 */
 export * as IdempotencyStore from "./IdempotencyStore.js"
 export * as RateLimiterStore from "./RateLimiterStore.js"
+/** @since 1.0.0 */
+export * as ResilientHttpClient from "./ResilientHttpClient.js"
 /** @since 1.0.0 */
 export * as Retry from "./Retry.js"
 /** @since 1.0.0 */
@@ -43,3 +50,13 @@ export * as RetryAfter from "./RetryAfter.js"
 export * as RetryBudget from "./RetryBudget.js"
 /** @since 1.0.0 */
 export * as StructuredFields from "./StructuredFields.js"
+/** @since 1.0.0 */
+export * as ClientScope from "./ClientScope.js"
+/** @since 1.0.0 */
+export * as DeadlineMiddleware from "./DeadlineMiddleware.js"
+/** @since 1.0.0 */
+export * as IdempotencyMiddleware from "./IdempotencyMiddleware.js"
+/** @since 1.0.0 */
+export * as LoadShedMiddleware from "./LoadShedMiddleware.js"
+/** @since 1.0.0 */
+export * as RateLimitMiddleware from "./RateLimitMiddleware.js"

@@ -26,6 +26,29 @@ const limitOf = (name: string) =>
   Metric.value(Metric.withAttributes(AdaptiveLimiter.limitGauge, { limiter: name })).pipe(Effect.map((s) => s.value))
 
 describe("AdaptiveLimiter", () => {
+  it.effect("LimitExceeded keeps Error's name (loggers print it); the limiter's own name is `limiter`", () =>
+    Effect.gen(function*() {
+      for (const name of ["api", undefined]) {
+        const limiter = yield* AdaptiveLimiter.make({
+          algorithm: AdaptiveLimiter.aimd(),
+          initialLimit: 1,
+          minLimit: 1,
+          ...(name === undefined ? {} : { name })
+        })
+        const gate = yield* Deferred.make<void>()
+        const holder = yield* Effect.forkChild(limiter.protect(Deferred.await(gate)))
+        yield* settle
+        const error = yield* Effect.flip(limiter.protect(Effect.void))
+        expect(error.name).toBe("LimitExceeded")
+        expect(error.limiter).toBe(name)
+        expect(error.message).toBe(
+          `${name === undefined ? "adaptive limiter" : `adaptive limiter "${name}"`} is full: 1 running and 0 waiting`
+        )
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(holder)
+      }
+    }))
+
   it.effect("runs at most `limit` calls at once and refuses the rest when there is no queue", () =>
     Effect.gen(function*() {
       const limiter = yield* AdaptiveLimiter.make({ algorithm: AdaptiveLimiter.aimd(), initialLimit: 2, minLimit: 1 })

@@ -39,6 +39,30 @@ const queuedOf = (name: string) =>
   )
 
 describe("Bulkhead", () => {
+  it.effect("BulkheadFull keeps Error's name (loggers print it); the bulkhead's own name is `bulkhead`", () =>
+    Effect.gen(function*() {
+      for (const name of ["db", undefined]) {
+        const bulkhead = yield* Bulkhead.make({
+          maxConcurrent: 1,
+          maxQueue: 0,
+          ...(name === undefined ? {} : { name })
+        })
+        const gate = yield* Deferred.make<void>()
+        const holder = yield* Effect.forkChild(bulkhead.protect(Deferred.await(gate)))
+        yield* settle
+        const error = yield* Effect.flip(bulkhead.protect(Effect.void))
+        expect(error.name).toBe("BulkheadFull")
+        expect(error.bulkhead).toBe(name)
+        expect(error.message).toBe(
+          name === undefined
+            ? "bulkhead is full: 1 running and 0 waiting"
+            : `bulkhead "${name}" is full: 1 running and 0 waiting`
+        )
+        yield* Deferred.succeed(gate, undefined)
+        yield* Fiber.join(holder)
+      }
+    }))
+
   it.effect("runs at most maxConcurrent at once and queues the rest", () =>
     Effect.gen(function*() {
       const bulkhead = yield* Bulkhead.make({ maxConcurrent: 2, maxQueue: 10 })
@@ -96,7 +120,7 @@ describe("Bulkhead", () => {
       const error = yield* Effect.flip(bulkhead.protect(Effect.sync(() => ran.push(6))))
       expect(error).toBeInstanceOf(Bulkhead.BulkheadFull)
       expect(error._tag).toBe("BulkheadFull")
-      expect(error).toMatchObject({ reason: "queue-full", name, maxConcurrent: 2, maxQueue: 3 })
+      expect(error).toMatchObject({ reason: "queue-full", bulkhead: name, maxConcurrent: 2, maxQueue: 3 })
       expect(error.message).toContain("full-test")
       expect(yield* rejectionsOf(name, "queue-full")).toBe(before + 1)
       expect(yield* queuedOf(name)).toBe(3)
@@ -183,7 +207,7 @@ describe("Bulkhead", () => {
       yield* settle
       yield* TestClock.adjust("1 milli")
       const error = yield* Effect.flip(Fiber.join(waiter))
-      expect(error).toMatchObject({ _tag: "BulkheadFull", reason: "queue-timeout", name })
+      expect(error).toMatchObject({ _tag: "BulkheadFull", reason: "queue-timeout", bulkhead: name })
       expect(yield* rejectionsOf(name, "queue-timeout")).toBe(1)
       expect(yield* bulkhead.stats).toEqual({ active: 1, queued: 1 })
       // the second waiter, queued 1 ms later, still gets the slot in time

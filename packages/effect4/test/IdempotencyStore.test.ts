@@ -22,7 +22,7 @@ const request = (key: string, ttl: Duration.Input = "1 hour"): IdempotencyStore.
 describe("IdempotencyStore memory bounds", () => {
   it.effect("a new key fails with IdempotencyStoreFull; held keys and takeovers need no room", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 1 })
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 1 })
       expect((yield* store.claim(request("a")))._tag).toBe("Claimed")
       const full = yield* Effect.flip(store.claim(request("b")))
       expect(full).toBeInstanceOf(IdempotencyStore.IdempotencyStoreFull)
@@ -36,7 +36,7 @@ describe("IdempotencyStore memory bounds", () => {
 
   it.effect("a full store makes room from expired records only, never from live ones", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 3 })
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 3 })
       yield* store.claim(request("short-1", "1 second"))
       yield* store.claim(request("short-2", "1 second"))
       yield* store.claim(request("long"))
@@ -53,7 +53,7 @@ describe("IdempotencyStore memory bounds", () => {
 
   it.effect("released records and renewals do not grow its expiry heap past its records", () =>
     Effect.gen(function*() {
-      const store = yield* IdempotencyStore.makeMemoryWith({ maxRecords: 10 })
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 10 })
       const pending = (store as unknown as { pendingExpiries: () => number }).pendingExpiries
       for (let i = 0; i < 20_000; i++) {
         const claim = yield* store.claim({ ...request(`k${i}`, "24 hours"), lease: Duration.seconds(60) })
@@ -74,8 +74,8 @@ describe("IdempotencyStore memory bounds", () => {
   })
 
   it("rejects a bound that could never hold a record", () => {
-    expect(() => IdempotencyStore.makeMemoryWith({ maxRecords: 0 })).toThrow(Cause.IllegalArgumentError)
+    expect(() => IdempotencyStore.makeMemory({ maxRecords: 0 })).toThrow(Cause.IllegalArgumentError)
     expect(() => IdempotencyStore.layerMemoryWith({ maxRecords: 1.5 })).toThrow(/maxRecords/)
-    expect(() => IdempotencyStore.makeMemoryWith({ maxRecords: Infinity })).not.toThrow()
+    expect(() => IdempotencyStore.makeMemory({ maxRecords: Infinity })).not.toThrow()
   })
 })

@@ -1,6 +1,6 @@
 /**
  * The `IdempotencyStore.Store` contract, run against any store layer: memory in `IdempotencyStore.test.ts`,
- * Redis in `IdempotencyStore.redis.test.ts` and `redisCluster.test.ts`, SQL in `IdempotencyStore.sql.test.ts`.
+ * Redis in `IdempotencyStore.redis.int.test.ts` and `redisCluster.int.test.ts`, SQL in `IdempotencyStore.sql.int.test.ts`.
  * Ported from the root's test/idempotencyStoreSuite.ts (the Effect 3 edition's): the same tests, word for word
  * but for Effect 4's spelling.
  *

@@ -1,6 +1,6 @@
 /**
  * The rate-limiter algorithm suite, run against any store layer: `RateLimiterStore.layerMemory` in
- * `RateLimiter.test.ts`, `layerRedis` in `RateLimiterStore.redis.test.ts`. Every test uses fresh limiter
+ * `RateLimiter.test.ts`, `layerRedis` in `RateLimiterStore.redis.int.test.ts`. Every test uses fresh limiter
  * names, so a shared remote store needs no cleanup between tests; time is virtual (`TestClock`, or a clock
  * the properties move by hand), passed to the store.
  */

@@ -9,6 +9,7 @@ import {
 } from "@effect/platform"
 import { Duration, Effect, Random } from "effect"
 import type { ErrorResponse, Faults } from "../../Chaos.js"
+import * as HttpHeaders from "../../core/httpHeaders.js"
 import * as validate from "../validate.js"
 
 interface Compiled {
@@ -91,7 +92,7 @@ export const client = (faults: Faults) => {
         const error = yield* pickError(c)
         if (error !== undefined) {
           const headers: Record<string, string> = { "content-type": "application/problem+json" }
-          if (error[1] !== undefined) headers["retry-after"] = error[1]
+          if (error[1] !== undefined) headers[HttpHeaders.retryAfter] = error[1]
           return HttpClientResponse.fromWeb(request, new Response(errorBody(error[0]), { status: error[0], headers }))
         }
         const lose = yield* roll(c.lost)
@@ -117,7 +118,7 @@ export const middleware = (faults: Faults) => {
         return HttpServerResponse.text(errorBody(error[0]), {
           status: error[0],
           contentType: "application/problem+json",
-          ...(error[1] === undefined ? {} : { headers: { "retry-after": error[1] } })
+          ...(error[1] === undefined ? {} : { headers: { [HttpHeaders.retryAfter]: error[1] } })
         })
       }
       const lose = yield* roll(c.lost)

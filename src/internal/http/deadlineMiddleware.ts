@@ -2,12 +2,13 @@ import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest } from "@effect/platform"
 import { Effect } from "effect"
 import * as DeadlineHeader from "../../core/deadlineHeader.js"
+import * as HttpHeaders from "../../core/httpHeaders.js"
 import type { Options } from "../../DeadlineMiddleware.js"
 import { DeadlineExceeded, withinOf } from "../deadline.js"
 import * as validate from "../validate.js"
 import { problem } from "./problem.js"
 
-export const defaultHeader = "request-timeout-ms"
+export const defaultHeader = HttpHeaders.requestTimeout
 
 export const make = (options: Options = {}) => {
   const headerName = options.header ?? defaultHeader
@@ -32,7 +33,7 @@ export const make = (options: Options = {}) => {
         return Effect.succeed(problem({
           status: 400,
           type: "deadline-header-invalid",
-          title: `Invalid ${options.header ?? "Request-Timeout-Ms"} header`,
+          title: `Invalid ${options.header ?? HttpHeaders.spelled[HttpHeaders.requestTimeout]} header`,
           detail: "expected the remaining time in milliseconds as a non-negative integer"
         }))
       }

@@ -2,8 +2,9 @@ import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import type { Cause } from "effect"
 import { Effect } from "effect"
+import * as shed from "../../core/criticality.js"
+import * as HttpHeaders from "../../core/httpHeaders.js"
 import { bodyUnreadable, declaredTooLarge } from "../../core/idempotencyResponse.js"
-import * as shed from "../../core/loadShed.js"
 import type { Options } from "../../LoadShedMiddleware.js"
 import * as adaptiveLimiter from "../adaptiveLimiter.js"
 import { currentCriticality, headerName as defaultHeader } from "../criticality.js"
@@ -115,7 +116,7 @@ export const make = <R = never>(options: Options<R> = {}) => {
             ? `the server keeps its remaining capacity for requests more critical than "${level}"; ` +
               `retry in ${retryAfterSeconds} s`
             : `the server is at capacity; retry in ${retryAfterSeconds} s`,
-          headers: { "retry-after": String(retryAfterSeconds) }
+          headers: { [HttpHeaders.retryAfter]: String(retryAfterSeconds) }
         }))
       return Effect.flatMap(
         HttpServerRequest.HttpServerRequest,

@@ -1,5 +1,5 @@
 import { HttpServerResponse } from "@effect/platform"
-import { type Problem, problemBody } from "../../core/idempotencyResponse.js"
+import { type Problem, problemBody } from "../../core/problem.js"
 
 /**
  * An RFC 9457 problem+json response. `type` is a URI naming the kind of problem: a short name becomes

@@ -1,6 +1,7 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Duration, Effect } from "effect"
+import * as HttpHeaders from "../../core/httpHeaders.js"
 import * as RateLimitHeaders from "../../core/rateLimitHeaders.js"
 import type { Decision } from "../../RateLimiter.js"
 import type { Options } from "../../RateLimitMiddleware.js"
@@ -23,7 +24,7 @@ const duringOutage = <E, R>(decision: Decision, app: HttpApp.Default<E, R>): Htt
     type: storeUnavailableType,
     title: "Service Unavailable",
     detail: `the rate limiter cannot reach its store, so the request was not processed; retry in ${retryAfter} s`,
-    headers: { "retry-after": String(retryAfter) }
+    headers: { [HttpHeaders.retryAfter]: String(retryAfter) }
   }))
 }
 
@@ -44,8 +45,8 @@ export const make = <R = never>(options: Options<R>) => {
   // the policy never changes: written once
   const policy = RateLimitHeaders.policyFor(name, limiter.limit, windowMillis)
   const headersOf = (decision: Decision) => ({
-    "ratelimit-policy": policy,
-    ratelimit: RateLimitHeaders.stateFor(
+    [HttpHeaders.rateLimitPolicy]: policy,
+    [HttpHeaders.rateLimit]: RateLimitHeaders.stateFor(
       name,
       decision.remaining,
       RateLimitHeaders.nextQuotaMillis({
@@ -75,7 +76,7 @@ export const make = <R = never>(options: Options<R>) => {
             detail: `quota of ${limiter.limit} per ${
               RateLimitHeaders.secondsOf(windowMillis)
             } s exceeded; retry in ${retryAfter} s`,
-            headers: { ...headers, "retry-after": String(retryAfter) }
+            headers: { ...headers, [HttpHeaders.retryAfter]: String(retryAfter) }
           }))
         }
         return Effect.map(app, HttpServerResponse.setHeaders(headers))

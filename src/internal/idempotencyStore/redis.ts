@@ -16,7 +16,6 @@
 import { Clock, Duration, Effect, Layer } from "effect"
 import { randomBytes } from "node:crypto"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
-import { IdempotencyStore, IdempotencyStoreError } from "../idempotencyStore.js"
 import * as redis from "../redis/client.js"
 import {
   checkConnection,
@@ -26,6 +25,7 @@ import {
   resolve,
   type Resolved
 } from "../redis/options.js"
+import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
 
 export type Options = redis.ClientOptions & CommonOptions & {
   readonly waitReplicas?: redis.WaitReplicasOption

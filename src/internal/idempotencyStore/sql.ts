@@ -5,8 +5,8 @@ import { randomUUID } from "node:crypto"
 import * as core from "../../core/idempotency.js"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
-import { IdempotencyStore, IdempotencyStoreError } from "../idempotencyStore.js"
-import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
+import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
+import { resolve, type ResolvedSqlOptions, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 
 /** `state` values: a claim whose handler is still running, and a stored response. */
 const IN_PROGRESS = 0
@@ -81,6 +81,218 @@ export const migrate = (
     : Effect.all(statements, { discard: true })
 }
 
+// Every operation is bounded: a locked table or a saturated pool must become a 503, not a hung request.
+// `disconnect`: the answer does not wait for a query the driver cannot abort; `interruptible`: the
+// timeout works even where the caller runs uninterruptibly (the middleware's claim-to-completion region)
+const failWith =
+  (timeout: Duration.Duration, operation: IdempotencyStoreError["operation"]) =>
+  <A, R>(effect: Effect.Effect<A, unknown, R>) =>
+    effect.pipe(
+      Effect.catchAllDefect((defect) => Effect.fail(defect)),
+      Effect.interruptible,
+      Effect.disconnect,
+      Effect.timeoutFail({
+        duration: timeout,
+        onTimeout: () => new Error(`no answer from the database within ${Duration.format(timeout)}`)
+      }),
+      Effect.mapError((cause) => new IdempotencyStoreError({ operation, cause }))
+    )
+
+/**
+ * A statement whose connection was lost — terminated by the server (mid-statement or after its commit),
+ * reset, or closed — is tried again after a short pause, at most {@link STATEMENT_RETRIES} times and
+ * always within the operation's timeout. The pause matters: the server closes all of a pool's
+ * connections at once (a restart, a failover, `pg_terminate_backend`), and the driver notices each
+ * one only when it reads from it, so an immediate retry tends to take the next dead idle connection.
+ * Safe because every statement here is fenced by the claim's token: a retry after a lost answer finds
+ * its own work done (see `claimAttempt` and `complete`). Without it, a completion lost to one broken
+ * connection leaves its handled key in progress, and the client's retry runs the handler again once
+ * the lease has run out.
+ */
+const retryBroken = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
+  Effect.retry(effect, {
+    schedule: Schedule.exponential(RETRY_BASE),
+    times: STATEMENT_RETRIES,
+    while: connectionLost
+  })
+
+/**
+ * The decision of `core/idempotency.ts` on the row the upsert did not take. `undefined`: the row changed
+ * between the two statements (deleted, expired, lease ran out) so it is claimable now: claim again.
+ */
+const classify = (
+  request: ClaimRequest,
+  row: ExistingRow | undefined,
+  now: number
+): ClaimResult | undefined => {
+  const record = row === undefined ? undefined : {
+    fingerprint: row.fingerprint,
+    completed: num(row.state) === COMPLETED,
+    leaseUntil: num(row.lease_until),
+    expiresAt: num(row.expires_at)
+  }
+  switch (core.decideClaim(record, request.fingerprint, now)) {
+    case "Mismatch":
+      return { _tag: "Mismatch" }
+    case "Replay": {
+      const response: StoredResponse = {
+        status: num(row!.status),
+        headers: JSON.parse(row!.headers ?? "{}"),
+        body: row!.body === null ? new Uint8Array() : new Uint8Array(row!.body)
+      }
+      return { _tag: "Completed", response }
+    }
+    case "InProgress":
+      return { _tag: "InProgress" }
+    case "New":
+    case "Reclaim":
+      return undefined
+  }
+}
+
+/** The statements of one store, over its table (`table` is the identifier, `tableName` its name). */
+const queries = (
+  sql: SqlClient.SqlClient,
+  dialect: SqlDialect,
+  { cleanupBatch, table: tableName }: ResolvedSqlOptions
+) => {
+  const table = sql(tableName)
+
+  // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
+  const upsert = (request: ClaimRequest, now: number, token: string) =>
+    sql<{ readonly token: string }>`
+      INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
+      VALUES (${request.scope}, ${request.key}, ${request.fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
+        ${instant(now, request.lease)}, ${instant(now, request.ttl)})
+      ON CONFLICT (scope, key) DO UPDATE SET
+        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
+        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
+      WHERE ${table}.expires_at <= ${now}
+        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
+          AND ${table}.fingerprint = excluded.fingerprint)
+      RETURNING token`
+
+  const existing = (request: ClaimRequest) =>
+    sql<ExistingRow>`
+      SELECT token, fingerprint, state, status, headers, lease_until, expires_at,
+        CASE WHEN state = ${COMPLETED} AND fingerprint = ${request.fingerprint} THEN body END AS body
+      FROM ${table}
+      WHERE scope = ${request.scope} AND key = ${request.key}`
+
+  const owner = (ref: ClaimRef, now: number) =>
+    sql`scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${IN_PROGRESS}
+      AND expires_at > ${now}`
+
+  /** After a failed attempt: the owner's own completion, committed by an attempt whose answer was lost. */
+  const completedBy = (ref: ClaimRef) =>
+    Effect.map(
+      sql`SELECT 1 AS done FROM ${table}
+        WHERE scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${COMPLETED}`,
+      (rows) => rows.length > 0
+    )
+
+  const deleteBatch = (now: number) =>
+    dialect === "pg"
+      ? sql`
+        DELETE FROM ${table} WHERE ctid IN (
+          SELECT ctid FROM ${table} WHERE expires_at <= ${now} LIMIT ${cleanupBatch}
+        ) AND expires_at <= ${now}
+        RETURNING 1 AS deleted`
+      : sql`
+        DELETE FROM ${table} WHERE rowid IN (
+          SELECT rowid FROM ${table} WHERE expires_at <= ${now} LIMIT ${cleanupBatch}
+        )
+        RETURNING 1 AS deleted`
+
+  return { sql, table, upsert, existing, owner, completedBy, deleteBatch, cleanupBatch }
+}
+
+/** The store's operations: each bounded by `timeout` (see `failWith`) and tried again on a lost connection. */
+const operations = (statements: ReturnType<typeof queries>, { timeout }: ResolvedSqlOptions) => {
+  const { cleanupBatch, completedBy, deleteBatch, existing, owner, sql, table, upsert } = statements
+
+  /**
+   * `token` is one claim's, the same in all its attempts and in their retries: a retry after a lost answer
+   * (the connection broke after an upsert committed, `retryBroken` starts again from the first attempt)
+   * finds its own token in the row, and that is this claim's success. A new token per attempt would make
+   * the committed claim of a later attempt look like another request's (InProgress until its lease).
+   */
+  const claimAttempt = (
+    request: ClaimRequest,
+    now: number,
+    token: string,
+    attempt: number
+  ): Effect.Effect<ClaimResult, unknown> =>
+    Effect.flatMap(upsert(request, now, token), (inserted) =>
+      inserted.length > 0
+        ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
+        : Effect.flatMap(existing(request), (rows) =>
+          Effect.suspend(() => {
+            const row = rows[0]
+            if (row !== undefined && row.token === token && num(row.state) === IN_PROGRESS) {
+              return Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
+            }
+            const result = classify(request, row, now)
+            if (result !== undefined) return Effect.succeed(result)
+            return attempt + 1 < CLAIM_ATTEMPTS
+              ? claimAttempt(request, now, token, attempt + 1)
+              : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
+          })))
+
+  const claim = (request: ClaimRequest) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const token = randomUUID()
+      return retryBroken(claimAttempt(request, now, token, 0))
+    }).pipe(failWith(timeout, "claim"))
+
+  const complete = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) =>
+    Effect.suspend(() => completeOnce(ref, response, ttl)).pipe(failWith(timeout, "complete"))
+
+  const completeOnce = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
+    let failed = false
+    const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql`
+        UPDATE ${table} SET state = ${COMPLETED}, status = ${response.status},
+          headers = ${JSON.stringify(response.headers)}, body = ${response.body}, lease_until = 0,
+          expires_at = ${instant(now, ttl)}
+        WHERE ${owner(ref, now)}
+        RETURNING token`).pipe(
+        Effect.flatMap((rows) =>
+          rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
+        ),
+        Effect.tapError(() => Effect.sync(() => (failed = true)))
+      )
+    return retryBroken(attempt)
+  }
+
+  const renew = (ref: ClaimRef, lease: Duration.Duration) =>
+    retryBroken(Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql`
+        UPDATE ${table} SET lease_until = ${instant(now, lease)}
+        WHERE ${owner(ref, now)}
+        RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), failWith(timeout, "renew"))
+
+  const release = (ref: ClaimRef) =>
+    retryBroken(
+      Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw)
+    ).pipe(
+      Effect.asVoid,
+      failWith(timeout, "release")
+    )
+
+  /** Deletes expired rows one bounded batch (one short statement) at a time until a batch comes back short. */
+  const deleteExpired: Effect.Effect<number, SqlError> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const loop = (total: number): Effect.Effect<number, SqlError> =>
+      Effect.flatMap(
+        deleteBatch(now),
+        (rows) => rows.length < cleanupBatch ? Effect.succeed(total + rows.length) : loop(total + rows.length)
+      )
+    return loop(0)
+  })
+
+  return { claim, complete, renew, release, deleteExpired }
+}
+
 /** Options are checked when called (the one rule); the store is built when run. */
 export const make = (
   options?: SqlOptions
@@ -96,195 +308,7 @@ export const make = (
       })
     }
     if (config.migrate) yield* migrate(sql, dialect, config.table)
-    const table = sql(config.table)
-
-    // every operation is bounded: a locked table or a saturated pool must become a 503, not a hung request.
-    // `disconnect`: the answer does not wait for a query the driver cannot abort; `interruptible`: the
-    // timeout works even where the caller runs uninterruptibly (the middleware's claim-to-completion region)
-    const failWith = (operation: IdempotencyStoreError["operation"]) => <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-      effect.pipe(
-        Effect.catchAllDefect((defect) => Effect.fail(defect)),
-        Effect.interruptible,
-        Effect.disconnect,
-        Effect.timeoutFail({
-          duration: config.timeout,
-          onTimeout: () => new Error(`no answer from the database within ${Duration.format(config.timeout)}`)
-        }),
-        Effect.mapError((cause) => new IdempotencyStoreError({ operation, cause }))
-      )
-
-    /**
-     * A statement whose connection was lost — terminated by the server (mid-statement or after its commit),
-     * reset, or closed — is tried again after a short pause, at most {@link STATEMENT_RETRIES} times and
-     * always within the operation's timeout. The pause matters: the server closes all of a pool's
-     * connections at once (a restart, a failover, `pg_terminate_backend`), and the driver notices each
-     * one only when it reads from it, so an immediate retry tends to take the next dead idle connection.
-     * Safe because every statement here is fenced by the claim's token: a retry after a lost answer finds
-     * its own work done (see `claimAttempt` and `complete`). Without it, a completion lost to one broken
-     * connection leaves its handled key in progress, and the client's retry runs the handler again once
-     * the lease has run out.
-     */
-    const retryBroken = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-      Effect.retry(effect, {
-        schedule: Schedule.exponential(RETRY_BASE),
-        times: STATEMENT_RETRIES,
-        while: connectionLost
-      })
-
-    // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
-    const upsert = (request: ClaimRequest, now: number, token: string) =>
-      sql<{ readonly token: string }>`
-        INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
-        VALUES (${request.scope}, ${request.key}, ${request.fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
-          ${instant(now, request.lease)}, ${instant(now, request.ttl)})
-        ON CONFLICT (scope, key) DO UPDATE SET
-          fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
-          headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
-        WHERE ${table}.expires_at <= ${now}
-          OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
-            AND ${table}.fingerprint = excluded.fingerprint)
-        RETURNING token`
-
-    const existing = (request: ClaimRequest) =>
-      sql<ExistingRow>`
-        SELECT token, fingerprint, state, status, headers, lease_until, expires_at,
-          CASE WHEN state = ${COMPLETED} AND fingerprint = ${request.fingerprint} THEN body END AS body
-        FROM ${table}
-        WHERE scope = ${request.scope} AND key = ${request.key}`
-
-    /**
-     * The decision of `core/idempotency.ts` on the row the upsert did not take. `undefined`: the row changed
-     * between the two statements (deleted, expired, lease ran out) so it is claimable now: claim again.
-     */
-    const classify = (request: ClaimRequest, row: ExistingRow | undefined, now: number): ClaimResult | undefined => {
-      const record = row === undefined ? undefined : {
-        fingerprint: row.fingerprint,
-        completed: num(row.state) === COMPLETED,
-        leaseUntil: num(row.lease_until),
-        expiresAt: num(row.expires_at)
-      }
-      switch (core.decideClaim(record, request.fingerprint, now)) {
-        case "Mismatch":
-          return { _tag: "Mismatch" }
-        case "Replay": {
-          const response: StoredResponse = {
-            status: num(row!.status),
-            headers: JSON.parse(row!.headers ?? "{}"),
-            body: row!.body === null ? new Uint8Array() : new Uint8Array(row!.body)
-          }
-          return { _tag: "Completed", response }
-        }
-        case "InProgress":
-          return { _tag: "InProgress" }
-        case "New":
-        case "Reclaim":
-          return undefined
-      }
-    }
-
-    /**
-     * `token` is one claim's, the same in all its attempts and in their retries: a retry after a lost answer
-     * (the connection broke after an upsert committed, `retryBroken` starts again from the first attempt)
-     * finds its own token in the row, and that is this claim's success. A new token per attempt would make
-     * the committed claim of a later attempt look like another request's (InProgress until its lease).
-     */
-    const claimAttempt = (
-      request: ClaimRequest,
-      now: number,
-      token: string,
-      attempt: number
-    ): Effect.Effect<ClaimResult, unknown> =>
-      Effect.flatMap(upsert(request, now, token), (inserted) =>
-        inserted.length > 0
-          ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
-          : Effect.flatMap(existing(request), (rows) =>
-            Effect.suspend(() => {
-              const row = rows[0]
-              if (row !== undefined && row.token === token && num(row.state) === IN_PROGRESS) {
-                return Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
-              }
-              const result = classify(request, row, now)
-              if (result !== undefined) return Effect.succeed(result)
-              return attempt + 1 < CLAIM_ATTEMPTS
-                ? claimAttempt(request, now, token, attempt + 1)
-                : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
-            })))
-
-    const claim = (request: ClaimRequest) =>
-      Effect.flatMap(Clock.currentTimeMillis, (now) => {
-        const token = randomUUID()
-        return retryBroken(claimAttempt(request, now, token, 0))
-      }).pipe(failWith("claim"))
-
-    const owner = (ref: ClaimRef, now: number) =>
-      sql`scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${IN_PROGRESS}
-        AND expires_at > ${now}`
-
-    /** After a failed attempt: the owner's own completion, committed by an attempt whose answer was lost. */
-    const completedBy = (ref: ClaimRef) =>
-      Effect.map(
-        sql`SELECT 1 AS done FROM ${table}
-          WHERE scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${COMPLETED}`,
-        (rows) => rows.length > 0
-      )
-
-    const complete = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) =>
-      Effect.suspend(() => completeOnce(ref, response, ttl)).pipe(failWith("complete"))
-
-    const completeOnce = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
-      let failed = false
-      const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql`
-          UPDATE ${table} SET state = ${COMPLETED}, status = ${response.status},
-            headers = ${JSON.stringify(response.headers)}, body = ${response.body}, lease_until = 0,
-            expires_at = ${instant(now, ttl)}
-          WHERE ${owner(ref, now)}
-          RETURNING token`).pipe(
-          Effect.flatMap((rows) =>
-            rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
-          ),
-          Effect.tapError(() => Effect.sync(() => (failed = true)))
-        )
-      return retryBroken(attempt)
-    }
-
-    const renew = (ref: ClaimRef, lease: Duration.Duration) =>
-      retryBroken(Effect.flatMap(Clock.currentTimeMillis, (now) =>
-        sql`
-          UPDATE ${table} SET lease_until = ${instant(now, lease)}
-          WHERE ${owner(ref, now)}
-          RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), failWith("renew"))
-
-    const release = (ref: ClaimRef) =>
-      retryBroken(
-        Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw)
-      ).pipe(
-        Effect.asVoid,
-        failWith("release")
-      )
-
-    const deleteBatch = (now: number) =>
-      dialect === "pg"
-        ? sql`
-          DELETE FROM ${table} WHERE ctid IN (
-            SELECT ctid FROM ${table} WHERE expires_at <= ${now} LIMIT ${config.cleanupBatch}
-          ) AND expires_at <= ${now}
-          RETURNING 1 AS deleted`
-        : sql`
-          DELETE FROM ${table} WHERE rowid IN (
-            SELECT rowid FROM ${table} WHERE expires_at <= ${now} LIMIT ${config.cleanupBatch}
-          )
-          RETURNING 1 AS deleted`
-
-    /** Deletes expired rows one bounded batch (one short statement) at a time until a batch comes back short. */
-    const deleteExpired: Effect.Effect<number, SqlError> = Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const loop = (total: number): Effect.Effect<number, SqlError> =>
-        Effect.flatMap(
-          deleteBatch(now),
-          (rows) => rows.length < config.cleanupBatch ? Effect.succeed(total + rows.length) : loop(total + rows.length)
-        )
-      return loop(0)
-    })
+    const { claim, complete, deleteExpired, release, renew } = operations(queries(sql, dialect, config), config)
 
     if (config.cleanup) {
       yield* deleteExpired.pipe(

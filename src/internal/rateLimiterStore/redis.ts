@@ -13,9 +13,8 @@
  * `expiryMargin`, so an idle key goes away on its own and a process whose clock is a little behind
  * still finds it.
  */
-import { Effect, identity, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
-import { RateLimiterStore } from "../rateLimiterStore.js"
 import * as redis from "../redis/client.js"
 import {
   checkConnection,
@@ -24,6 +23,7 @@ import {
   type ResolvedRateLimiter,
   resolveRateLimiter
 } from "../redis/options.js"
+import { RateLimiterStore } from "./service.js"
 
 export type Options = redis.ClientOptions & RateLimiterOptions
 
@@ -188,37 +188,73 @@ export const make = (
     )
   }
 
-  const run = (
-    s: redis.Script,
-    key: string,
+  /**
+   * What one limiter sends the same on every call, worked out on its first: the key up to the caller's key,
+   * and its limit and rate or window as script arguments. Keyed by the limiter's params object (one per
+   * limiter, kept as long as the limiter).
+   */
+  interface Fixed {
+    readonly script: redis.Script
+    readonly name: string
+    readonly limit: number
+    readonly per: number
+    /** The key without the caller's key and the closing brace of the hash tag. */
+    readonly keyHead: string
+    readonly limitArg: string
+    readonly perArg: string
+  }
+  const fixed = new WeakMap<TokenBucketParams | WindowParams, Fixed>()
+  const fixedOf = (
+    params: TokenBucketParams | WindowParams,
+    script: redis.Script,
+    kind: "tb" | "fw" | "sw",
     limit: number,
-    args: ReadonlyArray<string>,
-    nowMillis: number
-  ): Effect.Effect<StoreDecision> =>
-    Effect.catchAll(
-      redis.runScript(client, s, [key], args, false, options.timeoutMillis, (reply) => decode(limit, reply), identity),
-      (cause) => fallback(limit, nowMillis, cause)
-    )
+    per: number
+  ): Fixed => {
+    const f = fixed.get(params)
+    // a params object reused for other limits (possible through the public Store) is worked out again
+    if (f !== undefined && f.script === script && f.name === params.name && f.limit === limit && f.per === per) {
+      return f
+    }
+    const made: Fixed = {
+      script,
+      name: params.name,
+      limit,
+      per,
+      keyHead: keyOf(options.prefix, kind, params.name, "").slice(0, -1),
+      limitArg: String(limit),
+      perArg: String(per)
+    }
+    fixed.set(params, made)
+    return made
+  }
 
   // every script takes ARGV now, cost, its limit, its rate or window, and the expiry margin
-  const call =
-    (s: redis.Script, kind: "tb" | "fw" | "sw", name: string, key: string, limit: number, per: number) =>
-    (cost: number, nowMillis: number) =>
-      run(s, keyOf(options.prefix, kind, name, key), limit, [
-        String(nowMillis),
-        String(cost),
-        String(limit),
-        String(per),
-        margin
-      ], nowMillis)
+  const run = (f: Fixed, key: string, cost: number, nowMillis: number): Effect.Effect<StoreDecision> =>
+    // an error answers with the fallback decision in the same step (no catchAll frame per call)
+    redis.runScriptOr(
+      client,
+      f.script,
+      [`${f.keyHead}${escapePart(key)}}`],
+      [String(nowMillis), cost === 1 ? "1" : String(cost), f.limitArg, f.perArg, margin],
+      false,
+      options.timeoutMillis,
+      (reply) => decode(f.limit, reply),
+      (cause) => fallback(f.limit, nowMillis, cause)
+    )
 
   return {
     tokenBucket: (key: string, cost: number, params: TokenBucketParams, nowMillis: number) =>
-      call(tokenBucketScript, "tb", params.name, key, params.capacity, params.refillPerSecond)(cost, nowMillis),
+      run(
+        fixedOf(params, tokenBucketScript, "tb", params.capacity, params.refillPerSecond),
+        key,
+        cost,
+        nowMillis
+      ),
     fixedWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
-      call(fixedWindowScript, "fw", params.name, key, params.limit, params.windowMillis)(cost, nowMillis),
+      run(fixedOf(params, fixedWindowScript, "fw", params.limit, params.windowMillis), key, cost, nowMillis),
     slidingWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
-      call(slidingWindowScript, "sw", params.name, key, params.limit, params.windowMillis)(cost, nowMillis)
+      run(fixedOf(params, slidingWindowScript, "sw", params.limit, params.windowMillis), key, cost, nowMillis)
   }
 }
 

@@ -61,82 +61,9 @@ export const script = (lua: string): Script => ({ lua, sha: createHash("sha1").u
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith("NOSCRIPT")
 
-/** Why a call failed when Redis did not answer in time. */
-export class RedisTimeout extends Error {
-  constructor(readonly millis: number) {
-    super(`Redis did not answer within ${millis} ms`)
-    this.name = "RedisTimeout"
-  }
-}
+import { request, requestOr } from "./request.js"
 
-/**
- * Sends one request as an effect: `send()`, and when it rejects with an error `retry` accepts (it returns a
- * promise for it), that second promise instead. The reply goes through `decode`; a rejection, a throw in
- * `send` or `decode`, or no reply within `timeoutMillis` fails with `onError(cause)`. A blocking command
- * (`XREADGROUP … BLOCK`, `BLPOP`) would need `timeoutMillis` to add its block time, or every quiet wait
- * would count as an outage; the library sends none (the stream queue reads without `BLOCK`).
- *
- * Hot path of every decision: one promise callback pair, one timer, no intermediate promises.
- */
-export const request = <A, E>(
-  send: () => Promise<unknown>,
-  retry: ((error: unknown) => Promise<unknown> | undefined) | undefined,
-  timeoutMillis: number,
-  decode: (reply: unknown) => A,
-  onError: (cause: unknown) => E
-): Effect.Effect<A, E> =>
-  Effect.async<A, E>((resume) => {
-    let settled = false
-    const fail = (cause: unknown) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      resume(Effect.fail(onError(cause)))
-    }
-    const succeed = (reply: unknown) => {
-      if (settled) return
-      let a: A
-      try {
-        a = decode(reply)
-      } catch (cause) {
-        fail(cause)
-        return
-      }
-      settled = true
-      clearTimeout(timer)
-      resume(Effect.succeed(a))
-    }
-    const fallback = (error: unknown) => {
-      if (settled) return
-      try {
-        const again = retry?.(error)
-        if (again === undefined) return fail(error)
-        again.then(succeed, fail)
-      } catch (cause) {
-        fail(cause)
-      }
-    }
-    // A real timer on purpose: it bounds network I/O, which happens in real time, and must fire
-    // under TestClock too (a test clock that never moves would turn a dead server into a hung
-    // test). It decides nothing about the result.
-    // eslint-disable-next-line no-restricted-globals
-    const timer = setTimeout(() => {
-      if (settled) return
-      settled = true
-      resume(Effect.fail(onError(new RedisTimeout(timeoutMillis))))
-    }, timeoutMillis)
-    timer.unref()
-    try {
-      send().then(succeed, retry === undefined ? fail : fallback)
-    } catch (cause) {
-      fail(cause)
-    }
-    // interrupted while waiting: the command may still run on the server, but nobody waits for it
-    return Effect.sync(() => {
-      settled = true
-      clearTimeout(timer)
-    })
-  })
+export { RedisTimeout, request, requestOr } from "./request.js"
 
 // ioredis types `evalsha` per class; Redis and Cluster share the implementation
 type Args = ReadonlyArray<string | Buffer>
@@ -242,9 +169,9 @@ export const execWithWait = (
  * `SCRIPT FLUSH`) `EVAL`, which also caches the script for the next `EVALSHA`. With `buffers`, bulk
  * replies are `Buffer`s. On a Cluster, `keys` must share a hash slot (a common hash tag). With `wait`, the
  * script is followed by `WAIT` in one pipeline, and the call fails with `NotReplicated` when too few
- * replicas acknowledged it.
+ * replicas acknowledged it. Every error ends as `recover(cause)` (see `requestOr`).
  */
-export const runScript = <A, E>(
+export const runScriptOr = <A, E>(
   client: Client,
   s: Script,
   keys: ReadonlyArray<string>,
@@ -252,7 +179,7 @@ export const runScript = <A, E>(
   buffers: boolean,
   timeoutMillis: number,
   decode: (reply: unknown) => A,
-  onError: (cause: unknown) => E,
+  recover: (cause: unknown) => Effect.Effect<A, E>,
   wait?: WaitReplicas
 ): Effect.Effect<A, E> => {
   const c = client as unknown as Eval
@@ -266,14 +193,28 @@ export const runScript = <A, E>(
       if (asking) pipeline.asking()
       command(pipeline as unknown as Eval)
     }, wait!).then((replies) => replies[replies.length - 1]![1])
-  return request(
+  return requestOr(
     wait === undefined ? () => evalsha(c) : replicated(evalsha),
     (error) => isNoScript(error) ? (wait === undefined ? evalLua(c) : replicated(evalLua)()) : undefined,
     timeoutMillis,
     decode,
-    onError
+    recover
   )
 }
+
+/** {@link runScriptOr} where every error fails the effect with `onError(cause)`. */
+export const runScript = <A, E>(
+  client: Client,
+  s: Script,
+  keys: ReadonlyArray<string>,
+  args: Args,
+  buffers: boolean,
+  timeoutMillis: number,
+  decode: (reply: unknown) => A,
+  onError: (cause: unknown) => E,
+  wait?: WaitReplicas
+): Effect.Effect<A, E> =>
+  runScriptOr(client, s, keys, args, buffers, timeoutMillis, decode, (cause) => Effect.fail(onError(cause)), wait)
 
 /** Any other call (a command, a pipeline's or transaction's `exec`) with the same deadline and errors. */
 export const call = <A, E>(
@@ -291,36 +232,3 @@ export const luaPrelude = `
 local function num(x) return string.format("%.17g", x) end
 local function px(ms) return string.format("%.0f", math.max(1, math.ceil(ms))) end
 `
-
-/**
- * Listens to one pub/sub channel on a connection of its own (a `duplicate` of `client`, so it works for
- * `Redis` and `Cluster` alike), closed with the scope. Returns once Redis confirmed the subscription, or
- * after `timeoutMillis`; it subscribes again each time the connection is ready, so a SUBSCRIBE that failed
- * (Redis down) is not lost. ioredis reconnects by itself after an outage; messages published meanwhile are lost, so a listener must not depend on every one.
- */
-export const subscribe = (
-  client: Client,
-  channel: string,
-  timeoutMillis: number,
-  onMessage: (message: string) => void
-): Effect.Effect<void, never, Scope.Scope> =>
-  Effect.flatMap(
-    Effect.acquireRelease(
-      Effect.sync(() => {
-        const subscriber = client.duplicate()
-        subscriber.on("error", () => {})
-        subscriber.on("message", (from: string, message: string) => {
-          if (from === channel) onMessage(message)
-        })
-        // ioredis resubscribes after a reconnect only to channels whose SUBSCRIBE it saw answered: one that
-        // failed (Redis down when this started) would be lost for good. Subscribing again at every "ready"
-        // is harmless (a channel is subscribed once).
-        subscriber.on("ready", () => {
-          subscriber.subscribe(channel).catch(() => undefined)
-        })
-        return subscriber
-      }),
-      (subscriber) => Effect.sync(() => subscriber.disconnect())
-    ),
-    (subscriber) => Effect.ignore(call(() => subscriber.subscribe(channel), timeoutMillis, () => undefined, (e) => e))
-  )

@@ -24,7 +24,7 @@ export interface Options {
    * `<table>_expires_at`.
    */
   readonly table?: string
-  /** Create the table and index if missing when the layer is built (default `true`); see `schema`. */
+  /** Create the table and index if missing when the layer is built (default `true`); see `migrations`. */
   readonly migrate?: boolean
   /** Delete expired rows in the background while the layer lives (default `true`). */
   readonly cleanup?: boolean
@@ -101,4 +101,4 @@ export const make: (options?: Options) => Effect.Effect<SqlStore, SqlError, SqlC
  * @since 1.0.0
  * @category constructors
  */
-export const schema: (dialect: "sqlite" | "pg", table?: string) => ReadonlyArray<string> = sqlOptions.sqlSchema
+export const migrations: (dialect: "sqlite" | "pg", table?: string) => ReadonlyArray<string> = sqlOptions.sqlSchema

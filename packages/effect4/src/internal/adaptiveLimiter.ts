@@ -3,7 +3,7 @@ import { Cause, Context, Data, Effect, Exit, Layer, Metric, Option, Random } fro
 import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
 import type * as Api from "../AdaptiveLimiter.js"
 import * as core from "../core/adaptiveLimit.js"
-import * as shed from "../core/loadShed.js"
+import * as shed from "../core/criticality.js"
 import { CurrentCriticality } from "./criticality.js"
 import type { Fields } from "./errorFields.js"
 import { gaugeWith } from "./metrics.js"
@@ -12,7 +12,7 @@ import * as validate from "./validate.js"
 
 export class LimitExceeded extends Data.TaggedError("LimitExceeded")<Fields<Api.LimitExceeded>> {
   override get message(): string {
-    const which = this.name === undefined ? "adaptive limiter" : `adaptive limiter "${this.name}"`
+    const which = this.limiter === undefined ? "adaptive limiter" : `adaptive limiter "${this.limiter}"`
     switch (this.reason) {
       case "queue-full":
         return `${which} is full: ${this.limit} running and ${this.maxQueue} waiting`
@@ -190,7 +190,7 @@ const build = (
     queueTimeout,
     reject: (reason) => {
       drops[reason].updateUnsafe(1, context)
-      return new LimitExceeded({ reason, name, limit, maxQueue })
+      return new LimitExceeded({ reason, limiter: name, limit, maxQueue })
     },
     onActive: (delta) => inflight.modifyUnsafe(delta, context),
     onQueued: (delta) => queued.modifyUnsafe(delta, context),

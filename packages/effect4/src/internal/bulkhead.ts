@@ -9,7 +9,7 @@ import * as validate from "./validate.js"
 
 export class BulkheadFull extends Data.TaggedError("BulkheadFull")<Fields<Api.BulkheadFull>> {
   override get message(): string {
-    const which = this.name === undefined ? "bulkhead" : `bulkhead "${this.name}"`
+    const which = this.bulkhead === undefined ? "bulkhead" : `bulkhead "${this.bulkhead}"`
     switch (this.reason) {
       case "queue-full":
         return `${which} is full: ${this.maxConcurrent} running and ${this.maxQueue} waiting`
@@ -74,7 +74,7 @@ const build = (
     reject: (reason) => {
       rejected[reason].updateUnsafe(1, context)
       // a bulkhead passes no share, so it never sheds
-      return new BulkheadFull({ reason: reason as RejectionReason, name, maxConcurrent, maxQueue })
+      return new BulkheadFull({ reason: reason as RejectionReason, bulkhead: name, maxConcurrent, maxQueue })
     },
     onActive: (delta) => active.modifyUnsafe(delta, context),
     onQueued: (delta) => queued.modifyUnsafe(delta, context),

@@ -1,5 +1,6 @@
 import { Context, Effect } from "effect"
-import * as core from "../core/loadShed.js"
+import * as core from "../core/criticality.js"
+import * as HttpHeaders from "../core/httpHeaders.js"
 import { compiled } from "./dual.js"
 import * as validate from "./validate.js"
 
@@ -24,4 +25,4 @@ export const withCriticality = compiled((level: core.Criticality) => {
 
 export const parse = core.parse
 
-export const headerName = "request-criticality"
+export const headerName = HttpHeaders.criticality

@@ -6,7 +6,8 @@ import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../R
 import { withDeadline } from "./deadline.js"
 import type { Fields } from "./errorFields.js"
 import { counterWith } from "./metrics.js"
-import { RateLimiterStore, syncOf } from "./rateLimiterStore.js"
+import { syncOf } from "./rateLimiterStore/memory.js"
+import { RateLimiterStore } from "./rateLimiterStore/service.js"
 import * as validate from "./validate.js"
 
 export class RateLimited extends Data.TaggedError("RateLimited")<Fields<Api.RateLimited>> {

@@ -4,7 +4,7 @@ import type { Decision, RateLimiter } from "../RateLimiter.js"
 import type { Options } from "../RateLimiter/Persistence.js"
 import type { Store } from "../RateLimiterStore.js"
 import { inStore, type Spec, tokenBucketSpec, windowSpec } from "./rateLimiter.js"
-import { RateLimiterStore } from "./rateLimiterStore.js"
+import { RateLimiterStore } from "./rateLimiterStore/service.js"
 import * as validate from "./validate.js"
 
 type ConsumeOptions = Parameters<Persisted.RateLimiter["consume"]>[0]

@@ -72,6 +72,25 @@ class Waiter<Err> {
   rejection: Err | undefined = undefined
 }
 
+/** Waits until the waiter is granted its slot or rejected, or `queueTimeout` (if any) passes. */
+function wait<Err>(
+  waiter: Waiter<Err>,
+  queueTimeout: number | undefined,
+  reject: (reason: RejectionReason) => Err
+): Effect.Effect<void, Err> {
+  const waiting = Effect.callback<void, Err>((wake) => {
+    if (waiter.state === GRANTED) wake(Effect.void)
+    else if (waiter.state === REJECTED) wake(Effect.fail(waiter.rejection!))
+    else waiter.resume = wake
+  })
+  return queueTimeout === undefined
+    ? waiting
+    : Effect.timeoutOrElse(waiting, {
+      duration: queueTimeout,
+      orElse: () => Effect.fail(reject("queue-timeout"))
+    })
+}
+
 /**
  * A first-in-first-out set of slots, shared by `Bulkhead` (fixed capacity) and `AdaptiveLimiter` (a capacity that
  * moves). The state is plain fields read and written synchronously inside `uninterruptibleMask`, so the
@@ -142,20 +161,6 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
     }
   }
 
-  function wait(waiter: Waiter<Err>): Effect.Effect<void, Err> {
-    const waiting = Effect.callback<void, Err>((wake) => {
-      if (waiter.state === GRANTED) wake(Effect.void)
-      else if (waiter.state === REJECTED) wake(Effect.fail(waiter.rejection!))
-      else waiter.resume = wake
-    })
-    return queueTimeout === undefined
-      ? waiting
-      : Effect.timeoutOrElse(waiting, {
-        duration: queueTimeout,
-        orElse: () => Effect.fail(config.reject("queue-timeout"))
-      })
-  }
-
   // built once: handlers created per call would cost an allocation each
   const giveBack = {
     onFailure: (cause: Cause.Cause<unknown>) => {
@@ -190,7 +195,7 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
       onQueued(1)
       return Effect.clockWith((clock) => {
         const since = clock.currentTimeMillisUnsafe()
-        return Effect.matchCauseEffect(restore(wait(waiter)), {
+        return Effect.matchCauseEffect(restore(wait(waiter, queueTimeout, config.reject)), {
           onFailure: (cause) => {
             abandon(waiter)
             const failure = Cause.findErrorOption(cause)

@@ -35,7 +35,7 @@ export const recordingSleeps = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect
   })
 
 /** How many fibers sleep until `wakeAt` (TestClock millis), under `recordingSleeps`. */
-const sleepersAt = (wakeAt: number): Effect.Effect<number> =>
+export const sleepersAt = (wakeAt: number): Effect.Effect<number> =>
   Effect.withFiber((fiber) => {
     const sleeping = registries.get(fiber.getRef(Clock.Clock))
     return sleeping === undefined

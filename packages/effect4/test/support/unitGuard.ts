@@ -1,7 +1,7 @@
 /**
  * Setup file of the unit project (vitest.config.ts): a unit test that opens a socket or starts a process
  * fails at once, naming the rule, instead of quietly depending on the machine. Such a test belongs in the
- * integration project.
+ * integration project: name it `*.int.test.ts`.
  */
 import * as childProcess from "node:child_process"
 import { createRequire, syncBuiltinESMExports } from "node:module"
@@ -10,7 +10,7 @@ import * as net from "node:net"
 const refuse = (what: string) => () => {
   throw new Error(
     `${what} in a unit test: unit tests use no services, sockets or processes — ` +
-      "list the file under `integration` in vitest.config.ts"
+      "name the file *.int.test.ts (an integration test, see vitest.config.ts)"
   )
 }
 

@@ -5,6 +5,7 @@
  */
 import { HttpClientResponse } from "@effect/platform"
 import { Effect, Stream } from "effect"
+import * as HttpHeaders from "../../../core/httpHeaders.js"
 import { parseRateLimit, type ServiceLimit } from "../../../core/rateLimitHeaders.js"
 import * as RetryAfter from "../../../core/retryAfter.js"
 
@@ -22,8 +23,8 @@ const parsed = new WeakMap<HttpClientResponse.HttpClientResponse, Fields>()
 export const fieldsOf = (response: HttpClientResponse.HttpClientResponse, now: number): Fields => {
   let fields = parsed.get(response)
   if (fields === undefined) {
-    const retryAfter = response.headers["retry-after"]
-    const rateLimit = response.headers["ratelimit"]
+    const retryAfter = response.headers[HttpHeaders.retryAfter]
+    const rateLimit = response.headers[HttpHeaders.rateLimit]
     fields = {
       retryAfterMillis: retryAfter === undefined ? undefined : RetryAfter.parse(retryAfter, now),
       limits: rateLimit === undefined ? undefined : parseRateLimit(rateLimit)

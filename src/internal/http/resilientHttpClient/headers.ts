@@ -6,10 +6,10 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Clock, Context, Effect, FiberRef } from "effect"
 import * as DeadlineHeader from "../../../core/deadlineHeader.js"
-import { currentCriticality, headerName as criticalityDefault } from "../../criticality.js"
+import * as HttpHeaders from "../../../core/httpHeaders.js"
+import { currentCriticality } from "../../criticality.js"
 import { currentDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
-import { defaultHeader as deadlineDefault } from "../deadlineMiddleware.js"
 import { currentAttemptEnd } from "./attemptTimeout.js"
 
 export interface HeaderOptions {
@@ -33,7 +33,7 @@ const optionsOf = (options: HeaderOptions | undefined, name: string): HeaderOpti
  * time than the client waits); no header when there is neither.
  */
 export const deadlineHeader = (options?: HeaderOptions) => {
-  const header = headerName("deadlineHeader", optionsOf(options, "deadlineHeader").header ?? deadlineDefault)
+  const header = headerName("deadlineHeader", optionsOf(options, "deadlineHeader").header ?? HttpHeaders.requestTimeout)
   return <E, R>(self: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E, R> =>
     HttpClient.mapRequestEffect(self, (request) =>
       Effect.withFiberRuntime((fiber) => {
@@ -49,7 +49,10 @@ export const deadlineHeader = (options?: HeaderOptions) => {
 }
 
 export const criticalityHeader = (options?: HeaderOptions) => {
-  const header = headerName("criticalityHeader", optionsOf(options, "criticalityHeader").header ?? criticalityDefault)
+  const header = headerName(
+    "criticalityHeader",
+    optionsOf(options, "criticalityHeader").header ?? HttpHeaders.criticality
+  )
   return <E, R>(self: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E, R> =>
     HttpClient.mapRequestEffect(
       self,

@@ -12,6 +12,7 @@
 import { HttpClient, HttpClientRequest } from "@effect/platform"
 import { Effect } from "effect"
 import { randomUUID } from "node:crypto"
+import * as HttpHeaders from "../../../core/httpHeaders.js"
 import * as validate from "../../validate.js"
 import { headerName } from "./headers.js"
 
@@ -20,7 +21,7 @@ export interface IdempotencyKeysOptions {
   readonly header?: string
 }
 
-export const defaultKeyHeader = "idempotency-key"
+export const defaultKeyHeader = HttpHeaders.idempotencyKey
 
 export const resolveKeys = (options: IdempotencyKeysOptions | undefined) => {
   if (options !== undefined && (typeof options !== "object" || options === null)) {

@@ -13,8 +13,8 @@ import type {
   StoredResponse
 } from "../../IdempotencyStore.js"
 import { MinHeap } from "../heap.js"
-import { IdempotencyStore, IdempotencyStoreFull } from "../idempotencyStore.js"
 import * as validate from "../validate.js"
+import { IdempotencyStore, IdempotencyStoreFull } from "./service.js"
 
 interface Record {
   readonly fingerprint: string

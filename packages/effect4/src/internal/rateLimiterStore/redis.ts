@@ -15,7 +15,6 @@
  */
 import { Effect, identity, Layer } from "effect"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
-import { RateLimiterStore } from "../rateLimiterStore.js"
 import * as redis from "../redis/client.js"
 import {
   checkConnection,
@@ -24,6 +23,7 @@ import {
   type ResolvedRateLimiter,
   resolveRateLimiter
 } from "../redis/options.js"
+import { RateLimiterStore } from "./service.js"
 
 export type Options = redis.ClientOptions & RateLimiterOptions
 

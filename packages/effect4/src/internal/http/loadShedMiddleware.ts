@@ -1,0 +1,139 @@
+import type { Cause } from "effect"
+import { Effect } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import * as shed from "../../core/criticality.js"
+import * as HttpHeaders from "../../core/httpHeaders.js"
+import { bodyUnreadable, declaredTooLarge } from "../../core/idempotencyResponse.js"
+import type { Options } from "../../LoadShedMiddleware.js"
+import * as adaptiveLimiter from "../adaptiveLimiter.js"
+import { CurrentCriticality, headerName as defaultHeader } from "../criticality.js"
+import { timeoutWith } from "../timeout.js"
+import * as validate from "../validate.js"
+import { isNotASample, runAdmitted } from "./admission.js"
+import { problem } from "./problem.js"
+import { hasBody, readBody, withBody } from "./requestBody.js"
+
+export const overloadedType = "urn:effect-resilience:problem:overloaded"
+
+type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
+
+/** See `Options.limiter`: Vegas with a short queue (its probes drain before they measure, so they keep it short). */
+const defaultAlgorithm = adaptiveLimiter.vegas({ alpha: 2, beta: 4 })
+
+// the connection is closed after these: the rest of the body may still be on its way
+const tooLarge = (maxBodyBytes: number) =>
+  problem({
+    status: 413,
+    type: "body-too-large",
+    title: "Request body too large",
+    detail: `this endpoint takes request bodies of at most ${maxBodyBytes} bytes`,
+    headers: { connection: "close" }
+  })
+
+const timedOut = (millis: number) =>
+  problem({
+    status: 408,
+    type: "request-timeout",
+    title: "Request Timeout",
+    detail: `the request body did not arrive within ${millis} ms`,
+    headers: { connection: "close" }
+  })
+
+const unreadable = problem(bodyUnreadable)
+
+export const make = <R = never>(options: Options<R> = {}) => {
+  const header = (options.header ?? defaultHeader).toLowerCase()
+  if (header === "") validate.invalid("LoadShedMiddleware header must be a header name")
+  const retryAfterSeconds = Math.max(
+    1,
+    Math.ceil(validate.millis("LoadShedMiddleware retryAfter", options.retryAfter ?? "1 second") / 1000)
+  )
+  const trustCritical = options.trustCritical === true
+  if (options.criticality !== undefined && typeof options.criticality !== "function") {
+    validate.invalid("LoadShedMiddleware criticality must be a function of the request")
+  }
+  const maxBodyBytes = validate.positiveInt("LoadShedMiddleware maxBodyBytes", options.maxBodyBytes ?? 1024 * 1024)
+  const bodyTimeoutMillis = validate.millis("LoadShedMiddleware bodyTimeout", options.bodyTimeout ?? "5 seconds")
+  if (bodyTimeoutMillis <= 0) validate.invalid("LoadShedMiddleware bodyTimeout must be longer than zero")
+  const given = options.limiter
+  const isOverload = given?.isOverload ?? adaptiveLimiter.isTimeout
+  const limiterOptions = {
+    shares: shed.defaultShares,
+    algorithm: defaultAlgorithm,
+    ...given,
+    // a slow start (see `Options.limiter`); the limiter checks the bounds themselves
+    initialLimit: given?.initialLimit ?? Math.max(given?.minLimit ?? 1, Math.min(4, given?.maxLimit ?? 1_000)),
+    name: given?.name ?? "load-shed",
+    // an answer that is no sample ends its slot with a failure of ours: never an overload, whatever yours says
+    isOverload: (cause: Cause.Cause<unknown>) => !isNotASample(cause) && isOverload(cause)
+  }
+  const built = adaptiveLimiter.make(limiterOptions)
+
+  /** The request's criticality: yours, or its header (a claim of `critical` only from a trusted caller). */
+  const levelOf = options.criticality ?? ((request: HttpServerRequest.HttpServerRequest) => {
+    const claimed = shed.parse(request.headers[header]) ?? "default"
+    return Effect.succeed(claimed === "critical" && !trustCritical ? "default" : claimed)
+  })
+
+  /**
+   * The request with its body read, or the answer when it cannot be: the body is read before admission, so a
+   * client still sending holds no slot, and within `bodyTimeout`, so it cannot take a connection for long.
+   */
+  const received = (request: HttpServerRequest.HttpServerRequest) => {
+    if (!hasBody(request)) return Effect.succeed(request)
+    if (declaredTooLarge(request.headers["content-length"], maxBodyBytes)) return Effect.succeed(tooLarge(maxBodyBytes))
+    return Effect.clockWith((clock) =>
+      timeoutWith(
+        // interruptible even where the server runs the app uninterruptibly (effect/http does): the timeout must
+        // be able to stop the read
+        Effect.interruptible(readBody(request, maxBodyBytes)),
+        clock.currentTimeMillisUnsafe() + bodyTimeoutMillis,
+        clock,
+        () => "timed-out" as const
+      ).pipe(
+        Effect.catch((timedOut) => Effect.succeed(timedOut)),
+        Effect.map((body) =>
+          body === "timed-out"
+            ? timedOut(bodyTimeoutMillis)
+            : body === "too-large"
+            ? tooLarge(maxBodyBytes)
+            : body === "unreadable"
+            ? unreadable
+            : withBody(request, body)
+        )
+      )
+    )
+  }
+
+  return Effect.map(
+    built,
+    (limiter) => <E, R1>(app: App<E, R1>): App<E, R1 | R | HttpServerRequest.HttpServerRequest> => {
+      const refusal = (level: string) => (refused: { readonly reason: string }) =>
+        Effect.succeed(problem({
+          status: 503,
+          type: overloadedType,
+          title: "Service Unavailable",
+          detail: refused.reason === "shed"
+            ? `the server keeps its remaining capacity for requests more critical than "${level}"; ` +
+              `retry in ${retryAfterSeconds} s`
+            : `the server is at capacity; retry in ${retryAfterSeconds} s`,
+          headers: { [HttpHeaders.retryAfter]: String(retryAfterSeconds) }
+        }))
+      return Effect.flatMap(
+        HttpServerRequest.HttpServerRequest,
+        (request) =>
+          Effect.flatMap(received(request), (ready) => {
+            if (HttpServerResponse.isHttpServerResponse(ready)) return Effect.succeed(ready)
+            const served = ready === request
+              ? app
+              : Effect.provideService(app, HttpServerRequest.HttpServerRequest, ready)
+            // the app's own failures pass through untouched: only this limiter's refusal becomes a 503
+            return Effect.flatMap(
+              levelOf(ready),
+              (level) => Effect.provideService(runAdmitted(limiter, served, refusal(level)), CurrentCriticality, level)
+            )
+          })
+      )
+    }
+  )
+}

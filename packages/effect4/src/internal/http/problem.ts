@@ -1,0 +1,13 @@
+import { HttpServerResponse } from "effect/http"
+import { type Problem, problemBody } from "../../core/problem.js"
+
+/**
+ * An RFC 9457 problem+json response. `type` is a URI naming the kind of problem: a short name becomes
+ * `urn:effect-resilience:problem:<name>`; a full URI (e.g. IANA's `quota-exceeded`) is kept.
+ */
+export const problem = (options: Problem): HttpServerResponse.HttpServerResponse =>
+  HttpServerResponse.jsonUnsafe(problemBody(options), {
+    status: options.status,
+    contentType: "application/problem+json",
+    ...(options.headers === undefined ? {} : { headers: options.headers })
+  })

@@ -1,0 +1,225 @@
+/**
+ * The attempt timeout: one attempt — sending, waiting for the headers, reading the body — has `timeout`, clipped
+ * to the fiber's deadline. The body is read after `execute` returns, so the response handed on is one whose body
+ * reads are bounded by the same instant: a body that stalls or trickles fails with a typed read timeout instead
+ * of holding the caller until its deadline (or forever, without one).
+ *
+ * One timer serves the whole attempt: the exchange races it, and the response keeps it for its first body read
+ * (which stops it), so a request arms one timer however its body is read.
+ */
+import type { Clock } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, Inspectable, Stream } from "effect"
+import type { HttpClient } from "effect/http"
+import { HttpClientError, HttpClientResponse, HttpIncomingMessage } from "effect/http"
+import { pipeArguments } from "effect/Pipeable"
+import { AttemptTimeout, DeadlineExceeded, withDeadline } from "../../deadline.js"
+import { resume } from "../../resume.js"
+import { timeoutWith } from "../../timeout.js"
+import * as validate from "../../validate.js"
+import { NoResponse } from "../httpErrors.js"
+import { around, dualClient } from "./client.js"
+
+/**
+ * The instant (epoch millis of `Clock`) the current attempt ends at, set by `attemptTimeout` for what runs inside
+ * it: the deadline header sends what is left of it.
+ */
+export const CurrentAttemptEnd: Context.Reference<number | undefined> = Context.Reference<number | undefined>(
+  "effect-resilience/ResilientHttpClient/currentAttemptEnd",
+  { defaultValue: () => undefined }
+)
+
+type Timer = Fiber.Fiber<void>
+
+/**
+ * A timer that ends at `end`, started at once, in a fiber of its own (not the attempt's child): a response keeps
+ * it after the fiber that made the attempt has ended.
+ */
+const arm = (clock: Clock.Clock, end: number): Effect.Effect<Timer> =>
+  Effect.forkDetach(
+    Effect.suspend(() => clock.sleep(Duration.millis(Math.max(0, end - clock.currentTimeMillisUnsafe())))),
+    { startImmediately: true }
+  )
+
+const stop = (timer: Timer): void => timer.interruptUnsafe()
+
+const noop = () => {}
+
+/** Waits for the child's exit or the timer, whichever comes first (`undefined` for the timer). */
+const firstOf = <A, E>(child: Fiber.Fiber<A, E>, timer: Timer): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.callback((wake) => {
+    let settled = false
+    let offChild = noop
+    let offTimer = noop
+    const settle = (value: Exit.Exit<A, E> | undefined) => {
+      if (settled) return
+      settled = true
+      offChild()
+      offTimer()
+      resume(wake, Effect.succeed(value))
+    }
+    offChild = child.addObserver(settle)
+    offTimer = timer.addObserver(() => settle(undefined))
+    return Effect.sync(() => {
+      offChild()
+      offTimer()
+    })
+  })
+
+/** Runs `self` until `timer` ends, then interrupts it and fails with `onTimeout()`; the timer keeps running. */
+const until = <A, E, R, E2>(self: Effect.Effect<A, E, R>, timer: Timer, onTimeout: () => E2) =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(
+      Effect.forkChild(restore(self), { startImmediately: true }),
+      (child): Effect.Effect<A, E | E2> => {
+        const done = child.pollUnsafe()
+        if (done !== undefined) return done
+        return Effect.flatMap(
+          Effect.onInterrupt(restore(firstOf(child, timer)), () => Fiber.interrupt(child)),
+          (exit): Effect.Effect<A, E | E2> =>
+            exit !== undefined ? exit : Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
+        )
+      }
+    )
+  )
+
+const compile = (duration: Duration.Input) => {
+  const own = validate.millis("ResilientHttpClient attemptTimeout", duration)
+  const timeout = Duration.millis(own)
+  return <E, R>(self: HttpClient.HttpClient.With<E, R>) =>
+    around(self, (request, execute) =>
+      withDeadline((deadline, now, clock) => {
+        const byDeadline = deadline !== undefined && now + own >= deadline
+        const end = byDeadline ? deadline : now + own
+        const timedOut = (): NoResponse | DeadlineExceeded =>
+          byDeadline
+            ? new DeadlineExceeded()
+            : new NoResponse({ reason: "read-timeout", request, cause: new AttemptTimeout({ timeout }) })
+        if (end <= now) return Effect.fail(timedOut())
+        return Effect.flatMap(arm(clock, end), (timer) =>
+          Effect.provideService(until(execute(request), timer, timedOut), CurrentAttemptEnd, end).pipe(
+            Effect.onExit((exit) =>
+              Effect.sync(() => Exit.isFailure(exit) && stop(timer))
+            ),
+            Effect.map((response) => new BoundedResponse(response, end, own, clock, timer))
+          ))
+      }))
+}
+
+export const attemptTimeout = dualClient(compile)
+
+/**
+ * A response whose body reads end by the attempt's end. A read that starts after that instant — a caller that
+ * read the body late, when it may long be in buffers — gets a whole attempt timeout of its own: never a hang,
+ * and never a spurious failure of a body already there.
+ */
+class BoundedResponse implements HttpClientResponse.HttpClientResponse {
+  readonly [HttpClientResponse.TypeId]: typeof HttpClientResponse.TypeId = HttpClientResponse.TypeId
+  readonly [HttpIncomingMessage.TypeId]: typeof HttpIncomingMessage.TypeId = HttpIncomingMessage.TypeId
+
+  constructor(
+    readonly original: HttpClientResponse.HttpClientResponse,
+    readonly end: number,
+    readonly attemptMillis: number,
+    readonly clock: Clock.Clock,
+    /** The attempt's timer, for the first body read, which stops it; later reads arm their own. */
+    private timer: Timer | undefined
+  ) {}
+
+  get request() {
+    return this.original.request
+  }
+  get url() {
+    return this.original.url
+  }
+  get status() {
+    return this.original.status
+  }
+  get headers() {
+    return this.original.headers
+  }
+  get cookies() {
+    return this.original.cookies
+  }
+  get remoteAddress() {
+    return this.original.remoteAddress
+  }
+  get upgrade() {
+    return this.original.upgrade
+  }
+  get formData() {
+    return this.bound(this.original.formData)
+  }
+  get text() {
+    return this.bound(this.original.text)
+  }
+  get json() {
+    return this.bound(this.original.json)
+  }
+  get urlParamsBody() {
+    return this.bound(this.original.urlParamsBody)
+  }
+  get arrayBuffer() {
+    return this.bound(this.original.arrayBuffer)
+  }
+  get stream() {
+    return Stream.suspend(() => {
+      const timer = this.take()
+      const expiry = timer === undefined
+        ? this.clock.sleep(Duration.millis(this.until() - this.clock.currentTimeMillisUnsafe()))
+        : Effect.asVoid(Fiber.await(timer))
+      return Stream.interruptWhen(this.original.stream, Effect.andThen(expiry, Effect.fail(this.timedOut()))).pipe(
+        Stream.ensuring(Effect.sync(() => timer !== undefined && stop(timer)))
+      )
+    })
+  }
+
+  pipe(...args: Array<unknown>) {
+    return pipeArguments(this, args as unknown as IArguments)
+  }
+  toJSON() {
+    return this.original.toJSON()
+  }
+  toString() {
+    return this.original.toString()
+  }
+  [Inspectable.NodeInspectSymbol]() {
+    return this.original[Inspectable.NodeInspectSymbol]()
+  }
+
+  private until(): number {
+    const now = this.clock.currentTimeMillisUnsafe()
+    return now < this.end ? this.end : now + this.attemptMillis
+  }
+
+  /** The attempt's timer, if no read has taken it yet and the attempt's time is not over. */
+  private take(): Timer | undefined {
+    const timer = this.timer
+    this.timer = undefined
+    return timer !== undefined && this.clock.currentTimeMillisUnsafe() < this.end ? timer : undefined
+  }
+
+  private bound<A>(read: Effect.Effect<A, HttpClientError.HttpClientError>) {
+    return Effect.suspend(() => {
+      const timer = this.take()
+      if (timer === undefined) return timeoutWith(read, this.until(), this.clock, () => this.timedOut())
+      return Effect.ensuring(until(read, timer, () => this.timedOut()), Effect.sync(() => stop(timer)))
+    })
+  }
+
+  /** Effect 4's body-read error, with the typed read timeout as its cause (`error.cause`). */
+  private timedOut(): HttpClientError.HttpClientError {
+    const request = this.original.request
+    return new HttpClientError.HttpClientError({
+      reason: new HttpClientError.DecodeError({
+        request,
+        response: this,
+        description: "the body did not arrive within the attempt timeout",
+        cause: new NoResponse({
+          reason: "read-timeout",
+          request,
+          cause: new AttemptTimeout({ timeout: Duration.millis(this.attemptMillis) })
+        })
+      })
+    })
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * The client over real sockets, where sockets are the point: bodies that stall or trickle on the wire, and one
+ * Idempotency-Key per logical request when hedged copies race on real connections. The transport is Effect 4's
+ * `FetchHttpClient` (Node's own fetch); the servers are plain `node:http`, so every byte is what the test wrote.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Deferred, Effect, Fiber, Queue } from "effect"
+import { FetchHttpClient, HttpClientRequest } from "effect/http"
+import { TestClock } from "effect/testing"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { createServer as createNetServer } from "node:net"
+import { Hedge, HttpErrors, ResilientHttpClient, Retry } from "../src/index.js"
+import { failureOf, fork } from "./support/resilientClient.js"
+
+/** A plain node:http server on 127.0.0.1 for the rest of the scope; `handle` writes every response. */
+const rawServer = (handle: (request: IncomingMessage, response: ServerResponse) => void) =>
+  Effect.acquireRelease(
+    Effect.callback<Server>((resume) => {
+      const server = createServer(handle)
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+    }),
+    (server) =>
+      Effect.sync(() => {
+        server.closeAllConnections()
+        server.close()
+      })
+  ).pipe(Effect.map((server) => {
+    const address = server.address()
+    return typeof address === "object" && address !== null ? address.port : 0
+  }))
+
+/** A port nothing listens on (it was free a moment ago). */
+const freePort = Effect.callback<number>((resume) => {
+  const server = createNetServer()
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+describe("ResilientHttpClient over sockets", () => {
+  it.effect("a connection refused is ConnectFailed through fetch's causes: even a POST without a key is retried", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const http = yield* ResilientHttpClient.make({ retry: { maxAttempts: 3 }, idempotencyKeys: false })
+      const call = yield* Effect.forkChild(
+        Effect.exit(http.execute(HttpClientRequest.post(`http://127.0.0.1:${port}/x`)))
+      )
+      // each attempt fails on the wire, then sleeps its backoff on the TestClock: move it until the call ends
+      while (call.pollUnsafe() === undefined) {
+        yield* TestClock.adjust("1 second")
+        yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      }
+      const error = failureOf(yield* Fiber.join(call)) as Retry.RetriesExhausted<HttpErrors.ConnectFailed>
+      expect(error.attempts).toBe(3)
+      expect(error.last).toBeInstanceOf(HttpErrors.ConnectFailed)
+      expect(error.last.reason).toBe("refused")
+    }).pipe(Effect.provide(FetchHttpClient.layer)))
+
+  describe("reading the body is inside the attempt timeout", () => {
+    const bodyRead = (write: (response: ServerResponse) => void) =>
+      Effect.gen(function*() {
+        const port = yield* rawServer((_, response) => write(response))
+        const http = yield* ResilientHttpClient.make({ attemptTimeout: "1 second" })
+        const headers = yield* Deferred.make<void>()
+        const call = yield* HttpClientRequest.get(`http://127.0.0.1:${port}/`).pipe(
+          http.execute,
+          Effect.tap(() => Deferred.succeed(headers, undefined)),
+          Effect.flatMap((response) => response.text), // starts at once, before this fiber waits
+          Effect.exit,
+          Effect.forkChild
+        )
+        yield* Deferred.await(headers)
+        yield* TestClock.adjust("1 second")
+        const error = failureOf(yield* Fiber.join(call))
+        expect(error?._tag).toBe("HttpClientError")
+        const cause = (error as { cause?: unknown }).cause as HttpErrors.NoResponse
+        expect(cause).toBeInstanceOf(HttpErrors.NoResponse)
+        expect(cause.reason).toBe("read-timeout")
+      }).pipe(Effect.provide(FetchHttpClient.layer))
+
+    it.effect("a 201 whose body stalls after half its bytes fails with a read timeout, never hangs", () =>
+      bodyRead((response) => {
+        response.writeHead(201, { "content-type": "application/json", "content-length": "40" })
+        response.write("{\"id\":\"A-1\",\"sku\":\"BO") // 20 of 40 bytes, then nothing
+      }))
+
+    it.effect("a slowly trickled 200 body is cut at the attempt's end", () =>
+      bodyRead((response) => {
+        response.writeHead(200, { "content-type": "text/plain", "content-length": "10000" })
+        const timer = setInterval(() => response.write("x"), 20) // real time: 200 s for the whole body
+        response.on("close", () => clearInterval(timer))
+      }))
+  })
+
+  it.effect("three hedged copies of one POST on three connections carry one key", () =>
+    Effect.gen(function*() {
+      // the server holds every answer until the third copy has arrived, then answers them all
+      const arrivals = yield* Queue.unbounded<string | undefined>()
+      const held: Array<ServerResponse> = []
+      const port = yield* rawServer((request, response) => {
+        request.resume()
+        request.on("end", () => {
+          Queue.offerUnsafe(arrivals, request.headers["idempotency-key"] as string | undefined)
+          held.push(response)
+          if (held.length === 3) { for (const r of held) r.writeHead(201).end("{}") }
+        })
+      })
+      const http = yield* ResilientHttpClient.make({ attemptTimeout: "10 seconds" })
+      const order = HttpClientRequest.post(`http://127.0.0.1:${port}/orders`).pipe(
+        HttpClientRequest.bodyJsonUnsafe({ sku: "BOOK-1" })
+      )
+      const call = yield* fork(
+        http.execute(order).pipe(Hedge.hedge({ delay: "100 millis", maxAttempts: 3 }), Effect.map((r) => r.status))
+      )
+      const keys = [yield* Queue.take(arrivals)]
+      yield* TestClock.adjust("100 millis")
+      keys.push(yield* Queue.take(arrivals))
+      yield* TestClock.adjust("100 millis")
+      keys.push(yield* Queue.take(arrivals))
+      expect(yield* Fiber.join(call)).toBe(201)
+      expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/)
+      expect(new Set(keys).size).toBe(1)
+    }).pipe(Effect.provide(FetchHttpClient.layer)))
+})

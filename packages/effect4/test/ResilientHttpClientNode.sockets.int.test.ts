@@ -1,0 +1,202 @@
+/**
+ * `ResilientHttpClient/Node` over real sockets: a connection that is never made (a listener whose accept queue is
+ * full) is `ConnectFailed` "timeout", never sent; a refused one `ConnectFailed` "refused"; a server that takes the
+ * request but does not answer, or whose body stalls, is the attempt timeout's `NoResponse` "read-timeout": it may
+ * have run. The connect timeout is undici's, in real time (its timers tick twice a second); the attempt timeout is
+ * the TestClock's.
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Deferred, Duration, Effect, Fiber, Queue, Schedule } from "effect"
+import { HttpClientRequest } from "effect/http"
+import { TestClock } from "effect/testing"
+import { spawn } from "node:child_process"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { connect, createServer as createNetServer, type Socket } from "node:net"
+import { HttpErrors, ResilientHttpClient, type Retry } from "../src/index.js"
+import { connectMillis } from "../src/internal/http/resilientHttpClient/node.js"
+import * as ResilientHttpClientNode from "../src/ResilientHttpClient/Node.js"
+import { failureOf, fork } from "./support/resilientClient.js"
+
+/** Retries at once: the attempts below fail in real time, and no TestClock has to move for the next one. */
+const atOnce = Schedule.map(Schedule.forever, () => Duration.zero)
+
+/** A plain node:http server on 127.0.0.1 for the rest of the scope; `handle` writes every response. */
+const rawServer = (handle: (request: IncomingMessage, response: ServerResponse) => void) =>
+  Effect.acquireRelease(
+    Effect.callback<Server>((resume) => {
+      const server = createServer(handle)
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+    }),
+    (server) =>
+      Effect.sync(() => {
+        server.closeAllConnections()
+        server.close()
+      })
+  ).pipe(Effect.map((server) => {
+    const address = server.address()
+    return typeof address === "object" && address !== null ? address.port : 0
+  }))
+
+/** A port nothing listens on (it was free a moment ago). */
+const freePort = Effect.callback<number>((resume) => {
+  const server = createNetServer()
+  server.listen(0, "127.0.0.1", () => {
+    const address = server.address()
+    const port = typeof address === "object" && address !== null ? address.port : 0
+    server.close(() => resume(Effect.succeed(port)))
+  })
+})
+
+/**
+ * A listener that never accepts, in a child Node process that blocks its only thread once listening (backlog 1),
+ * with its accept queue already full: on Linux the queue holds backlog + 1 connections, so once two fillers have
+ * connected, the kernel answers no further handshake and a new connection can only time out.
+ */
+const fullListener = Effect.acquireRelease(
+  Effect.callback<{ readonly port: number; readonly close: () => void }>((resume) => {
+    const child = spawn(process.execPath, [
+      "-e",
+      "const s = require('node:net').createServer()\n" +
+      "s.listen({ port: 0, host: '127.0.0.1', backlog: 1 }, () =>\n" +
+      "  process.stdout.write(s.address().port + '\\n', () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)))"
+    ], { stdio: ["ignore", "pipe", "inherit"] })
+    const fillers: Array<Socket> = []
+    const close = () => {
+      for (const filler of fillers) filler.destroy()
+      child.kill()
+    }
+    child.stdout.once("data", (data) => {
+      const port = Number(String(data).trim())
+      let connected = 0
+      for (let i = 0; i < 4; i++) {
+        const filler = connect(port, "127.0.0.1")
+        fillers.push(filler)
+        filler.on("error", () => {})
+        filler.once("connect", () => {
+          if (++connected === 2) resume(Effect.succeed({ port, close }))
+        })
+      }
+    })
+    return Effect.sync(close)
+  }),
+  (listener) => Effect.sync(listener.close)
+).pipe(Effect.map((listener) => listener.port))
+
+const post = (port: number) => HttpClientRequest.post(`http://127.0.0.1:${port}/orders`)
+
+describe("ResilientHttpClient/Node over sockets", () => {
+  // live: undici's connect timer runs in real time, and the attempt timeout (30 s) must not be the one to fire
+  it.live("a connect timeout is ConnectFailed \"timeout\": never sent, so even a POST without a key is retried", () =>
+    Effect.gen(function*() {
+      const port = yield* fullListener
+      const http = yield* ResilientHttpClient.ResilientHttpClient
+      const error = failureOf(yield* Effect.exit(http.execute(post(port)))) as Retry.RetriesExhausted<
+        HttpErrors.ConnectFailed
+      >
+      expect(error._tag).toBe("RetriesExhausted")
+      expect(error.attempts).toBe(2)
+      expect(error.last).toBeInstanceOf(HttpErrors.ConnectFailed)
+      expect(error.last.reason).toBe("timeout")
+    }).pipe(
+      Effect.provide(ResilientHttpClientNode.layer({
+        connectTimeout: "200 millis",
+        attemptTimeout: "30 seconds",
+        retry: { schedule: atOnce, maxAttempts: 2 },
+        idempotencyKeys: false
+      }))
+    ))
+
+  it.effect("a refused connection is ConnectFailed \"refused\", retried like any request never sent", () =>
+    Effect.gen(function*() {
+      const port = yield* freePort
+      const http = yield* ResilientHttpClient.ResilientHttpClient
+      const error = failureOf(yield* Effect.exit(http.execute(post(port)))) as Retry.RetriesExhausted<
+        HttpErrors.ConnectFailed
+      >
+      expect(error.attempts).toBe(3)
+      expect(error.last).toBeInstanceOf(HttpErrors.ConnectFailed)
+      expect(error.last.reason).toBe("refused")
+    }).pipe(
+      Effect.provide(
+        ResilientHttpClientNode.layer({ retry: { schedule: atOnce, maxAttempts: 3 }, idempotencyKeys: false })
+      )
+    ))
+
+  it.effect("a server that takes the POST and never answers is NoResponse \"read-timeout\": it may have run", () =>
+    Effect.gen(function*() {
+      const arrived = yield* Queue.unbounded<string>()
+      const port = yield* rawServer((request) => {
+        request.resume()
+        request.on("end", () => Queue.offerUnsafe(arrived, request.url ?? ""))
+      })
+      const http = yield* ResilientHttpClient.ResilientHttpClient
+      const call = yield* fork(Effect.exit(http.execute(post(port))))
+      expect(yield* Queue.take(arrived)).toBe("/orders")
+      yield* TestClock.adjust("1 second")
+      const error = failureOf(yield* Fiber.join(call))
+      // not retried: without a key, a POST that may have run is not sent again
+      expect(error).toBeInstanceOf(HttpErrors.NoResponse)
+      expect((error as HttpErrors.NoResponse).reason).toBe("read-timeout")
+      expect(yield* Queue.size(arrived)).toBe(0)
+    }).pipe(
+      Effect.provide(ResilientHttpClientNode.layer({
+        connectTimeout: "200 millis",
+        attemptTimeout: "1 second",
+        retry: { schedule: atOnce, maxAttempts: 3 },
+        idempotencyKeys: false
+      }))
+    ))
+
+  it.effect("a 201 whose body stalls after half its bytes fails with a read timeout, never hangs", () =>
+    Effect.gen(function*() {
+      const port = yield* rawServer((_, response) => {
+        response.writeHead(201, { "content-type": "application/json", "content-length": "40" })
+        response.write("{\"id\":\"A-1\",\"sku\":\"BO") // 20 of 40 bytes, then nothing
+      })
+      const http = yield* ResilientHttpClient.ResilientHttpClient
+      const headers = yield* Deferred.make<void>()
+      const call = yield* post(port).pipe(
+        http.execute,
+        Effect.tap(() => Deferred.succeed(headers, undefined)),
+        Effect.flatMap((response) => response.text), // starts at once, before this fiber waits
+        Effect.exit,
+        Effect.forkChild
+      )
+      yield* Deferred.await(headers)
+      yield* TestClock.adjust("1 second")
+      const error = failureOf(yield* Fiber.join(call))
+      expect(error?._tag).toBe("HttpClientError")
+      const cause = (error as { cause?: unknown }).cause as HttpErrors.NoResponse
+      expect(cause).toBeInstanceOf(HttpErrors.NoResponse)
+      expect(cause.reason).toBe("read-timeout")
+    }).pipe(Effect.provide(ResilientHttpClientNode.layer({ attemptTimeout: "1 second" }))))
+})
+
+describe("ResilientHttpClient/Node options", () => {
+  const refused = (options: unknown) => {
+    try {
+      ResilientHttpClientNode.layer(options as ResilientHttpClientNode.NodeOptions)
+    } catch (error) {
+      return error
+    }
+    return undefined
+  }
+
+  it("refuses bad options when the layer is made, with a message that names the option", () => {
+    for (const bad of [{ connectTimeout: -1 }, { connectTimeout: "soon" }, { connectTimeout: 0 }]) {
+      const error = refused(bad)
+      expect(Cause.isIllegalArgumentError(error)).toBe(true)
+      expect((error as Error).message).toMatch(/connectTimeout/)
+    }
+    expect(Cause.isIllegalArgumentError(refused(null))).toBe(true)
+    expect(Cause.isIllegalArgumentError(refused({ attemptTimeout: -1 }))).toBe(true)
+  })
+
+  it("connectTimeout to undici's milliseconds: an infinite one is undici's none (0), a tiny one never 0", () => {
+    expect(connectMillis(undefined)).toBe(3000)
+    expect(connectMillis("250 millis")).toBe(250)
+    expect(connectMillis(0.2)).toBe(1) // never rounded down to 0, undici's "none"
+    expect(connectMillis(Duration.infinity)).toBe(0)
+    expect(connectMillis(Duration.days(30))).toBe(30 * 86_400_000)
+  })
+})

@@ -1,0 +1,151 @@
+import { describe, expect, it } from "@effect/vitest"
+import { Clock, Deferred, Effect, Fiber, Layer } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { TestClock } from "effect/testing"
+import { connect } from "node:net"
+import { AdaptiveLimiter, IdempotencyMiddleware, IdempotencyStore, LoadShedMiddleware } from "../src/index.js"
+import { serveNode } from "./support/nodeServer.js"
+import { recordingSleeps, untilSleeping } from "./support/sleeps.js"
+
+// The middlewares over real sockets (test/support/nodeServer.ts), where the sockets are the point.
+
+interface Reply {
+  readonly status: number
+  readonly headers: Readonly<Record<string, string>>
+  readonly body: string
+}
+
+/** A request with fetch; the reply read whole. */
+const send = (port: number, path: string, init: { body?: string; headers?: Record<string, string> } = {}) =>
+  Effect.promise(async (): Promise<Reply> => {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, {
+      method: "POST",
+      body: init.body ?? "{}",
+      headers: { "content-type": "application/json", ...init.headers }
+    })
+    return { status: response.status, headers: Object.fromEntries(response.headers), body: await response.text() }
+  })
+
+/** A raw TCP client: writes `request`, collects what comes back until the server closes; `leave` destroys it. */
+const rawClient = (port: number, request: string) => {
+  let data = ""
+  let resolveClosed: () => void = () => {}
+  const closed = new Promise<void>((resolve) => (resolveClosed = resolve))
+  const socket = connect({ host: "127.0.0.1", port }, () => socket.write(request))
+  socket.on("data", (chunk) => (data += chunk.toString("latin1")))
+  socket.on("close", () => resolveClosed())
+  socket.on("error", () => resolveClosed())
+  return {
+    /** What the server sent, once it closed the connection. */
+    reply: Effect.promise(() => closed.then(() => data)),
+    leave: Effect.promise(() => {
+      socket.destroy()
+      return closed
+    })
+  }
+}
+
+// a fixed limit, so the test decides when the server is full
+const fixed = (limit: number) => ({ algorithm: AdaptiveLimiter.aimd(), minLimit: limit, maxLimit: limit })
+
+describe("the middlewares over sockets", () => {
+  it.effect("LoadShed: a client that sends its body slowly gets 408 after bodyTimeout, holding no slot", () =>
+    recordingSleeps(Effect.gen(function*() {
+      const shed = yield* LoadShedMiddleware.make({ limiter: fixed(1), trustCritical: true })
+      let ran = 0
+      const { port } = yield* serveNode(
+        shed(
+          Effect.flatMap(
+            HttpServerRequest.HttpServerRequest,
+            (request) =>
+              Effect.map(Effect.orDie(request.text), (text) => {
+                ran++
+                return HttpServerResponse.text(`read ${text.length}`)
+              })
+          )
+        )
+      )
+      const now = yield* Clock.currentTimeMillis
+      // 10 of the 100 bytes it announces, and then nothing
+      const slow = rawClient(
+        port,
+        "POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\nRequest-Criticality: critical\r\n\r\n0123456789"
+      )
+      yield* untilSleeping(now + 5000) // the server reads its body, under the body timeout
+      // the only slot is free for a client that sent its body
+      const ready = yield* send(port, "/upload", { body: "abc", headers: { "request-criticality": "critical" } })
+      expect(ready.status).toBe(200)
+      expect(ready.body).toBe("read 3")
+      yield* TestClock.adjust("5 seconds")
+      const reply = yield* slow.reply // the server closed the connection after its answer
+      expect(reply).toMatch(/^HTTP\/1\.1 408 /)
+      expect(reply.toLowerCase()).toContain("connection: close")
+      expect(reply).toContain("application/problem+json")
+      expect(ran).toBe(1)
+    })))
+
+  it.effect("Idempotency: a client that leaves does not stop its handler; the retry gets the stored answer", () =>
+    Effect.gen(function*() {
+      const entered = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      let runs = 0
+      const idempotent = yield* IdempotencyMiddleware.make()
+      const handler = Effect.suspend(() => {
+        const n = ++runs
+        return Deferred.succeed(entered, undefined).pipe(
+          Effect.andThen(Deferred.await(gate)),
+          Effect.as(HttpServerResponse.jsonUnsafe({ id: n }, { status: 201 }))
+        )
+      })
+      const { aborted, port } = yield* serveNode(handler.pipe(idempotent))
+      const body = "{\"sku\":\"A\"}"
+      const leaving = rawClient(
+        port,
+        `POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: leaves\r\nContent-Type: application/json\r\n` +
+          `Content-Length: ${body.length}\r\n\r\n${body}`
+      )
+      yield* Deferred.await(entered)
+      yield* leaving.leave // the connection closes: the server interrupts the request's fiber
+      while (aborted() === 0) yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+      yield* Deferred.succeed(gate, undefined)
+      // the handler, detached from the request, ends and its answer is stored: the retry is answered from it (a
+      // handler interrupted with its client would have left the key in progress, and the retry would get 409)
+      let retry = yield* send(port, "/orders", { body, headers: { "idempotency-key": "leaves" } })
+      for (let i = 0; i < 100 && retry.status === 409; i++) {
+        yield* Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
+        retry = yield* send(port, "/orders", { body, headers: { "idempotency-key": "leaves" } })
+      }
+      expect(retry.status).toBe(201)
+      expect(retry.headers[IdempotencyMiddleware.replayedHeader]).toBe("true")
+      expect(JSON.parse(retry.body)).toEqual({ id: 1 })
+      expect(runs).toBe(1)
+    }).pipe(Effect.provide(Layer.mergeAll(IdempotencyStore.layerMemory))))
+
+  it.effect("Idempotency: a concurrent duplicate over another connection gets 409 with Retry-After", () =>
+    Effect.gen(function*() {
+      const entered = yield* Deferred.make<void>()
+      const gate = yield* Deferred.make<void>()
+      let runs = 0
+      const idempotent = yield* IdempotencyMiddleware.make()
+      const handler = Effect.suspend(() => {
+        const n = ++runs
+        return Deferred.succeed(entered, undefined).pipe(
+          Effect.andThen(Deferred.await(gate)),
+          Effect.as(HttpServerResponse.jsonUnsafe({ id: n }, { status: 201 }))
+        )
+      })
+      const { port } = yield* serveNode(handler.pipe(idempotent))
+      const headers = { "idempotency-key": "dup" }
+      const first = yield* Effect.forkChild(send(port, "/orders", { headers }))
+      yield* Deferred.await(entered)
+      const duplicate = yield* send(port, "/orders", { headers })
+      expect(duplicate.status).toBe(409)
+      expect(duplicate.headers["retry-after"]).toBe("1")
+      expect(duplicate.headers["content-type"]).toBe("application/problem+json")
+      yield* Deferred.succeed(gate, undefined)
+      const created = yield* Fiber.join(first)
+      expect(created.status).toBe(201)
+      expect(JSON.parse(created.body)).toEqual({ id: 1 })
+      expect(runs).toBe(1)
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+})

@@ -1,0 +1,203 @@
+/**
+ * `waitReplicas` (`WAIT`) of `IdempotencyStore/Redis` on a real Redis Cluster with one replica per master
+ * (./support/redisCluster.ts, `cluster-node-timeout` 1 s): a call counts as done only once a replica has its
+ * write, and a replica that lags makes it fail instead; the `WAIT` follows a slot that moves; a master SIGKILLed
+ * keeps every write waited for. Ported from the root's test/redisFailover.int.test.ts (its idempotency parts; the
+ * stream queue and the `npm run faults` scenarios come later).
+ *
+ * Real time throughout: the nodes are real processes, and every wait is on a condition (a node's view, a
+ * replica's link), never a guess.
+ */
+import { expect, it } from "@effect/vitest"
+import { Cause, Duration, Effect, Exit } from "effect"
+import type { Cluster } from "ioredis"
+import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
+import { IdempotencyStore } from "../src/index.js"
+import { keyOf } from "../src/internal/idempotencyStore/redis.js"
+import { type ClusterRef, describeRedisCluster } from "./support/redisCluster.js"
+
+const run = `${process.pid}-${Date.now().toString(36)}`
+let counter = 0
+const fresh = (what: string) => `${what}-${run}-${++counter}`
+
+const wait = { replicas: 1, timeout: "150 millis" } as const
+/**
+ * For the test where a live replica must acknowledge: a WAIT that a busy machine (2 CPUs, other suites running)
+ * cannot answer in 150 ms would fail it for no fault of the store.
+ */
+const patient = { replicas: 1, timeout: "1 second" } as const
+
+const request = (key: string): IdempotencyStore.ClaimRequest => ({
+  scope: "failover",
+  key,
+  fingerprint: "f",
+  ttl: Duration.hours(1),
+  lease: Duration.minutes(10)
+})
+const stored = { status: 201, headers: {}, body: new Uint8Array([7]) }
+const record = (key: string) => keyOf("idem:", "failover", key)
+
+const slotOf = (client: Cluster, key: string) => Effect.promise(() => client.cluster("KEYSLOT", key) as Promise<number>)
+
+/** The master serving `key`'s slot and its replica, as the nodes see them now. */
+const nodesOf = (cluster: ClusterRef, key: string) =>
+  Effect.gen(function*() {
+    const { client, nodes } = cluster.get()
+    const slot = yield* slotOf(client, key)
+    const master = yield* Effect.promise(() => nodes.masterOf(slot))
+    const view = yield* Effect.promise(() => nodes.view())
+    const id = view.find((n) => n.port === master)!.id
+    const replica = view.find((n) => n.role === "replica" && n.masterId === id)?.port
+    return { slot, master, replica }
+  })
+
+/** Runs `effect` with `port` stalled (SIGSTOP), resuming it however the effect ends. */
+const stalled = <A, E, R>(cluster: ClusterRef, port: number, effect: Effect.Effect<A, E, R>) =>
+  Effect.ensuring(
+    Effect.andThen(Effect.sync(() => cluster.get().nodes.signal(port, "SIGSTOP")), effect),
+    Effect.sync(() => cluster.get().nodes.signal(port, "SIGCONT"))
+  )
+
+/** A field of a hash as the replica on `port` holds it (`READONLY`: a replica serves reads of its slots). */
+const onReplica = (cluster: ClusterRef, port: number, key: string, field: string) =>
+  Effect.promise(async () => {
+    const replica = cluster.get().nodes.node(port)
+    await replica.call("READONLY")
+    return replica.hget(key, field)
+  })
+
+const notReplicated = (exit: Exit.Exit<unknown, unknown>, withinMs = 150) => {
+  expect(Exit.isFailure(exit)).toBe(true)
+  if (Exit.isSuccess(exit)) return
+  const error = Cause.squash(exit.cause) as { readonly _tag?: string; readonly cause?: unknown }
+  expect(error._tag).toBe("IdempotencyStoreError")
+  expect(String(error.cause)).toMatch(
+    new RegExp(`NotReplicated: .* 0 of the 1 replicas asked for acknowledged it within ${withinMs} ms`)
+  )
+}
+
+const claimedRef = (store: IdempotencyStore.Store, key: string) =>
+  Effect.flatMap(store.claim(request(key)), (claimed) =>
+    claimed._tag === "Claimed"
+      ? Effect.succeed({ scope: "failover", key, token: claimed.token })
+      : Effect.die(`claimed? ${claimed._tag}`))
+
+describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
+  const waiting = cluster.layer((client) => IdempotencyStoreRedis.layer({ client, waitReplicas: wait }))
+  const waitingPatiently = cluster.layer((client) => IdempotencyStoreRedis.layer({ client, waitReplicas: patient }))
+  const plain = cluster.layer((client) => IdempotencyStoreRedis.layer({ client }))
+  const withStores = <A, E, R>(
+    body: (
+      stores: { readonly waiting: IdempotencyStore.Store; readonly plain: IdempotencyStore.Store }
+    ) => Effect.Effect<A, E, R>,
+    waitingLayer = waiting
+  ) =>
+    Effect.flatMap(
+      Effect.zip(
+        IdempotencyStore.IdempotencyStore.use(Effect.succeed).pipe(Effect.provide(waitingLayer)),
+        IdempotencyStore.IdempotencyStore.use(Effect.succeed).pipe(Effect.provide(plain))
+      ),
+      ([w, p]) => body({ waiting: w, plain: p })
+    )
+
+  it.live("waitReplicas: claim, complete and renew count as done once the replica has them, and fail while it lags", () =>
+    withStores(({ plain, waiting }) =>
+      Effect.gen(function*() {
+        const key = fresh("stall")
+        const { replica } = yield* nodesOf(cluster, record(key))
+        // while the replica is stalled, the claim runs on the master but is reported failed: not replicated
+        notReplicated(yield* stalled(cluster, replica!, Effect.exit(waiting.claim(request(key)))))
+        expect((yield* plain.claim(request(key)))._tag).toBe("InProgress") // it was executed
+        // the replica resumed: a claim, its renewal and its completion succeed, and the replica holds them
+        const other = fresh("stall")
+        const ref = yield* claimedRef(waiting, other)
+        const otherReplica = (yield* nodesOf(cluster, record(other))).replica!
+        expect(yield* onReplica(cluster, otherReplica, record(other), "tok")).toBe(ref.token)
+        expect(yield* waiting.renew(ref, Duration.minutes(10))).toBe(true)
+        // a completion while its replica is stalled: executed, reported failed; a second try is refused (done)
+        notReplicated(
+          yield* stalled(cluster, otherReplica, Effect.exit(waiting.complete(ref, stored, Duration.hours(1))))
+        )
+        expect(yield* waiting.complete(ref, stored, Duration.hours(1))).toBe(false)
+        expect(yield* onReplica(cluster, otherReplica, record(other), "done")).toBe("1")
+        // a release is not waited for: it succeeds with the replica stalled
+        const fourth = fresh("stall")
+        const ref4 = yield* claimedRef(plain, fourth)
+        yield* stalled(cluster, (yield* nodesOf(cluster, record(fourth))).replica!, waiting.release(ref4))
+      })
+    ))
+
+  it.live("waitReplicas follows a slot to its new master: while it migrates (ASK) and once it has moved (MOVED)", () =>
+    withStores(({ waiting }) =>
+      Effect.gen(function*() {
+        const { client, nodes } = cluster.get()
+        const key = fresh("move")
+        expect((yield* waiting.claim(request(key)))._tag).toBe("Claimed")
+        const slot = yield* slotOf(client, record(key))
+        const view = yield* Effect.promise(() => nodes.view())
+        const masters = view.filter((n) => n.role === "master" && n.slots.length > 0)
+        const from = masters.find((n) => n.slots.some(([a, b]) => slot >= a && slot <= b))!
+        const to = masters.find((n) => n !== from)!
+        const call = (port: number, ...args: Array<string | number>) =>
+          Effect.promise(() => nodes.node(port).call(...(args as [string, ...Array<string | number>])))
+        yield* call(to.port, "CLUSTER", "SETSLOT", slot, "IMPORTING", from.id)
+        yield* call(from.port, "CLUSTER", "SETSLOT", slot, "MIGRATING", to.id)
+        const keys = (yield* call(from.port, "CLUSTER", "GETKEYSINSLOT", slot, 100)) as Array<string>
+        yield* call(from.port, "MIGRATE", "127.0.0.1", to.port, "", 0, 5000, "KEYS", ...keys)
+        // migrating: the old master answers ASK for the key, which is on the new one already
+        expect((yield* waiting.claim(request(key)))._tag).toBe("InProgress")
+        for (const master of [to, from, ...masters]) yield* call(master.port, "CLUSTER", "SETSLOT", slot, "NODE", to.id)
+        // moved: the old master answers MOVED, and the client's map of the slots is out of date
+        expect((yield* waiting.claim(request(key)))._tag).toBe("InProgress")
+        const ref = { scope: "failover", key, token: "not-the-owner" }
+        expect(yield* waiting.complete(ref, stored, Duration.hours(1))).toBe(false)
+        yield* Effect.promise(() => nodes.healthy("the cluster settled after the move"))
+      })
+    ))
+
+  it("waitReplicas is checked when the layer is built", () => {
+    const client = {} as Cluster
+    const bad: ReadonlyArray<{ readonly replicas: number; readonly timeout: Duration.Input }> = [
+      { replicas: 0, timeout: 100 },
+      { replicas: 1.5, timeout: 100 },
+      { replicas: 1, timeout: 0 },
+      { replicas: 1, timeout: "2 seconds" }
+    ]
+    for (const waitReplicas of bad) {
+      expect(() => IdempotencyStoreRedis.layer({ client, waitReplicas })).toThrow(/waitReplicas/)
+    }
+    // shorter than the store's own timeout (2 s by default): a WAIT that runs out is answered before the deadline
+    expect(() => IdempotencyStoreRedis.layer({ client, timeout: "500 millis", waitReplicas: wait })).not.toThrow()
+    expect(() => IdempotencyStoreRedis.layer({ client, timeout: "100 millis", waitReplicas: wait })).toThrow(
+      /shorter than the timeout \(100 ms\), got 150 ms/
+    )
+  })
+
+  it.live(
+    "a master SIGKILLed: its replica keeps every write waited for; until a replica is back, waitReplicas refuses its calls",
+    () =>
+      withStores(({ plain, waiting }) =>
+        Effect.gen(function*() {
+          const { nodes } = cluster.get()
+          const keys = Array.from({ length: 12 }, () => fresh("kill"))
+          const { master, slot } = yield* nodesOf(cluster, record(keys[0]!))
+          // completed records, each acknowledged by a replica, on every master
+          for (const key of keys) {
+            const ref = yield* claimedRef(waiting, key)
+            expect(yield* waiting.complete(ref, stored, Duration.hours(1))).toBe(true)
+          }
+          yield* Effect.promise(() => nodes.kill(master))
+          yield* Effect.promise(() => nodes.healthy("the replica promoted, the cluster ok without the killed master"))
+          expect(yield* Effect.promise(() => nodes.masterOf(slot))).not.toBe(master)
+          for (const key of keys) expect((yield* plain.claim(request(key)))._tag).toBe("Completed")
+          // the promoted master has no replica: every call on its slots fails with waitReplicas, replays too
+          notReplicated(yield* Effect.exit(waiting.claim(request(keys[0]!))), 1000)
+          // the old master back: it rejoins as the replica of the promoted one, and calls are confirmed again
+          yield* Effect.promise(() => nodes.restart(master))
+          yield* Effect.promise(() => nodes.healthy("the old master rejoined as a replica"))
+          expect((yield* waiting.claim(request(keys[0]!)))._tag).toBe("Completed")
+          expect((yield* waiting.claim(request(fresh("kill"))))._tag).toBe("Claimed")
+        }), waitingPatiently),
+    60_000
+  )
+}, { replicas: 1, nodeTimeoutMs: 1000 })

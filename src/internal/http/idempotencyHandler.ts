@@ -1,0 +1,247 @@
+import type { HttpApp } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Random, Scope } from "effect"
+import * as decide from "../../core/idempotencyResponse.js"
+import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
+import { currentDeadline } from "../deadline.js"
+import type { IdempotencyStoreError } from "../idempotencyStore/service.js"
+import { captureBody, pickHeaders, withBytes } from "./idempotencyHttp.js"
+
+/** The idempotency middleware's options, validated, with their defaults filled in. */
+export interface Settings {
+  readonly methods: ReadonlySet<string>
+  /** The key's header as configured, and in lower case. */
+  readonly headerName: string
+  readonly header: string
+  readonly required: boolean
+  readonly maxKeyLength: number
+  readonly maxBodyBytes: number
+  readonly maxResponseBytes: number
+  readonly ttl: Duration.Duration
+  readonly lease: Duration.Duration
+  readonly leaseMillis: number
+  readonly storeServerErrors: boolean
+  readonly storeStatus: (status: number) => boolean
+  readonly replayHeaders: ReadonlySet<string>
+  /**
+   * The pauses between attempts to record an answer: from 100 ms, doubling, to a second (`lease / 4` if
+   * shorter); jittered by ±20 %, but never longer than that cap.
+   */
+  readonly retryFirstMillis: number
+  readonly retryCapMillis: number
+}
+
+/**
+ * The admitted handler and everything after it, as one piece that no client can stop: once a handler has
+ * started it may have had effects, so it runs to its end, and its answer is stored for the retry. Its lease
+ * is renewed, and its scope stays open, until its answer is read and stored.
+ */
+export const admitted = <E, R>(
+  settings: Settings,
+  store: Store,
+  later: Recorder,
+  ref: ClaimRef,
+  request: HttpServerRequest.HttpServerRequest,
+  app: HttpApp.Default<E, R>,
+  waiter: { readonly gone: boolean }
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
+  const { lease, leaseMillis, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
+  const redact = decide.redactor(ref.key, ref.scope)
+  const release = Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
+  const heartbeat = store.renew(ref, lease).pipe(
+    Effect.delay(Duration.millis(leaseMillis / 3)),
+    Effect.catchAll((e) => Effect.as(logStoreFailure("renew", e, redact), true)),
+    Effect.repeat({ while: (stillOwned) => stillOwned })
+  )
+  // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
+  // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
+  // client gets its answer: see `recordLater` and `recorder`.
+  const complete = (stored: StoredResponse) =>
+    Effect.matchEffect(store.complete(ref, stored, ttl), {
+      onSuccess: (owned) => owned ? Effect.void : takenOver,
+      onFailure: (e) => later(recordLater(settings, store, ref, stored), e, redact)
+    })
+  /** No one else will see this failure when the client has gone: say it here (the cause, never the key). */
+  const unseen = (cause: Cause.Cause<unknown>) =>
+    waiter.gone ? Effect.logError("idempotency: a handler whose client had gone failed", cause) : Effect.void
+  // The answer as the handler gave it, read (the body) and judged (is it kept?) inside the same exit: a
+  // failure while reading it, or in `storeStatus`, is the handler's defect, not a key left in progress.
+  // The request's deadline is not the handler's: a client's short Request-Timeout-Ms ends its wait, and must
+  // not make a deadline-aware call inside fail after the commit (a typed failure releases the key).
+  const answered = Effect.flatMap(
+    Effect.locally(
+      Effect.provideService(app, HttpServerRequest.HttpServerRequest, request),
+      currentDeadline,
+      undefined
+    ),
+    (response) =>
+      Effect.flatMap(
+        captureBody(response, maxResponseBytes),
+        (captured) =>
+          Effect.sync(() => ({
+            response,
+            captured,
+            kept: decide.keeps(response.status, storeServerErrors, storeStatus)
+          }))
+      )
+  )
+  const settle = Effect.flatMap(Effect.exit(answered), (exit) => {
+    if (Exit.isSuccess(exit)) {
+      const { captured, kept, response } = exit.value
+      const sent = captured.bytes === undefined ? response : withBytes(response, captured.bytes)
+      if (!kept) return Effect.as(release, sent)
+      const headers = pickHeaders(response, replayHeaders)
+      if (!captured.storable) {
+        // answered in full, but only its status and headers can be replayed: say so, now and on replays
+        headers[decide.bodyOmittedHeader] = "omitted"
+        return Effect.as(
+          complete({ status: response.status, headers, body: new Uint8Array(0) }),
+          HttpServerResponse.setHeader(sent, decide.bodyOmittedHeader, "omitted")
+        )
+      }
+      return Effect.as(complete({ status: response.status, headers, body: captured.bytes! }), sent)
+    }
+    const cause = exit.cause
+    // a defect is answered 500 by the server: stored like a 500 answer (it may have committed first)
+    if (Cause.isDie(cause)) {
+      const store500 = decide.keepsDefect(storeServerErrors, storeStatus)
+        ? complete({ status: 500, headers: {}, body: new Uint8Array(0) })
+        : release
+      return Effect.zipRight(Effect.zipRight(store500, unseen(cause)), Effect.failCause(cause))
+    }
+    // a typed failure reports that the handler did nothing: the key is free for a retry
+    if (Cause.isFailure(cause)) {
+      return Effect.zipRight(Effect.zipRight(release, unseen(cause)), Effect.failCause(cause))
+    }
+    // interrupted from inside: it may have committed, so the claim is left to run out its lease
+    return Effect.zipRight(unseen(cause), Effect.failCause(cause))
+  })
+  return Effect.scoped(Effect.zipRight(
+    Effect.forkScoped(Effect.interruptible(heartbeat)), // the server may run handlers uninterruptibly
+    settle
+  ))
+}
+
+/**
+ * Records the answer of a handler that ran after `complete` failed: again and again, with a growing pause
+ * (doubling from 100 ms, jittered by ±20 %, never more than a second, or `lease / 4` when shorter) from the
+ * end of one attempt to the start of the next, until the store accepts it, says the claim was taken over,
+ * or the record's `ttl` has passed (it would be gone). The stores accept the completion of the claim's
+ * owner even after its lease lapsed, as long as no one took the key over. The lease is no longer renewed
+ * here: it runs out one lease after the claim's last renewal (they are `lease / 3` apart while the handler
+ * runs). A store back at least one pause plus one attempt before that records the answer before any retry
+ * can take the key over; a store back later leaves a race with the first retry after it.
+ */
+const recordLater = (
+  settings: Settings,
+  store: Store,
+  ref: ClaimRef,
+  stored: StoredResponse
+): Effect.Effect<void> =>
+  Effect.gen(function*() {
+    const { retryCapMillis, retryFirstMillis, ttl } = settings
+    const redact = decide.redactor(ref.key, ref.scope)
+    const giveUpAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(ttl)
+    let pause = retryFirstMillis
+    for (let attempt = 2;; attempt++) {
+      yield* Effect.sleep(Duration.millis(Math.min(pause * (yield* Random.nextRange(0.8, 1.2)), retryCapMillis)))
+      const result = yield* Effect.either(store.complete(ref, stored, ttl))
+      if (result._tag === "Right") {
+        return yield* result.right
+          ? Effect.logInfo(`idempotency: a handler's answer was recorded at attempt ${attempt}`)
+          : Effect.logWarning(
+            "idempotency: the store refused a handler's answer: an earlier attempt whose reply was lost " +
+              "recorded it, or the key was taken over"
+          )
+      }
+      if ((yield* Clock.currentTimeMillis) + pause >= giveUpAt) {
+        return yield* Effect.logError(
+          `idempotency: a handler's answer could not be recorded within the ttl (${attempt} attempts); ` +
+            `a retry with its key may run it again: ${redact(decide.describe(result.left))}`
+        )
+      }
+      pause = Math.min(pause * 2, retryCapMillis)
+    }
+  })
+
+/** Answers waiting to be recorded again in the background, at most (each holds up to `maxResponseBytes`). */
+export const maxPendingRecordings = 1000
+
+/**
+ * Starts `recording` (the background recording of an answer whose `complete` failed with `error`), or says
+ * why it is not started. Never fails.
+ */
+export type Recorder = (
+  recording: Effect.Effect<void>,
+  error: unknown,
+  redact: (text: string) => string
+) => Effect.Effect<void>
+
+/**
+ * The owner of the background recordings of one middleware: at most {@link maxPendingRecordings} at a time
+ * (one more is dropped, with an error log), each in a fiber of its own. When `make` runs in a scope (e.g.
+ * `Layer.unwrapScoped`, `Effect.scoped`), closing it stops them, with one error log that counts the answers
+ * never recorded, and no recording starts after it; without a scope they run until they end (recorded,
+ * refused, or the ttl passed) or the process exits.
+ */
+export const recorder = (
+  scope: Option.Option<Scope.Scope>,
+  maxPending: number = maxPendingRecordings
+): Effect.Effect<Recorder> =>
+  Effect.gen(function*() {
+    const pending = new Set<Fiber.RuntimeFiber<void>>()
+    let closed = false
+    if (Option.isSome(scope)) {
+      yield* Scope.addFinalizer(
+        scope.value,
+        Effect.suspend(() => {
+          closed = true
+          const fibers = [...pending]
+          if (fibers.length === 0) return Effect.void
+          return Effect.zipRight(
+            Effect.logError(
+              `idempotency: ${fibers.length} handlers' answers were never recorded (the middleware's scope ` +
+                "closed while the store failed); a retry with one of their keys may run its handler again once " +
+                "its lease has run out"
+            ),
+            Fiber.interruptAll(fibers)
+          )
+        })
+      )
+    }
+    return (recording, error, redact) =>
+      Effect.suspend(() => {
+        const failed = `idempotency: the store failed (complete): ${redact(decide.describe(error))}`
+        if (closed) {
+          return Effect.logError(
+            `${failed}; not tried again: the middleware's scope has closed (a retry with its key may run the ` +
+              "handler again once the lease has run out)"
+          )
+        }
+        if (pending.size >= maxPending) {
+          return Effect.logError(
+            `${failed}; not tried again: ${maxPending} answers are already waiting to be recorded (a retry ` +
+              "with its key may run the handler again once the lease has run out)"
+          )
+        }
+        return Effect.zipRight(
+          logStoreFailure("complete", error, redact, "; trying again until it is recorded"),
+          // interruptible even when forked from a handler the server runs uninterruptibly: the scope stops it
+          Effect.flatMap(Effect.forkDaemon(Effect.interruptible(recording)), (fiber) =>
+            Effect.sync(() => {
+              pending.add(fiber)
+              fiber.addObserver(() => pending.delete(fiber))
+            }))
+        )
+      })
+  })
+
+const takenOver = Effect.logWarning("idempotency: claim was taken over before completion")
+
+/** One log line per store failure, with its cause and without the key or the scope. */
+export const logStoreFailure = (
+  operation: IdempotencyStoreError["operation"],
+  error: unknown,
+  redact: (text: string) => string,
+  then = ""
+) => Effect.logWarning(`idempotency: the store failed (${operation}): ${redact(decide.describe(error))}${then}`)
