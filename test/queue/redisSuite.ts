@@ -1,5 +1,5 @@
 /**
- * The `RedisStreamQueue` contract against a real Redis, on one node (`redis.test.ts`) or a Redis Cluster
+ * The `RedisStreamQueue` contract against a real Redis, on one node (`redis.int.test.ts`) or a Redis Cluster
  * (`../redisCluster.int.test.ts`): consumer groups, `XAUTOCLAIM` recovery of a consumer that died holding
  * messages, delivery counts from `XPENDING`, dead letters, scripts reloaded after `NOSCRIPT`, and a soak (with
  * the idempotent consumer on SQLite). Visibility here is Redis's own clock, so these tests use short real
