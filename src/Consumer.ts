@@ -9,8 +9,8 @@
  * @since 0.1.0
  */
 import type { Duration, Effect, Metric, Option, Scope } from "effect"
-import * as internal from "./internal/queue/consumer.js"
 import * as idem from "./internal/queue/consumer/idempotent.js"
+import * as internal from "./internal/queue/consumer/run.js"
 import * as metrics from "./internal/queue/metrics.js"
 import type { Message, QueueSource } from "./QueueSource.js"
 import type * as Retry from "./Retry.js"
@@ -36,8 +36,20 @@ export interface Options<A, E, R, R2 = never> {
   readonly concurrency?: number
   /** Retries of `Retryable` failures within one delivery (`Retry.retry`). Default: none. */
   readonly retry?: Retry.Options<R2>
-  /** The time budget of one delivery, retries included (`Deadline.within`). Default: none. */
+  /**
+   * The time limit of one delivery, retries included (`Deadline.within`): a handler still running then is
+   * interrupted and fails with `DeadlineExceeded`, a failed delivery like any other. While the handler runs,
+   * the consumer extends its message's visibility (`QueueSource.extend`) whenever a third of the visibility
+   * timeout is left, so a limit longer than the visibility timeout does not let the message run twice.
+   * Finite. Default: the source's visibility timeout. A source without `extend` refuses a longer limit.
+   */
   readonly timeout?: Duration.DurationInput
+  /**
+   * How long closing the consumer's scope waits for the handlers still running; then they are interrupted
+   * (their messages are not acknowledged: they come back after the visibility timeout), and closing waits at
+   * most one second more. Finite. Default: `timeout`, at most 10 seconds.
+   */
+  readonly shutdownGrace?: Duration.DurationInput
   /**
    * How long a failed message stays invisible before it is received again. A function sees the message
    * (e.g. to back off by `receiveCount`). Default: 0.
@@ -81,6 +93,8 @@ export interface Stats {
    * timeout), or skipped unhandled because they waited in the buffer until their visibility timeout ran out.
    */
   readonly abandoned: number
+  /** Visibility extensions made for handlers that were still running. */
+  readonly extended: number
   /** Being handled now. */
   readonly handling: number
   /** Claimed and waiting for a worker. */
@@ -105,21 +119,24 @@ export interface Consumer {
  * What happens to a message whose handler did not succeed:
  * - `Retryable` failures are retried within the delivery by `retry` (when given);
  * - a `Fatal` failure moves the message to the dead-letter queue at once: trying again cannot help;
- * - any other outcome — retries exhausted, another typed error, a defect, the `timeout` — releases the
- *   message for redelivery after `redeliveryDelay`, until it was received `maxReceiveCount` times; then
- *   it is dead-lettered with the last error as its reason;
+ * - any other outcome — retries exhausted, another typed error, a defect, the time limit (`timeout`,
+ *   by default the visibility timeout) — releases the message for redelivery after `redeliveryDelay`,
+ *   until it was received `maxReceiveCount` times; then it is dead-lettered with the last error as its reason;
  * - an interrupted handler leaves the message in flight, as a crash would: it comes back after the
  *   source's visibility timeout.
  *
- * A failing message never blocks the ones behind it: it is released or dead-lettered, and the workers
- * move on. When the scope closes, the consumer stops claiming, releases the messages it buffered, and
- * waits for the ones being handled (bound that with `timeout`).
+ * A failing or hanging message never blocks the ones behind it: it is released or dead-lettered, at the
+ * latest when its time limit runs out, and the workers move on. While a handler runs, its message's
+ * visibility is extended, so a slow handler within its limit is not handed to a second worker. When the scope
+ * closes, the consumer stops claiming, releases the messages it buffered, waits up to `shutdownGrace` for the
+ * ones being handled, then interrupts them (they are not acknowledged) and waits at most one second more.
  *
  * Metrics (label `queue`): `effect_resilience_queue_processed_total`,
  * `effect_resilience_queue_dead_lettered_total` (label `reason`), `effect_resilience_queue_released_total`,
  * and the source's `effect_resilience_queue_dlq_depth`. Each handler runs in a `queue.handle` span.
  *
- * Throws `IllegalArgumentException` when a count is not an integer >= 1 or a duration is invalid.
+ * Throws `IllegalArgumentException` when a count is not an integer >= 1, a duration is invalid, or `timeout`
+ * is longer than the visibility timeout of a source that cannot extend it (no `extend`).
  *
  * @example
  * ```ts
@@ -154,15 +171,24 @@ export const run: <A, E, R, R2 = never>(
  * handlers whose effects live in the same process: ids are kept in a `Set` (pass your own to share or inspect
  * it). Two deliveries of one id never run at once: the second waits, then skips.
  *
+ * Building it is an effect, run once where the consumer is built: each run makes a new store, so a store
+ * built per message would remember nothing. (That is why it is not a plain function: written inside a
+ * handler, `Consumer.idempotentMemory(f)(message)` does not compile.)
+ *
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { Consumer, type QueueSource } from "effect-resilience"
+ * import { Consumer, QueueSource } from "effect-resilience"
  *
  * const totals = new Map<string, number>()
- * const handler = Consumer.idempotentMemory((message: QueueSource.Message<{ readonly amount: number }>) =>
- *   Effect.sync(() => totals.set(message.id, message.body.amount))
- * )
+ * const program = Effect.gen(function*() {
+ *   const source = yield* QueueSource.memory<{ readonly amount: number }>({ visibilityTimeout: "30 seconds" })
+ *   const handler = yield* Consumer.idempotentMemory((message: QueueSource.Message<{ readonly amount: number }>) =>
+ *     Effect.sync(() => totals.set(message.id, message.body.amount))
+ *   )
+ *   yield* Consumer.run({ source, handler, maxReceiveCount: 5 })
+ *   yield* Effect.never
+ * }).pipe(Effect.scoped)
  * ```
  *
  * @since 0.1.0
@@ -171,7 +197,7 @@ export const run: <A, E, R, R2 = never>(
 export const idempotentMemory: <A, B, E, R>(
   handler: (message: Message<A>) => Effect.Effect<B, E, R>,
   options?: { readonly processed?: Set<string> }
-) => (message: Message<A>) => Effect.Effect<Option.Option<B>, E, R> = idem.idempotentMemory
+) => Effect.Effect<(message: Message<A>) => Effect.Effect<Option.Option<B>, E, R>> = idem.idempotentMemory
 
 /**
  * Messages handled and acknowledged (`effect_resilience_queue_processed_total`), labelled `queue`.

@@ -10,8 +10,11 @@
  *   visible again — that is how the work of a consumer that crashed is picked up by another.
  * - `ack` deletes a message (the work is done), `release` makes it visible again (after an optional
  *   delay), `deadLetter` moves it to the source's dead-letter queue with a reason, atomically.
- * - Each delivery carries a `receipt`; `release` and `deadLetter` do nothing when the message was claimed
- *   again since (a stale receipt), so a slow consumer cannot disturb the one that holds the message now.
+ * - `extend` (as SQS's `ChangeMessageVisibility`) hides the message for one more visibility timeout from now:
+ *   a consumer extends a message while its handler still runs, so a slow handler is not run twice.
+ * - Each delivery carries a `receipt`; `ack`, `extend`, `release` and `deadLetter` do nothing (and answer
+ *   `false`) when the message was claimed again since (a stale receipt), each in one atomic step, so a slow
+ *   consumer cannot disturb the one that holds the message now.
  * - Sources never deduplicate: the same `id` sent twice is delivered twice. Consumers must be idempotent.
  *
  * @since 0.1.0
@@ -41,7 +44,7 @@ export interface Message<A = unknown> {
   readonly receivedAt: number
   /** The error a consumer recorded when it last released the message, if any. */
   readonly lastError: string | undefined
-  /** Identifies this delivery to `ack`, `release` and `deadLetter`. Opaque. */
+  /** Identifies this delivery to `ack`, `extend`, `release` and `deadLetter`. Opaque. */
   readonly receipt: string
 }
 
@@ -116,8 +119,14 @@ export interface QueueSource<A = unknown> {
    * queue (reason `corrupt body: <parse error>`, the raw text kept as the body) instead of returning it.
    */
   readonly receive: (max: number) => Effect.Effect<ReadonlyArray<Message<A>>, QueueError>
-  /** Deletes the message; `false` when it was already gone. */
+  /** Deletes the message; `false` when it was already gone or the receipt is stale. */
   readonly ack: (message: Message<A>) => Effect.Effect<boolean, QueueError>
+  /**
+   * Hides the message for one more visibility timeout, counted from now (the receive count is unchanged);
+   * `false` when the receipt is stale. Every source of this library has it; a source of your own may leave it
+   * out, and then `Consumer.run` refuses a handler time limit longer than the visibility timeout.
+   */
+  readonly extend?: (message: Message<A>) => Effect.Effect<boolean, QueueError>
   /** Makes the message visible again; `false` when the receipt is stale. */
   readonly release: (message: Message<A>, options?: ReleaseOptions) => Effect.Effect<boolean, QueueError>
   /** Moves the message to the dead-letter queue, atomically; `false` when the receipt is stale. */

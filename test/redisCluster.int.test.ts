@@ -1,7 +1,7 @@
 /**
  * The Redis backends against a real 3-master Redis Cluster, started once for this file (see
  * ./support/redisCluster.ts): the same contract suites as the single-node runs (`*.redis.test.ts`,
- * `queue/redis.test.ts`), then what only a Cluster shows — keys spread over the nodes, every script's keys in
+ * `queue/redis.int.test.ts`), then what only a Cluster shows — keys spread over the nodes, every script's keys in
  * one slot (asked of the server: `CLUSTER KEYSLOT`), a slot moved to another master mid-run (`ASK`, `MOVED`,
  * `TRYAGAIN`), scripts reloaded node by node after `SCRIPT FLUSH`.
  *

@@ -113,7 +113,7 @@ const main = Effect.gen(function*() {
   })
   const fallbacks = CircuitBreakerRedis.fleetFallbacksTotal.pipe(Metric.tagged("breaker", breakerName))
   if (values.consume) {
-    const ship = Consumer.idempotentMemory((message: QueueSource.Message<Created>) =>
+    const ship = yield* Consumer.idempotentMemory((message: QueueSource.Message<Created>) =>
       Effect.sync(() => bump(effects, message.id))
     )
     yield* Consumer.run({

@@ -51,3 +51,59 @@ export const afterFailure = (fatal: boolean, receiveCount: number, maxReceiveCou
  * consumer crashed): it goes to the dead-letter queue without running.
  */
 export const overLimit = (receiveCount: number, maxReceiveCount: number): boolean => receiveCount > maxReceiveCount
+
+/*
+ * Handler time limits and visibility renewal (as SQS's `ChangeMessageVisibility`): while a handler runs, its
+ * consumer pushes the message's visibility out again, so a slow handler that is still within its time limit
+ * is never handed to a second worker. An extension makes the message invisible for one more visibility
+ * timeout from the instant it is made.
+ */
+
+/** A handler's time limit when none is configured: the visibility timeout of its source. */
+export const defaultTimeLimit = (visibility: number): number => visibility
+
+/** How long closing a consumer waits for running handlers when no grace is configured: at most 10 s. */
+export const DEFAULT_SHUTDOWN_GRACE = 10_000
+
+export const defaultShutdownGrace = (timeLimit: number): number => Math.min(timeLimit, DEFAULT_SHUTDOWN_GRACE)
+
+/**
+ * Why a time limit cannot be accepted, or `undefined` when it can: a handler that outlives the visibility
+ * timeout of a source that cannot extend it would be handed to another worker while it still runs.
+ */
+export const timeLimitProblem = (timeLimit: number, visibility: number, canExtend: boolean): string | undefined =>
+  canExtend || timeLimit <= visibility ?
+    undefined :
+    `a handler time limit (timeout) of ${timeLimit} ms is longer than the source's visibility timeout of ` +
+    `${visibility} ms, and the source cannot extend a message's visibility: the message would be delivered ` +
+    `again while its handler still runs. Shorten timeout, or lengthen the visibility timeout`
+
+/**
+ * When to extend a delivery that stays invisible until `visibleUntil`: once a third of the visibility timeout
+ * is left (never at once: a handler that ends in the first two thirds costs no extension).
+ */
+export const renewAt = (visibleUntil: number, visibility: number): number =>
+  visibleUntil - Math.max(1, Math.floor(visibility / 3))
+
+/** Until when an extension made at `now` keeps the message invisible. */
+export const extendedUntil = (now: number, visibility: number): number => now + visibility
+
+/**
+ * Whether a handler started at `startedAt` with a time limit of `timeLimit` can still be running when its
+ * first extension is due: if not, no renewal is needed at all.
+ */
+export const needsRenewal = (
+  startedAt: number,
+  timeLimit: number,
+  visibleUntil: number,
+  visibility: number
+): boolean => startedAt + timeLimit >= renewAt(visibleUntil, visibility)
+
+/**
+ * When to try again after an extension failed (the engine did not answer): a tenth of the visibility timeout
+ * later, or `undefined` when that is too late (the message is visible again by then; the handler runs on).
+ */
+export const retryRenewAt = (now: number, visibleUntil: number, visibility: number): number | undefined => {
+  const next = now + Math.max(1, Math.floor(visibility / 10))
+  return next < visibleUntil ? next : undefined
+}

@@ -94,4 +94,48 @@ describe("core/visibility", () => {
     expect(rounded).toBeGreaterThanOrEqual(ms)
     expect(rounded - ms).toBeLessThan(1)
   })
+  it("time limits: the visibility timeout by default; longer only for a source that can extend", () => {
+    expect(core.defaultTimeLimit(30_000)).toBe(30_000)
+    expect(core.defaultShutdownGrace(30_000)).toBe(10_000)
+    expect(core.defaultShutdownGrace(2_000)).toBe(2_000)
+    expect(core.timeLimitProblem(30_000, 30_000, false)).toBeUndefined()
+    expect(core.timeLimitProblem(60_000, 30_000, true)).toBeUndefined()
+    expect(core.timeLimitProblem(60_000, 30_000, false)).toMatch(/60000 ms is longer than .* 30000 ms/)
+  })
+
+  it("renewal: when a third of the visibility is left, never at once; retries while still invisible", () => {
+    expect(core.renewAt(1_000, 1_000)).toBe(667)
+    expect(core.renewAt(31_000, 30_000)).toBe(21_000)
+    expect(core.renewAt(2, 2)).toBe(1) // at least a millisecond before the end
+    expect(core.extendedUntil(667, 1_000)).toBe(1_667)
+    // a handler whose limit ends before the first renewal is due needs none
+    expect(core.needsRenewal(0, 600, 1_000, 1_000)).toBe(false)
+    expect(core.needsRenewal(0, 1_000, 1_000, 1_000)).toBe(true)
+    // one that waited in the buffer starts closer to the end
+    expect(core.needsRenewal(500, 200, 1_000, 1_000)).toBe(true)
+    expect(core.retryRenewAt(700, 1_000, 1_000)).toBe(800)
+    expect(core.retryRenewAt(950, 1_000, 1_000)).toBeUndefined()
+  })
+
+  it.prop(
+    "renewing at each renewAt keeps a delivery invisible for as long as its handler runs",
+    [fc.integer({ min: 3, max: 1e6 }), fc.double({ min: 0, max: 50, noNaN: true })],
+    ([visibility, timeouts]) => {
+      const runFor = Math.ceil(visibility * timeouts)
+      let visibleUntil = core.invisibleUntil(0, visibility)
+      let now = 0
+      let renewals = 0
+      for (;;) {
+        const at = core.renewAt(visibleUntil, visibility)
+        expect(at).toBeGreaterThan(now) // never at once
+        expect(at).toBeLessThan(visibleUntil) // always before it is visible again
+        if (at >= runFor) break
+        now = at
+        visibleUntil = core.extendedUntil(now, visibility)
+        renewals++
+      }
+      expect(visibleUntil).toBeGreaterThan(runFor)
+      expect(renewals).toBeLessThanOrEqual(Math.ceil(runFor / Math.floor((2 * visibility) / 3)) + 1)
+    }
+  )
 })

@@ -241,7 +241,7 @@ describe("Consumer.run (memory)", () => {
       const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "5 seconds" })
       yield* source.send([msg("a")])
       const applied = new Map<string, number>()
-      const handler = Consumer.idempotentMemory((m: QueueSource.Message<unknown>) =>
+      const handler = yield* Consumer.idempotentMemory((m: QueueSource.Message<unknown>) =>
         Effect.sync(() => applied.set(m.id, (applied.get(m.id) ?? 0) + 1))
       )
       const scope = yield* Scope.make()
@@ -365,7 +365,8 @@ describe("Consumer.run (memory)", () => {
             ),
           concurrency: 1,
           bufferSize: 2,
-          maxReceiveCount: 5
+          maxReceiveCount: 5,
+          timeout: "1 minute" // a runs past its visibility timeout (renewed): b and c wait behind it
         }),
         scope
       )
@@ -439,7 +440,7 @@ describe("Consumer.idempotentMemory", () => {
       const processed = new Set<string>()
       const gate = yield* Deferred.make<void>()
       let applied = 0
-      const handler = Consumer.idempotentMemory(
+      const handler = yield* Consumer.idempotentMemory(
         (_: QueueSource.Message<unknown>) => Effect.zipRight(Deferred.await(gate), Effect.sync(() => ++applied)),
         { processed }
       )
@@ -456,7 +457,7 @@ describe("Consumer.idempotentMemory", () => {
   it.effect("a failure records nothing, so the next delivery runs again", () =>
     Effect.gen(function*() {
       let calls = 0
-      const handler = Consumer.idempotentMemory((_: QueueSource.Message<unknown>) =>
+      const handler = yield* Consumer.idempotentMemory((_: QueueSource.Message<unknown>) =>
         Effect.suspend(() => ++calls === 1 ? Effect.fail("boom") : Effect.succeed(calls))
       )
       expect(yield* Effect.flip(handler(delivery("a")))).toBe("boom")
@@ -477,7 +478,7 @@ describe("soak (memory)", () => {
         const effects = new Map<string, number>()
         const result = yield* runSoak({
           source,
-          idempotent: (h) => Consumer.idempotentMemory(h),
+          idempotent: (h) => Effect.runSync(Consumer.idempotentMemory(h)), // runSoak builds it once
           record: (id) => Effect.sync(() => void effects.set(id, (effects.get(id) ?? 0) + 1)),
           effects: Effect.sync(() => effects),
           remaining: Effect.gen(function*() {

@@ -1,5 +1,5 @@
 /**
- * The `RedisStreamQueue` contract against a real Redis, on one node (`redis.test.ts`) or a Redis Cluster
+ * The `RedisStreamQueue` contract against a real Redis, on one node (`redis.int.test.ts`) or a Redis Cluster
  * (`../redisCluster.int.test.ts`): consumer groups, `XAUTOCLAIM` recovery of a consumer that died holding
  * messages, delivery counts from `XPENDING`, dead letters, scripts reloaded after `NOSCRIPT`, and a soak (with
  * the idempotent consumer on SQLite). Visibility here is Redis's own clock, so these tests use short real
@@ -84,7 +84,7 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
         const appliedAfter = new Map<string, number>()
         const consumer = yield* Consumer.run({
           source: alive,
-          handler: Consumer.idempotentMemory((m) =>
+          handler: yield* Consumer.idempotentMemory((m) =>
             Effect.sync(() => {
               applied.push(`${m.id}#${m.receiveCount}`)
               appliedAfter.set(m.id, elapsedSince(beforeReceive))
@@ -131,7 +131,7 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
         yield* source.send([msg("ok-1", 1), msg("bad-1", -1), { id: "bad-2", key: "k", body: { n: -2 } }])
         let fixed = false
         const applied = new Map<string, number>()
-        const handler = Consumer.idempotentMemory((m: QueueSource.Message<Body>) =>
+        const handler = yield* Consumer.idempotentMemory((m: QueueSource.Message<Body>) =>
           m.body.n < 0 && !fixed
             ? Effect.fail(Failure.fatal(`negative amount ${m.body.n}`))
             : Effect.sync(() => void applied.set(m.id, (applied.get(m.id) ?? 0) + 1))

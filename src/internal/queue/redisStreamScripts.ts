@@ -126,3 +126,21 @@ return eachEntry(KEYS[1], KEYS[2], function(f, at, id, indexed)
   if indexed then redis.call('HDEL', KEYS[2], id) end
   return redis.call('XDEL', KEYS[1], at)
 end)`)
+
+// The fence of ACK and EXTEND, as in RELEASE: the entry is pending for this consumer with the receipt's count.
+const OWNED = `
+local p = redis.call('XPENDING', KEYS[1], ARGV[1], ARGV[2], ARGV[2], 1)
+if #p == 0 or p[1][2] ~= ARGV[3] or tonumber(p[1][4]) ~= tonumber(ARGV[4]) then return 0 end`
+
+// KEYS stream, errors; ARGV group, entry id, consumer, delivery count. Deletes the entry and its error.
+export const ACK = redisClient.script(`${OWNED}
+redis.call('XACK', KEYS[1], ARGV[1], ARGV[2])
+redis.call('XDEL', KEYS[1], ARGV[2])
+redis.call('HDEL', KEYS[2], ARGV[2])
+return 1`)
+
+// KEYS stream; ARGV group, entry id, consumer, delivery count. Resets the entry's idle time (one more
+// visibility timeout before XAUTOCLAIM may take it over), keeping its owner and delivery count.
+export const EXTEND = redisClient.script(`${OWNED}
+redis.call('XCLAIM', KEYS[1], ARGV[1], ARGV[3], 0, ARGV[2], 'IDLE', 0, 'RETRYCOUNT', ARGV[4], 'JUSTID')
+return 1`)

@@ -10,6 +10,12 @@ import type { Message } from "../../../QueueSource.js"
 export const idempotentMemory = <A, B, E, R>(
   handler: (message: Message<A>) => Effect.Effect<B, E, R>,
   options?: { readonly processed?: Set<string> }
+): Effect.Effect<(message: Message<A>) => Effect.Effect<Option.Option<B>, E, R>> =>
+  Effect.sync(() => store(handler, options))
+
+const store = <A, B, E, R>(
+  handler: (message: Message<A>) => Effect.Effect<B, E, R>,
+  options?: { readonly processed?: Set<string> }
 ) => {
   const processed = options?.processed ?? new Set<string>()
   const running = new Map<string, Deferred.Deferred<void>>()
