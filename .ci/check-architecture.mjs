@@ -29,13 +29,6 @@ const root = resolve(new URL("..", import.meta.url).pathname)
 const MAX_FILE_LINES = 400
 const MAX_FUNCTION_LINES = 120
 
-/**
- * Layout violations (sizes, a file beside its folder) tolerated for now, by file. THIS LIST MUST BE EMPTY: it only
- * holds src/internal/queue files that another change is splitting, and the lead empties it when that change
- * merges. Only src/internal/queue/ files may be listed, and an entry that no longer fails is itself a failure.
- */
-const pending = new Set([])
-const excused = new Set()
 
 const files = (dir) =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
@@ -151,8 +144,7 @@ const checkPackage = (pkg, { withCore }) => {
         layout.push(`${shown(file)}: beside the folder ${shown(folder)}/ (move it into the folder)`)
       }
     }
-    if (pending.has(shown(file)) && layout.length > 0) excused.add(shown(file))
-    else failures.push(...layout)
+    failures.push(...layout)
   }
 
   // the file list is the API
@@ -222,16 +214,12 @@ checkPackage(root, { withCore: true })
 const effect4 = join(root, "packages", "effect4")
 if (existsSync(join(effect4, "package.json"))) checkPackage(effect4, { withCore: false })
 
-for (const file of pending) {
-  if (!file.startsWith("src/internal/queue/")) failures.push(`${file}: only src/internal/queue/ files may be pending`)
-  else if (!excused.has(file)) failures.push(`${file}: pending in check-architecture.mjs but passes (remove it)`)
-}
 
 if (failures.length > 0) {
   console.error(`check-architecture: ${failures.length} problem(s)\n  ${failures.join("\n  ")}`)
   process.exit(1)
 }
 console.log(
-  `check-architecture: ${checked} files (${excused.size} pending); core is plain, internal imports no public values, no cycles, ` +
+  `check-architecture: ${checked} files; core is plain, internal imports no public values, no cycles, ` +
     `the file list is the exports, sizes within ${MAX_FILE_LINES} lines a file and ${MAX_FUNCTION_LINES} a function`
 )

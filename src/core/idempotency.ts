@@ -88,3 +88,18 @@ export const room = (
  */
 export const defaultMaxRecordsPerScope = (maxRecords: number): number =>
   maxRecords === Infinity ? Infinity : Math.max(1, Math.ceil(maxRecords / 10))
+
+/**
+ * The request target a fingerprint covers: the path and the query, never the scheme or the host. A server sees
+ * the URL as its HTTP layer gives it (`/orders?x=1` from one, `http://host:port/orders?x=1` from another), and a
+ * retry through another hostname, port spelling or proxy is the same request.
+ */
+export const requestTarget = (url: string): string => {
+  if (url.startsWith("/")) return url
+  try {
+    const parsed = new URL(url)
+    return `${parsed.pathname}${parsed.search}`
+  } catch {
+    return url
+  }
+}

@@ -125,4 +125,11 @@ describe("core/idempotency", () => {
     expect(core.defaultMaxRecordsPerScope(1)).toBe(1)
     expect(core.defaultMaxRecordsPerScope(Infinity)).toBe(Infinity)
   })
+
+  it("requestTarget: the path and query only, whatever the server's URL form", () => {
+    expect(core.requestTarget("/orders?x=1")).toBe("/orders?x=1")
+    expect(core.requestTarget("http://127.0.0.1:8080/orders?x=1")).toBe("/orders?x=1")
+    expect(core.requestTarget("https://API.example.com:443/orders")).toBe("/orders")
+    expect(core.requestTarget("*")).toBe("*")
+  })
 })

@@ -3,6 +3,7 @@ import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
 import { Duration, Effect, type Either, Fiber, Scope } from "effect"
 import { createHash } from "node:crypto"
 import * as HttpHeaders from "../../core/httpHeaders.js"
+import * as core from "../../core/idempotency.js"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
 import type { Options } from "../../IdempotencyMiddleware.js"
@@ -104,7 +105,8 @@ const withStore = <RS>(
     if (scope._tag === "Left") return yield* Effect.zipRight(unsampled, refuse("idempotency", scope.left))
     // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
     // endpoints must not answer each other's keys
-    const fingerprint = createHash("sha256").update(`${request.method} ${request.originalUrl}\n`).update(body)
+    const fingerprint = createHash("sha256").update(`${request.method} ${core.requestTarget(request.originalUrl)}\n`)
+      .update(body)
       .digest("hex")
     const ref = { scope: scope.right, key }
     // From the claim to the handler's start, one uninterruptible step: a client that goes away right after

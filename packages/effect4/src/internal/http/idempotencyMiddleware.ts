@@ -1,6 +1,7 @@
 import { Duration, Effect, Fiber, type Result, Scope } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
+import * as core from "../../core/idempotency.js"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
 import type { Options } from "../../IdempotencyMiddleware.js"
@@ -104,7 +105,8 @@ const withStore = <RS>(
     if (scope._tag === "Failure") return yield* Effect.andThen(unsampled, refuse("idempotency", scope.failure))
     // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
     // endpoints must not answer each other's keys
-    const fingerprint = createHash("sha256").update(`${request.method} ${request.originalUrl}\n`).update(body)
+    const fingerprint = createHash("sha256").update(`${request.method} ${core.requestTarget(request.originalUrl)}\n`)
+      .update(body)
       .digest("hex")
     const ref = { scope: scope.success, key }
     // From the claim to the handler's start, one uninterruptible step: a client that goes away right after
