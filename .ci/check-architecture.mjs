@@ -29,7 +29,6 @@ const root = resolve(new URL("..", import.meta.url).pathname)
 const MAX_FILE_LINES = 400
 const MAX_FUNCTION_LINES = 120
 
-
 const files = (dir) =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory()
@@ -213,7 +212,6 @@ const checkPackage = (pkg, { withCore }) => {
 checkPackage(root, { withCore: true })
 const effect4 = join(root, "packages", "effect4")
 if (existsSync(join(effect4, "package.json"))) checkPackage(effect4, { withCore: false })
-
 
 if (failures.length > 0) {
   console.error(`check-architecture: ${failures.length} problem(s)\n  ${failures.join("\n  ")}`)
