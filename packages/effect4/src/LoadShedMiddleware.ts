@@ -57,6 +57,17 @@ export interface Options<R = never> {
   readonly trustCritical?: boolean
   /** Decide the criticality yourself, e.g. from the authenticated principal; replaces the header. */
   readonly criticality?: (request: HttpServerRequest.HttpServerRequest) => Effect.Effect<Criticality, never, R>
+  /**
+   * Shares the capacity fairly between clients, e.g. the authenticated customer or the client's address
+   * (`(request) => request.headers["x-customer"] ?? "anonymous"` behind a gateway that sets it). While the
+   * requests of several partitions wait for a slot, the slots that free up go to them in turn, round robin,
+   * first come first served within each: a client offering ten times the others' load gets an equal share
+   * while they wait, and a slot nobody else waits for goes to whoever comes. Waiting needs a queue: with
+   * `partitionBy`, the limiter's `maxQueue` defaults to 100 and its `queueTimeout` to 1 second (set them in
+   * `limiter`), and a full queue drops the newest waiter of the partition that has the most for a newcomer of
+   * another. Criticality comes first: a request over its criticality's share is refused before it waits.
+   */
+  readonly partitionBy?: (request: HttpServerRequest.HttpServerRequest) => string
   /** The `Retry-After` of a refusal, in whole seconds (at least 1). Default 1 second. */
   readonly retryAfter?: Duration.Input
   /**

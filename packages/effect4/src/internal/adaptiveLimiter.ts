@@ -10,6 +10,15 @@ import { gaugeWith } from "./metrics.js"
 import * as slots from "./slots.js"
 import * as validate from "./validate.js"
 
+/**
+ * The partition (client, tenant) of the call the fiber makes, set by `LoadShedMiddleware`'s `partitionBy`:
+ * the limiter's waiters are served round robin between partitions (see `slots.ts`). `undefined`: one shared.
+ */
+export const CurrentPartition: Context.Reference<string | undefined> = Context.Reference<string | undefined>(
+  "effect-resilience/AdaptiveLimiter/currentPartition",
+  { defaultValue: () => undefined }
+)
+
 export class LimitExceeded extends Data.TaggedError("LimitExceeded")<Fields<Api.LimitExceeded>> {
   override get message(): string {
     const which = this.limiter === undefined ? "adaptive limiter" : `adaptive limiter "${this.limiter}"`
@@ -226,14 +235,15 @@ const build = (
 
   const limiter: AdaptiveLimiter = {
     protect: shares === undefined
-      ? (self) => slotted.protect(measured(self))
+      ? (self) => Effect.flatMap(CurrentPartition, (partition) => slotted.protect(measured(self), undefined, partition))
       : (self) =>
         Effect.flatMap(
-          CurrentCriticality,
-          (level) =>
+          Effect.zip(CurrentCriticality, CurrentPartition),
+          ([level, partition]) =>
             slotted.protect(
               measured(self),
-              level === "critical" ? undefined : shed.threshold(limit, level, shares)
+              level === "critical" ? undefined : shed.threshold(limit, level, shares),
+              partition
             )
         ),
     limit: Effect.sync(() => limit),

@@ -1,5 +1,6 @@
 import type { Metric } from "effect"
 import { Cause, Effect } from "effect"
+import { FairQueue } from "../core/fairQueue.js"
 import { counterWith } from "./metrics.js"
 import { resume } from "./resume.js"
 
@@ -45,11 +46,16 @@ export interface Slots<Err> {
    * Runs `self` in a slot: at once when one is free, after the callers queued before it otherwise, or fails
    * with the rejection without running it. The slot is given back however `self` ends. With `share`, a call that
    * finds `share` or more slots taken is refused at once with reason `"shed"` (it neither runs nor queues):
-   * the rest of the capacity is kept for calls with a larger share.
+   * the rest of the capacity is kept for calls with a larger share. With `partition`, waiters are served
+   * round robin between the partitions that wait (`core/fairQueue.ts`), first in first out within each; a
+   * full queue drops the newest waiter of its longest partition for a newcomer of a shorter one. Calls
+   * without a partition share one. A partitioned call over its `share` is not refused at once but waits,
+   * and is granted a slot only while fewer than `share` are taken: more critical waiters pass it.
    */
   readonly protect: <A, E, R>(
     self: Effect.Effect<A, E, R>,
-    share?: number
+    share?: number,
+    partition?: string
   ) => Effect.Effect<A, E | Err, R>
   /** Calls holding a slot, and calls waiting. */
   readonly active: () => number
@@ -70,6 +76,8 @@ class Waiter<Err> {
   state = WAITING
   resume: ((effect: Effect.Effect<void, Err>) => void) | undefined = undefined
   rejection: Err | undefined = undefined
+  /** `share`: the waiter is granted a slot only while fewer than this many are taken (see `protect`). */
+  constructor(readonly partition: string, readonly share: number | undefined) {}
 }
 
 /** Waits until the waiter is granted its slot or rejected, or `queueTimeout` (if any) passes. */
@@ -92,19 +100,55 @@ function wait<Err>(
 }
 
 /**
+ * Waits in the queue for the slot `waiter` was promised, then runs `inSlot`; a wait that ends without the slot
+ * (interrupted, timed out, rejected) calls `abandon` and fails as it ended, with the reason on the span.
+ */
+function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
+  waiter: Waiter<Err>,
+  restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>,
+  inSlot: Effect.Effect<A, E, R>,
+  config: Config<Err>,
+  abandon: () => void
+): Effect.Effect<A, E | Err, R> {
+  return Effect.clockWith((clock) => {
+    const since = clock.currentTimeMillisUnsafe()
+    return Effect.matchCauseEffect(restore(wait(waiter, config.queueTimeout, config.reject)), {
+      onFailure: (cause) => {
+        abandon()
+        const failure = Cause.findErrorOption(cause)
+        return failure._tag === "Some"
+          ? Effect.andThen(
+            Effect.annotateCurrentSpan(`${config.span}.rejected`, failure.value.reason),
+            Effect.failCause(cause)
+          )
+          : Effect.failCause(cause)
+      },
+      // drain() counted the slot it handed over in `active`: it is ours now
+      onSuccess: () =>
+        Effect.andThen(
+          Effect.annotateCurrentSpan(`${config.span}.queued_ms`, clock.currentTimeMillisUnsafe() - since),
+          inSlot
+        )
+    })
+  })
+}
+
+/**
  * A first-in-first-out set of slots, shared by `Bulkhead` (fixed capacity) and `AdaptiveLimiter` (a capacity that
  * moves). The state is plain fields read and written synchronously inside `uninterruptibleMask`, so the
  * uncontended path is one mask and one match frame: no Ref, no Semaphore, no fork. A released slot goes straight
- * to the oldest waiter while the capacity allows it, so a newcomer never takes a slot a waiter was promised.
- * Waiters sit in a `Set` (insertion-ordered, O(1) delete) so an interrupted waiter leaves the queue at once.
+ * to the next waiter while the capacity allows it, so a newcomer never takes a slot a waiter was promised.
+ * Waiters sit in a `FairQueue` (insertion-ordered sets per partition, O(1) delete) so an interrupted waiter
+ * leaves the queue at once; with one partition (no call names one) it is first in, first out.
  */
 export const make = <Err extends { readonly reason: RejectionReason }>(config: Config<Err>): Slots<Err> => {
-  const { capacity, maxQueue, onActive, onQueued, queueTimeout } = config
+  const { capacity, maxQueue, onActive, onQueued } = config
   const rejectedAttr = `${config.span}.rejected`
-  const queuedAttr = `${config.span}.queued_ms`
   let active = 0
   let closed = false
-  const queue = new Set<Waiter<Err>>()
+  const queue = new FairQueue<Waiter<Err>>()
+
+  const eligible = (waiter: Waiter<Err>) => waiter.share === undefined || active < waiter.share
 
   function reject(reason: RejectionReason): Effect.Effect<never, Err> {
     return Effect.andThen(Effect.annotateCurrentSpan(rejectedAttr, reason), Effect.fail(config.reject(reason)))
@@ -117,8 +161,8 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
   function drain(): number {
     let granted = 0
     while (queue.size > 0 && active < capacity()) {
-      const waiter = queue.values().next().value!
-      queue.delete(waiter)
+      const waiter = queue.shiftWhere(eligible)
+      if (waiter === undefined) break
       waiter.state = GRANTED
       active++
       granted++
@@ -143,7 +187,7 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
       release()
     } else if (waiter.state === WAITING) {
       waiter.state = REJECTED
-      queue.delete(waiter)
+      queue.delete(waiter.partition, waiter)
       onQueued(-1)
     }
   }
@@ -151,8 +195,7 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
   function close(): void {
     closed = true
     if (queue.size === 0) return
-    const waiters = Array.from(queue)
-    queue.clear()
+    const waiters = queue.drainAll()
     onQueued(-waiters.length)
     for (const waiter of waiters) {
       waiter.state = REJECTED
@@ -178,39 +221,41 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
     return Effect.matchCauseEffect(effect, giveBack) as Effect.Effect<A, E, R>
   }
 
-  const protect = <A, E, R>(self: Effect.Effect<A, E, R>, share?: number): Effect.Effect<A, E | Err, R> =>
+  /** Refuses a queued waiter with `reason` (it was dropped to make room for another partition's). */
+  function drop(waiter: Waiter<Err>, reason: RejectionReason): void {
+    waiter.state = REJECTED
+    waiter.rejection = config.reject(reason)
+    onQueued(-1)
+    if (waiter.resume !== undefined) resume(waiter.resume, Effect.fail(waiter.rejection))
+  }
+
+  const protect = <A, E, R>(
+    self: Effect.Effect<A, E, R>,
+    share?: number,
+    partition?: string
+  ): Effect.Effect<A, E | Err, R> =>
     Effect.uninterruptibleMask((restore) => {
       if (closed) return reject("closed")
-      if (share !== undefined && active >= share) return reject("shed")
+      const overShare = share !== undefined && active >= share
+      if (overShare && partition === undefined) return reject("shed")
       // the capacity may have grown since the last release: waiters first
       if (queue.size > 0 && active < capacity()) onActive(drain())
-      if (active < capacity() && queue.size === 0) {
+      if (active < capacity() && queue.size === 0 && !overShare) {
         active++
         onActive(1)
         return run(restore(self))
       }
-      if (queue.size >= maxQueue) return reject("queue-full")
-      const waiter = new Waiter<Err>()
-      queue.add(waiter)
+      if (queue.size >= maxQueue) {
+        const evicted = maxQueue > 0 ? queue.evictFor(partition ?? "") : undefined
+        if (evicted === undefined) return reject("queue-full")
+        drop(evicted, "queue-full")
+      }
+      const waiter = new Waiter<Err>(partition ?? "", share)
+      queue.push(waiter.partition, waiter)
       onQueued(1)
-      return Effect.clockWith((clock) => {
-        const since = clock.currentTimeMillisUnsafe()
-        return Effect.matchCauseEffect(restore(wait(waiter, queueTimeout, config.reject)), {
-          onFailure: (cause) => {
-            abandon(waiter)
-            const failure = Cause.findErrorOption(cause)
-            return failure._tag === "Some"
-              ? Effect.andThen(Effect.annotateCurrentSpan(rejectedAttr, failure.value.reason), Effect.failCause(cause))
-              : Effect.failCause(cause)
-          },
-          // drain() counted the slot it handed over in `active`: it is ours now
-          onSuccess: () =>
-            Effect.andThen(
-              Effect.annotateCurrentSpan(queuedAttr, clock.currentTimeMillisUnsafe() - since),
-              run(restore(self))
-            )
-        })
-      })
+      // a free slot the waiters before it may not take (over their share) may be this one's
+      if (active < capacity()) onActive(drain())
+      return waitForSlot(waiter, restore, run(restore(self)), config, () => abandon(waiter))
     })
 
   return { protect, active: () => active, queued: () => queue.size, close }

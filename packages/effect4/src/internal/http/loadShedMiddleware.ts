@@ -1,4 +1,4 @@
-import type { Cause } from "effect"
+import type { Cause, Duration } from "effect"
 import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as shed from "../../core/criticality.js"
@@ -55,11 +55,17 @@ export const make = <R = never>(options: Options<R> = {}) => {
   const maxBodyBytes = validate.positiveInt("LoadShedMiddleware maxBodyBytes", options.maxBodyBytes ?? 1024 * 1024)
   const bodyTimeoutMillis = validate.millis("LoadShedMiddleware bodyTimeout", options.bodyTimeout ?? "5 seconds")
   if (bodyTimeoutMillis <= 0) validate.invalid("LoadShedMiddleware bodyTimeout must be longer than zero")
+  const partitionBy = options.partitionBy
+  if (partitionBy !== undefined && typeof partitionBy !== "function") {
+    validate.invalid("LoadShedMiddleware partitionBy must be a function of the request")
+  }
   const given = options.limiter
   const isOverload = given?.isOverload ?? adaptiveLimiter.isTimeout
   const limiterOptions = {
     shares: shed.defaultShares,
     algorithm: defaultAlgorithm,
+    // fair shares are taken by waiters: a partitioned middleware queues (see `Options.partitionBy`)
+    ...(partitionBy === undefined ? {} : { maxQueue: 100, queueTimeout: "1 second" as Duration.Input }),
     ...given,
     // a slow start (see `Options.limiter`); the limiter checks the bounds themselves
     initialLimit: given?.initialLimit ?? Math.max(given?.minLimit ?? 1, Math.min(4, given?.maxLimit ?? 1_000)),
@@ -128,10 +134,16 @@ export const make = <R = never>(options: Options<R> = {}) => {
               ? app
               : Effect.provideService(app, HttpServerRequest.HttpServerRequest, ready)
             // the app's own failures pass through untouched: only this limiter's refusal becomes a 503
-            return Effect.flatMap(
-              levelOf(ready),
-              (level) => Effect.provideService(runAdmitted(limiter, served, refusal(level)), CurrentCriticality, level)
-            )
+            return Effect.flatMap(levelOf(ready), (level) => {
+              const admitted = Effect.provideService(
+                runAdmitted(limiter, served, refusal(level)),
+                CurrentCriticality,
+                level
+              )
+              return partitionBy === undefined
+                ? admitted
+                : Effect.provideService(admitted, adaptiveLimiter.CurrentPartition, partitionBy(ready))
+            })
           })
       )
     }

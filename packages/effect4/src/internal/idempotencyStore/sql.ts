@@ -48,7 +48,7 @@ export const connectionLost = (error: unknown): boolean => {
  * own fiber was interrupted (a client whose pool was shut down interrupts its waiters) fails instead: a store
  * operation ends in its value or an error, never in an interruption the caller did not ask for.
  */
-const disconnect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Error, R> =>
+export const disconnect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E | Error, R> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.flatMap(Effect.forkDetach(Effect.interruptible(effect)), (fiber) =>
       Effect.onInterrupt(
