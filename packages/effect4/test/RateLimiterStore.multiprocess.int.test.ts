@@ -132,8 +132,8 @@ const shareOneBucket = (dialect: "pg" | "sqlite", target: string, table: string)
     expect(reports.map((r) => r.outages)).toEqual([0, 0, 0])
     // the bucket really ran dry: the processes asked for more than it had
     expect(denied).toBeGreaterThan(0)
-    // never more than the bucket holds plus what it refilled while they asked (+1: the refill is reckoned from the
-    // database clock at each statement, the window from the children's clocks around it, as in the Effect 3 test)
+    // never more than the bucket holds plus what it refilled while they asked (+1: each decision
+    // reckons the refill from its own process's clock, read before its statement, as in the Effect 3 test)
     expect(admitted).toBeLessThanOrEqual(capacity + rate * seconds + 1)
     // (and at least the burst it started with: the store does not deny what it has)
     expect(admitted).toBeGreaterThanOrEqual(capacity)
