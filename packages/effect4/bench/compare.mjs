@@ -3,8 +3,8 @@
 // bench/core.ts does). Each case is run `ops` times in one fiber per round (the root bench harness's loop), rounds
 // interleaved across cases, the median taken. Issue targets: <= 0.5x each; the breaker <= 0.1x.
 import { Effect, Exit, Schedule, Scope } from "effect"
-import { createRequire } from "node:module"
 import { CircuitBreaker as Persisted } from "effect/persistence"
+import { createRequire } from "node:module"
 import * as CircuitBreakerPersistence from "../dist/CircuitBreaker/Persistence.js"
 import { Backoff, CircuitBreaker, Deadline, RateLimiter, RateLimiterStore, Retry } from "../dist/index.js"
 // cockatiel is a dependency of the repository root (the Effect 3 bench's reference), not of this package: its
@@ -51,7 +51,10 @@ const limiter = await inScope(
     Effect.provideService(RateLimiterStore.RateLimiterStore, RateLimiterStore.unsafeMakeMemory())
   )
 )
-const pipelineRetry = Retry.retry({ schedule: Backoff.fullJitter({ base: "10 millis", cap: "1 second" }), maxAttempts: 3 })
+const pipelineRetry = Retry.retry({
+  schedule: Backoff.fullJitter({ base: "10 millis", cap: "1 second" }),
+  maxAttempts: 3
+})
 const pipeline = () => pipelineRetry(Effect.andThen(limiter.tryAcquire("origin"), breaker.protect(deadlineTimeout(ok))))
 const cockatielPolicy = wrap(
   cockatielRetry(handleAll, { maxAttempts: 2, backoff: new ExponentialBackoff() }),
