@@ -59,3 +59,37 @@ const firstOf = <A, E>(
       timer.removeObserver(onTimer)
     })
   })
+
+/**
+ * `Effect.disconnect` and `Effect.timeoutFail` in one, with one fiber for `self` (started at once, see
+ * `timeoutWith`) and one for the timer, instead of three: `self` runs interruptibly in a fiber of its own;
+ * after `duration` (of `clock`) it is interrupted in the background and the caller fails with `onTimeout()`
+ * at once, without waiting for it (a query the driver cannot abort). A caller that is interrupted leaves it
+ * the same way.
+ */
+export const timeoutDisconnected = <A, E, R, E2>(
+  self: Effect.Effect<A, E, R>,
+  duration: Duration.Duration,
+  clock: Clock.Clock,
+  onTimeout: () => E2
+): Effect.Effect<A, E | E2, R> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.flatMap(forkDetached(Effect.interruptible(self)), (child): Effect.Effect<A, E | E2> => {
+      const done = child.unsafePoll()
+      if (done !== null) return done
+      return Effect.flatMap(
+        Effect.fork(Effect.interruptible(clock.sleep(duration))),
+        (timer) =>
+          Effect.flatMap(
+            Effect.onInterrupt(
+              restore(firstOf(child, timer)),
+              () => Effect.zipRight(Fiber.interruptFork(timer), Fiber.interruptFork(child))
+            ),
+            (exit): Effect.Effect<A, E | E2> => {
+              if (exit !== undefined) return Effect.zipRight(Fiber.interruptFork(timer), exit)
+              return Effect.zipRight(Fiber.interruptFork(child), Exit.fail(onTimeout()))
+            }
+          )
+      )
+    })
+  )

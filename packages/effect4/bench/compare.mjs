@@ -4,8 +4,21 @@
 // interleaved across cases, the median taken. Issue targets: <= 0.5x each; the breaker <= 0.1x.
 import { Effect, Exit, Schedule, Scope } from "effect"
 import { CircuitBreaker as Persisted } from "effect/persistence"
+import { createRequire } from "node:module"
 import * as CircuitBreakerPersistence from "../dist/CircuitBreaker/Persistence.js"
-import { Backoff, CircuitBreaker, Deadline, Retry } from "../dist/index.js"
+import { Backoff, CircuitBreaker, Deadline, RateLimiter, RateLimiterStore, Retry } from "../dist/index.js"
+// cockatiel is a dependency of the repository root (the Effect 3 bench's reference), not of this package: its
+// CommonJS build, by path (its ESM build has extensionless imports Node cannot resolve)
+const {
+  circuitBreaker,
+  ConsecutiveBreaker,
+  ExponentialBackoff,
+  handleAll,
+  retry: cockatielRetry,
+  timeout: cockatielTimeout,
+  TimeoutStrategy,
+  wrap
+} = createRequire(import.meta.url)("../../../node_modules/cockatiel")
 
 const ops = 20_000
 const rounds = 9
@@ -31,6 +44,23 @@ const bridge = await inScope(
   CircuitBreakerPersistence.make({ trip: CircuitBreaker.consecutive(5), openFor: "10 seconds" })
 )
 const key = { key: "bench" }
+// the full client-side pipeline on a succeeding call, as the root's bench/pipeline.ts builds it (issue 21 item 6):
+// Retry.retry(limiter.tryAcquire *> breaker.protect(Deadline.timeout(call))); cockatiel has no limiter
+const limiter = await inScope(
+  RateLimiter.tokenBucket({ capacity: 1_000_000_000, refillPerSecond: 1_000_000_000 }).pipe(
+    Effect.provideService(RateLimiterStore.RateLimiterStore, RateLimiterStore.unsafeMakeMemory())
+  )
+)
+const pipelineRetry = Retry.retry({
+  schedule: Backoff.fullJitter({ base: "10 millis", cap: "1 second" }),
+  maxAttempts: 3
+})
+const pipeline = () => pipelineRetry(Effect.andThen(limiter.tryAcquire("origin"), breaker.protect(deadlineTimeout(ok))))
+const cockatielPolicy = wrap(
+  cockatielRetry(handleAll, { maxAttempts: 2, backoff: new ExponentialBackoff() }),
+  circuitBreaker(handleAll, { halfOpenAfter: 10_000, breaker: new ConsecutiveBreaker(5) }),
+  cockatielTimeout(1_000, TimeoutStrategy.Aggressive)
+)
 
 const cases = {
   "Effect.succeed (baseline)": () => ok,
@@ -41,7 +71,12 @@ const cases = {
   "Retry.retry(Backoff.exponential, maxAttempts 4)": () => retry(classified),
   "breaker.protect (consecutive(5), closed)": () => breaker.protect(ok),
   "effect/persistence CircuitBreaker.execute (memory)": () => effectBreaker.execute(ok, key),
-  "CircuitBreaker/Persistence execute (our keyed)": () => bridge.execute(ok, key)
+  "CircuitBreaker/Persistence execute (our keyed)": () => bridge.execute(ok, key),
+  "pipeline (effect-resilience)": pipeline
+}
+/** Measured natively, per awaited call, in the same interleaved rounds. */
+const promiseCases = {
+  "pipeline (cockatiel)": (i) => cockatielPolicy.execute(() => Promise.resolve(i))
 }
 
 const loop = (make, n) =>
@@ -49,12 +84,21 @@ const loop = (make, n) =>
     for (let i = 0; i < n; i++) yield* Effect.exit(make())
   })
 
-const samples = Object.fromEntries(Object.keys(cases).map((name) => [name, []]))
+const promiseLoop = async (call, n) => {
+  for (let i = 0; i < n; i++) await call(i)
+}
+const samples = Object.fromEntries([...Object.keys(cases), ...Object.keys(promiseCases)].map((name) => [name, []]))
 for (const make of Object.values(cases)) await Effect.runPromise(loop(make, 2_000)) // warm-up
+for (const call of Object.values(promiseCases)) await promiseLoop(call, 2_000)
 for (let r = 0; r < rounds; r++) {
   for (const [name, make] of Object.entries(cases)) {
     const start = process.hrtime.bigint()
     await Effect.runPromise(loop(make, ops))
+    samples[name].push(Number(process.hrtime.bigint() - start) / ops)
+  }
+  for (const [name, call] of Object.entries(promiseCases)) {
+    const start = process.hrtime.bigint()
+    await promiseLoop(call, ops)
     samples[name].push(Number(process.hrtime.bigint() - start) / ops)
   }
 }
@@ -88,5 +132,12 @@ console.log(
   `CircuitBreaker/Persistence execute / effect/persistence execute: ${
     ratio("CircuitBreaker/Persistence execute (our keyed)", "effect/persistence CircuitBreaker.execute (memory)")
   }`
+)
+// against a promise library: whole per-call costs (the root bench's "absolute" targets)
+const pipelineRatio = ns["pipeline (effect-resilience)"] / ns["pipeline (cockatiel)"]
+console.log(
+  `pipeline (timeout + retry + breaker + limiter) / cockatiel wrap(retry, breaker, timeout): ${
+    pipelineRatio.toFixed(2)
+  }x per call (target <= 0.15x) ${pipelineRatio <= 0.15 ? "ok" : "MISSED"}`
 )
 await Effect.runPromise(Scope.close(scope, Exit.void))

@@ -48,10 +48,13 @@ export const admitted = <E, R>(
   const { lease, leaseMillis, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
   const redact = decide.redactor(ref.key, ref.scope)
   const release = Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
-  const heartbeat = store.renew(ref, lease).pipe(
-    Effect.delay(Duration.millis(leaseMillis / 3)),
-    Effect.catchAll((e) => Effect.as(logStoreFailure("renew", e, redact), true)),
-    Effect.repeat({ while: (stillOwned) => stillOwned })
+  // One sleep, then a renewal, again while the claim is still ours: a plain loop, no schedule, and nothing
+  // but a sleeping fiber (one timer) for a handler that ends before its first renewal is due.
+  const pause = Effect.sleep(Duration.millis(leaseMillis / 3))
+  const renewed = Effect.catchAll(store.renew(ref, lease), (e) => Effect.as(logStoreFailure("renew", e, redact), true))
+  const heartbeat: Effect.Effect<void> = Effect.flatMap(
+    pause,
+    () => Effect.flatMap(renewed, (stillOwned) => stillOwned ? heartbeat : Effect.void)
   )
   // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
   // runs it again. A store that fails now (down, restarting) is tried again in the background, while the

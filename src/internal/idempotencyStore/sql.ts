@@ -5,6 +5,7 @@ import { randomUUID } from "node:crypto"
 import * as core from "../../core/idempotency.js"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
+import { timeoutDisconnected } from "../timeout.js"
 import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
 import { resolve, type ResolvedSqlOptions, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 
@@ -82,21 +83,20 @@ export const migrate = (
 }
 
 // Every operation is bounded: a locked table or a saturated pool must become a 503, not a hung request.
-// `disconnect`: the answer does not wait for a query the driver cannot abort; `interruptible`: the
-// timeout works even where the caller runs uninterruptibly (the middleware's claim-to-completion region)
+// `timeoutDisconnected`: the answer does not wait for a query the driver cannot abort, and the timeout works
+// even where the caller runs uninterruptibly (the middleware's claim-to-completion region); two fibers per
+// operation, where `Effect.disconnect` and `Effect.timeoutFail` take three
 const failWith =
   (timeout: Duration.Duration, operation: IdempotencyStoreError["operation"]) =>
   <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-    effect.pipe(
-      Effect.catchAllDefect((defect) => Effect.fail(defect)),
-      Effect.interruptible,
-      Effect.disconnect,
-      Effect.timeoutFail({
-        duration: timeout,
-        onTimeout: () => new Error(`no answer from the database within ${Duration.format(timeout)}`)
-      }),
-      Effect.mapError((cause) => new IdempotencyStoreError({ operation, cause }))
-    )
+    Effect.clockWith((clock) =>
+      timeoutDisconnected(
+        Effect.catchAllDefect(effect, (defect) => Effect.fail(defect)),
+        timeout,
+        clock,
+        () => new Error(`no answer from the database within ${Duration.format(timeout)}`)
+      )
+    ).pipe(Effect.mapError((cause: unknown) => new IdempotencyStoreError({ operation, cause })))
 
 /**
  * A statement whose connection was lost — terminated by the server (mid-statement or after its commit),
@@ -110,11 +110,13 @@ const failWith =
  * the lease has run out.
  */
 const retryBroken = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-  Effect.retry(effect, {
-    schedule: Schedule.exponential(RETRY_BASE),
-    times: STATEMENT_RETRIES,
-    while: connectionLost
-  })
+  // the schedule is built only after a first lost connection (the pauses are still 10, 20, 40, … ms)
+  Effect.catchIf(effect, connectionLost, () =>
+    Effect.retry(Effect.delay(effect, RETRY_BASE), {
+      schedule: Schedule.exponential(Duration.times(RETRY_BASE, 2)),
+      times: STATEMENT_RETRIES - 1,
+      while: connectionLost
+    }))
 
 /**
  * The decision of `core/idempotency.ts` on the row the upsert did not take. `undefined`: the row changed

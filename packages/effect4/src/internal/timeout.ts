@@ -1,84 +1,89 @@
-import type { Clock } from "effect"
+import type { Clock, Context } from "effect"
 import { Duration, Effect, Exit, Fiber } from "effect"
 import { resume } from "./resume.js"
 
 /**
  * How many timed children may start synchronously inside one another on one JavaScript stack. Deeper than this, a
  * child starts on the scheduler instead, so synchronous nesting costs constant stack per level at any depth.
- * (Effect 3 needed a whole fast path for the synchronous start; Effect 4's `forkChild` has `startImmediately`.)
- * The count goes down in the fork's continuation; a continuation that never runs (its fiber interrupted at a yield
- * in between) would leave it raised, so it is also reset once the stack has unwound (a microtask).
+ * (Effect 3 needed a whole fast path for the synchronous start; Effect 4 starts a fiber on the caller's stack.)
  */
 const MAX_SYNC_DEPTH = 64
 let syncDepth = 0
-let resetQueued = false
-const reset = () => {
-  resetQueued = false
-  syncDepth = 0
-}
 
 /**
  * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for its
- * finalizers, and fails with `onTimeout()`. Call it where it runs (inside `Effect.withFiber`, say): it reads the
- * nesting depth when called.
+ * finalizers, and fails with `onTimeout()`.
  *
- * `self` runs in a child fiber that shares the caller's context and interruptibility, started at once on the
- * caller's stack: when it is already done on return (the common case for fast calls) no timer is ever armed and no
- * mask is entered. A child rather than a detached fiber: should the caller be interrupted before it looks, the
- * child ends with it instead of running on unwatched. Otherwise the timer is aimed at `at` as the clock reads
- * *after* the synchronous start, so a blocking prefix is not given a whole extra budget.
+ * `self` runs in a fiber of its own with the caller's context and interruptibility, started at once on the caller's
+ * stack (`Effect.runForkWith`, the cheapest start Effect 4 offers: no child registry, no scheduler task): when it is
+ * already done on return (the common case for fast calls) no timer is ever armed. The fiber is started inside a mask
+ * and, when still running, watched from inside it: should the caller be interrupted, the fiber is interrupted with
+ * it, so it never runs on unwatched. Otherwise the timer is aimed at `at` as the clock reads *after* the synchronous
+ * start, so a blocking prefix is not given a whole extra budget.
  */
 export const timeoutWith = <A, E, R, E2>(
   self: Effect.Effect<A, E, R>,
   at: number,
   clock: Clock.Clock,
   onTimeout: () => E2
-): Effect.Effect<A, E | E2, R> => {
-  const immediate = syncDepth < MAX_SYNC_DEPTH
-  if (immediate) {
-    if (syncDepth++ === 0 && !resetQueued) {
-      resetQueued = true
-      queueMicrotask(reset)
+): Effect.Effect<A, E | E2, R> =>
+  Effect.uninterruptibleMask((restore): Effect.Effect<A, E | E2, R> => {
+    if (syncDepth >= MAX_SYNC_DEPTH) return scheduled(self, at, clock, onTimeout, restore)
+    const parent = Fiber.getCurrent()!
+    // the caller's interruptibility: restoring it is a no-op (the same effect) for an uninterruptible caller
+    const uninterruptible = restore(self) === self
+    syncDepth++
+    let child: Fiber.Fiber<A, E>
+    try {
+      child = Effect.runForkWith(parent.context as Context.Context<R>)(self, { uninterruptible })
+    } finally {
+      syncDepth--
     }
-  }
-  return Effect.flatMap(
-    Effect.forkChild(self, { startImmediately: immediate, uninterruptible: "inherit" }),
-    (child): Effect.Effect<A, E | E2> => {
-      if (immediate && syncDepth > 0) syncDepth--
-      const done = child.pollUnsafe()
-      return done !== undefined ? done : waitUntil(child, at, clock, onTimeout)
-    }
+    const done = child.pollUnsafe()
+    return done !== undefined ? done : waitUntil(child, at, clock, onTimeout, restore)
+  })
+
+/** Deep in synchronous nesting: the same, with `self` in a child fiber started from the scheduler. */
+const scheduled = <A, E, R, E2>(
+  self: Effect.Effect<A, E, R>,
+  at: number,
+  clock: Clock.Clock,
+  onTimeout: () => E2,
+  restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>
+): Effect.Effect<A, E | E2, R> =>
+  Effect.flatMap(
+    Effect.forkChild(restore(self), { startImmediately: false, uninterruptible: "inherit" }),
+    (child) => waitUntil(child, at, clock, onTimeout, restore)
   )
-}
 
 /** The slow path: the child is still running. Arms the timer and waits for whichever comes first. */
 const waitUntil = <A, E, E2>(
   child: Fiber.Fiber<A, E>,
   at: number,
   clock: Clock.Clock,
-  onTimeout: () => E2
-): Effect.Effect<A, E | E2> =>
-  Effect.uninterruptibleMask((restore) => {
-    const left = at - clock.currentTimeMillisUnsafe()
-    if (left <= 0) return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
-    return Effect.flatMap(
-      Effect.forkChild(clock.sleep(Duration.millis(left)), { startImmediately: true }),
-      (timer) =>
-        Effect.flatMap(
-          Effect.onInterrupt(restore(firstOf(child, timer)), () => {
+  onTimeout: () => E2,
+  restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>
+): Effect.Effect<A, E | E2> => {
+  const left = at - clock.currentTimeMillisUnsafe()
+  if (left <= 0) return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
+  return Effect.flatMap(
+    Effect.forkChild(clock.sleep(Duration.millis(left)), { startImmediately: true }),
+    (timer) =>
+      Effect.flatMap(
+        Effect.onInterrupt(restore(firstOf(child, timer)), () => {
+          timer.interruptUnsafe()
+          return Fiber.interrupt(child)
+        }),
+        (exit): Effect.Effect<A, E | E2> => {
+          if (exit !== undefined) {
             timer.interruptUnsafe()
-            return Fiber.interrupt(child)
-          }),
-          (exit): Effect.Effect<A, E | E2> => {
-            if (exit !== undefined) {
-              timer.interruptUnsafe()
-              return exit
-            }
-            return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
+            return exit
           }
-        )
-    )
-  })
+          return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
+        }
+      )
+  )
+}
 
 /**
  * Waits for the child's exit or the timer, whichever comes first (`undefined` for the timer). A plain callback
