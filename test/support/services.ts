@@ -58,6 +58,14 @@ export const describeWith = (services: ReadonlyArray<Service>, name: string, bod
   const missing = services.filter((s) => !available[s])
   if (missing.length === 0) return describe(name, body)
   const why = missing.map((s) => `${s} at ${urls[s]}: ${problems[s]}`).join("; ")
+  // a unit file (./unitGuard.ts refused the probe's socket) can never reach a service: misnamed, so never a skip
+  if ((globalThis as { unitGuard?: true }).unitGuard === true) {
+    return describe(name, () => {
+      it(`needs ${missing.join(" and ")}: this file runs as a unit test; name it *.int.test.ts`, () => {
+        throw new Error(`a service-gated suite in a unit test file: rename it *.int.test.ts (${why})`)
+      })
+    })
+  }
   if (inCI) {
     return describe(name, () => {
       it(`needs ${missing.join(" and ")} (CI=true: a missing service fails the run)`, () => {

@@ -2,7 +2,7 @@
  * `RateLimiterStore/Sql` against SQLite (a temp file, through `effect-resilience/Sqlite` on `node:sqlite`) and
  * PostgreSQL (`DATABASE_URL`, through `@effect/sql-pg` 4): the shared algorithm suite, decision for decision
  * equality with the memory store, then what only SQL has — the rows it writes, their cleanup, and database
- * failures. Ported from the root's test/RateLimiterStore.sql.test.ts. Tables are per run and dropped afterwards.
+ * failures. Ported from the root's test/RateLimiterStore.sql.int.test.ts. Tables are per run and dropped afterwards.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Deferred, Duration, Effect, Fiber, Layer, Logger } from "effect"
