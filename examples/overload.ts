@@ -31,6 +31,8 @@ export interface Row extends Summary {
   readonly unloadedP99Ms: number
   /** p99 of the created orders over the unloaded p99. */
   readonly p99Ratio: number
+  /** The same after the shedder's first 2 s of load (`learnMs`). */
+  readonly steadyP99Ratio: number
 }
 
 export interface RunOptions {
@@ -74,7 +76,8 @@ export const measure = async (options: RunOptions, shed: boolean): Promise<Row> 
       shed,
       goodputShare: summary.goodput / capacity,
       unloadedP99Ms,
-      p99Ratio: summary.p99Ms / unloadedP99Ms
+      p99Ratio: summary.p99Ms / unloadedP99Ms,
+      steadyP99Ratio: summary.steadyP99Ms / unloadedP99Ms
     }
   } finally {
     await server.stop()

@@ -185,7 +185,15 @@ export interface Summary {
   readonly fast: number
   /** p99 latency of the created orders, in milliseconds. */
   readonly p99Ms: number
+  /**
+   * The same after the first `learnMs` of the load (2 s): a shedder starting cold (limit 4) learns the limit in
+   * that time, and its queue while it learns is no steady state.
+   */
+  readonly steadyP99Ms: number
 }
+
+/** How long a cold shedder has to learn before its latency counts as steady. */
+export const learnMs = 2000
 
 export const summarize = (outcomes: ReadonlyArray<Outcome>, offeredRate: number): Summary => {
   const created = outcomes.filter((o) => o.status === 201)
@@ -198,7 +206,8 @@ export const summarize = (outcomes: ReadonlyArray<Outcome>, offeredRate: number)
     refused: outcomes.filter((o) => o.status === 503 || o.status === 429).length,
     failed: outcomes.filter((o) => o.status === 0).length,
     fast: outcomes.filter((o) => o.status === 400).length,
-    p99Ms: percentile(created.map((o) => o.latencyMs), 0.99) ?? NaN
+    p99Ms: percentile(created.map((o) => o.latencyMs), 0.99) ?? NaN,
+    steadyP99Ms: percentile(created.filter((o) => o.at >= learnMs).map((o) => o.latencyMs), 0.99) ?? NaN
   }
 }
 
