@@ -1,14 +1,19 @@
 import { describe, expect, it } from "@effect/vitest"
 import { measure } from "../examples/overload.js"
 
-// `npm run overload`'s shedding run, real processes on 127.0.0.1: `npm run serve -- --capacity 4:20 --shed
-// adaptive` (about 200 orders/s) offered three times that for 10 s by a bounded open-loop generator; then the same
-// with fast answers (a `POST /orders` without an `Idempotency-Key`: a 400) among the orders.
+// `npm run overload`'s shedding run, real processes on 127.0.0.1: `npm run serve -- --capacity 4:50 --shed
+// adaptive` (80 orders/s) offered three times that for 10 s by a bounded open-loop generator; then the same with
+// fast answers (a `POST /orders` without an `Idempotency-Key`: a 400) among the orders.
+//
+// 50 ms of service, not the 4:20 `npm run overload` defaults to: three processes share the machine's CPUs, and
+// this measures the shedder, not how much CPU the HTTP stack got. At 4:20 (600 requests/s offered) a busy 2-CPU
+// machine delays every answer by a few ms, which the shedder rightly reads as queueing: 76 % goodput in one CI
+// run. At 4:50, 2 busy loops on 2 CPUs left goodput at 96 % (4:20: 85 %).
 describe("npm run overload", () => {
   it(
     "with --shed adaptive, 3× capacity keeps goodput >= 85 % of capacity and the admitted p99 within 3× unloaded once learnt",
     async () => {
-      const row = await measure({ concurrency: 4, serviceMillis: 20, load: 3, seconds: 10 }, true)
+      const row = await measure({ concurrency: 4, serviceMillis: 50, load: 3, seconds: 10 }, true)
       // every request had an answer: refused ones at once, with a 503
       expect(row.failed).toBe(0)
       expect(row.admitted + row.refused).toBe(row.sent)
@@ -18,7 +23,7 @@ describe("npm run overload", () => {
       expect(row.steadyP99Ratio).toBeLessThanOrEqual(3)
       expect(row.p99Ratio).toBeLessThanOrEqual(5)
     },
-    60_000
+    120_000
   )
 
   it(
@@ -26,7 +31,7 @@ describe("npm run overload", () => {
     async () => {
       // a 400 in well under a millisecond, before the load and within it: it must not become the no-load latency
       const row = await measure(
-        { concurrency: 4, serviceMillis: 20, load: 3, seconds: 10, fastFirst: true, fastShare: 0.05 },
+        { concurrency: 4, serviceMillis: 50, load: 3, seconds: 10, fastFirst: true, fastShare: 0.05 },
         true
       )
       expect(row.failed).toBe(0)
@@ -37,6 +42,6 @@ describe("npm run overload", () => {
       expect(row.steadyP99Ratio).toBeLessThanOrEqual(3)
       expect(row.p99Ratio).toBeLessThanOrEqual(5)
     },
-    60_000
+    120_000
   )
 })
