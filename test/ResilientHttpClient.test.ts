@@ -1,6 +1,6 @@
 import { HttpClient, HttpClientError, HttpClientRequest, HttpClientResponse } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Chunk, Effect, Exit, Fiber, Layer, Option, Queue, Random, Stream, TestClock } from "effect"
+import { Cause, Chunk, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Random, Stream, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import * as Chaos from "../src/Chaos.js"
 import {
@@ -16,6 +16,7 @@ import {
   Retry,
   RetryBudget
 } from "../src/index.js"
+import { connectMillis } from "../src/internal/http/resilientHttpClient/node.js"
 import * as ResilientHttpClientNode from "../src/ResilientHttpClient/Node.js"
 import { scriptedClient, type Seen, type Step } from "./support/memoryHttp.js"
 
@@ -174,9 +175,18 @@ describe("ResilientHttpClient", () => {
     // the connect timeout is the Node transport's: given to `make`, which has no transport of its own, it is loud
     const connect = { connectTimeout: "1 second" } as ResilientHttpClient.Options
     expect(() => ResilientHttpClient.make(connect)).toThrow(/Node transport/)
-    expect(() => ResilientHttpClientNode.layer({ connectTimeout: "soon" } as never)).toThrow(
-      Cause.IllegalArgumentException
-    )
+    // 0 would be undici's "no timeout": refused, like a negative or unreadable one (Duration.infinity means none)
+    for (const bad of [{ connectTimeout: "soon" }, { connectTimeout: -1 }, { connectTimeout: 0 }]) {
+      expect(() => ResilientHttpClientNode.layer(bad as never), JSON.stringify(bad)).toThrow(/connectTimeout/)
+    }
+  })
+
+  it("connectTimeout to undici's milliseconds: an infinite one is undici's none (0), a tiny one never 0", () => {
+    expect(connectMillis(undefined)).toBe(3000)
+    expect(connectMillis("250 millis")).toBe(250)
+    expect(connectMillis(0.2)).toBe(1) // never rounded down to 0, undici's "none"
+    expect(connectMillis(Duration.infinity)).toBe(0)
+    expect(connectMillis(Duration.days(30))).toBe(30 * 86_400_000)
   })
 
   it("the order of the layers is one pipe, and docs/http-client.md and the module JSDoc show that pipe", () => {

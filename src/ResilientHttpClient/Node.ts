@@ -15,7 +15,10 @@ import type { Options, ResilientHttpClient } from "../ResilientHttpClient.js"
  * @category models
  */
 export interface NodeOptions extends Options {
-  /** undici's connect timeout: a connection not made by then is `ConnectFailed` ("timeout"). Default 3 seconds. */
+  /**
+   * undici's connect timeout: a connection not made by then is `ConnectFailed` ("timeout"). Default 3 seconds;
+   * `Duration.infinity` leaves only the operating system's own limit. Must be above zero.
+   */
   readonly connectTimeout?: Duration.DurationInput
 }
 

@@ -6,14 +6,23 @@ import type { NodeOptions } from "../../../ResilientHttpClient/Node.js"
 import * as validate from "../../validate.js"
 import { layer } from "./make.js"
 
+/** undici's `connect.timeout` for `connectTimeout`: 0 is undici's "none", for an infinite one (and only for it). */
+export const connectMillis = (input: NodeOptions["connectTimeout"]): number => {
+  const millis = validate.millis("ResilientHttpClient connectTimeout", input ?? "3 seconds")
+  if (millis === 0) {
+    validate.invalid("ResilientHttpClient connectTimeout must be above zero (Duration.infinity for none)")
+  }
+  return Number.isFinite(millis) ? Math.max(1, Math.round(millis)) : 0
+}
+
 export const layerNode = (options: NodeOptions = {}) => {
   if (typeof options !== "object" || options === null) validate.invalid("ResilientHttpClient options must be an object")
   const { connectTimeout, ...clientOptions } = options
-  const connectMillis = validate.millis("ResilientHttpClient connectTimeout", connectTimeout ?? "3 seconds")
+  const timeout = connectMillis(connectTimeout)
   const resilient = layer(clientOptions) // checks the options now, like every constructor
   return Layer.unwrapScoped(Effect.gen(function*() {
     const dispatcher = yield* Effect.acquireRelease(
-      Effect.sync(() => new Undici.Agent({ connect: { timeout: connectMillis } })),
+      Effect.sync(() => new Undici.Agent({ connect: { timeout } })),
       (agent) => Effect.promise(() => agent.close())
     )
     return resilient.pipe(
