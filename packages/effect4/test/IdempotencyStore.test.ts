@@ -69,6 +69,42 @@ describe("IdempotencyStore memory bounds", () => {
       expect(() => IdempotencyStore.makeMemory({ maxRecordsPerScope: 0 })).toThrow(/maxRecordsPerScope/)
     }))
 
+  it.effect("a scope's cap counts its live records, whatever ends them", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemory({ maxRecords: 5, maxRecordsPerScope: 2 })
+      const scoped = (scope: string, key: string, ttl: Duration.Input = "1 hour") => ({ ...request(key, ttl), scope })
+      const claimed = (scope: string, key: string, ttl?: Duration.Input) =>
+        Effect.map(store.claim(scoped(scope, key, ttl)), (r) => r._tag === "Claimed" ? r.token : r._tag)
+      const a1 = yield* claimed("a", "1")
+      yield* claimed("a", "2", "1 minute")
+      const full = yield* Effect.flip(store.claim(scoped("a", "3")))
+      expect(full).toMatchObject({ _tag: "IdempotencyStoreFull", maxRecords: 2, perScope: true })
+      expect(full.message).toContain("maxRecordsPerScope")
+      // other scopes are not refused; a takeover of a held key needs no room
+      expect(yield* claimed("b", "1")).toMatch(/^m/)
+      yield* TestClock.adjust("10 seconds")
+      const taken = yield* claimed("a", "1")
+      expect(taken).toMatch(/^m/)
+      expect((yield* Effect.flip(store.claim(scoped("a", "3"))))._tag).toBe("IdempotencyStoreFull")
+      // the old token releases nothing (the takeover owns the key); the owner's release frees a place
+      yield* store.release({ scope: "a", key: "1", token: a1 })
+      expect((yield* Effect.flip(store.claim(scoped("a", "3"))))._tag).toBe("IdempotencyStoreFull")
+      yield* store.release({ scope: "a", key: "1", token: taken })
+      expect(yield* claimed("a", "3")).toMatch(/^m/)
+      expect((yield* Effect.flip(store.claim(scoped("a", "4"))))._tag).toBe("IdempotencyStoreFull")
+      // so does an expiry
+      yield* TestClock.adjust("1 minute")
+      expect(yield* claimed("a", "4")).toMatch(/^m/)
+      expect(yield* store.size).toBe(3)
+      // the store's own bound comes first: a full store refuses every scope alike
+      yield* claimed("c", "1")
+      yield* claimed("c", "2")
+      const storeFull = yield* Effect.flip(store.claim(scoped("d", "1")))
+      expect(storeFull).toMatchObject({ _tag: "IdempotencyStoreFull", maxRecords: 5 })
+      expect("perScope" in storeFull && storeFull.perScope).toBeFalsy()
+      expect(() => IdempotencyStore.makeMemory({ maxRecordsPerScope: 1.5 })).toThrow(/maxRecordsPerScope/)
+    }))
+
   it.effect("released records and renewals do not grow its expiry heap past its records", () =>
     Effect.gen(function*() {
       const store = yield* IdempotencyStore.makeMemory({ maxRecords: 10 })
