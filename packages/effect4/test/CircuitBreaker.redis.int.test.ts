@@ -1,14 +1,27 @@
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, type Duration, Effect, Exit, Logger, Metric, Scope } from "effect"
+import {
+  Cause,
+  Clock,
+  Context,
+  Deferred,
+  type Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Logger,
+  Metric,
+  Schedule,
+  Scope
+} from "effect"
 import { TestClock } from "effect/testing"
 import { Redis } from "ioredis"
 import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
 import { CircuitBreaker } from "../src/index.js"
-import { keysOf, resolveFleet } from "../src/internal/circuitBreaker/redis.js"
+import { channelOf, keysOf, resolveFleet } from "../src/internal/circuitBreaker/redis.js"
 import { breakerRedisSuite, isCircuitOpen } from "./breakerRedisSuite.js"
 import { eventually } from "./support/eventually.js"
 import { blackHole, closedPort, deleteKeys, hashTag, REDIS_URL, uniquePrefix } from "./support/redis.js"
-import { itRecording } from "./support/redisServer.js"
+import { itRecording, kill, startRedisServer } from "./support/redisServer.js"
 import { describeRedis } from "./support/services.js"
 import { untilSleeping } from "./support/sleeps.js"
 
@@ -198,6 +211,327 @@ describeRedis("CircuitBreaker/Redis", () => {
       expect(outage).toHaveLength(1)
       expect(outage[0]).toMatch(/^WARN /)
     }))
+  it.effect("layer: the same breaker for a tag, shared by two layers of the same name", () =>
+    Effect.gen(function*() {
+      class A extends Context.Service<A, CircuitBreaker.CircuitBreaker>()("A") {}
+      class B extends Context.Service<B, CircuitBreaker.CircuitBreaker>()("B") {}
+      const options = onShared(fresh("layer"), CircuitBreaker.consecutive(2), "1 minute")
+      yield* Effect.gen(function*() {
+        const a = yield* A
+        const b = yield* B
+        yield* Effect.exit(a.protect(boom))
+        yield* Effect.exit(a.protect(boom))
+        yield* TestClock.adjust("100 millis")
+        yield* eventually(Effect.map(b.state, (s) => s === "open"))
+      }).pipe(
+        Effect.provide(CircuitBreakerRedis.layer(A, options)),
+        Effect.provide(CircuitBreakerRedis.layer(B, options))
+      )
+    }))
+
+  /** A client of our own whose scripts can be held (until `release`) or made to fail. */
+  const controlledClient = Effect.acquireRelease(
+    Effect.sync(() => {
+      const client = new Redis(REDIS_URL)
+      client.on("error", () => {})
+      const control = { scripts: 0, fail: false, gate: undefined as Promise<void> | undefined }
+      const evalsha = client.evalsha.bind(client)
+      client.evalsha = (async (...args: Parameters<typeof client.evalsha>) => {
+        control.scripts++
+        if (control.gate !== undefined) await control.gate
+        if (control.fail) throw new Error("Redis refused")
+        return evalsha(...args)
+      }) as unknown as typeof client.evalsha
+      return { client, control }
+    }),
+    ({ client }) => Effect.sync(() => client.disconnect())
+  )
+
+  /** Moves TestClock by one flush interval and waits until the flush fibers sleep until the next one. */
+  const flushOnce = (n = 1) =>
+    Effect.gen(function*() {
+      yield* TestClock.adjust("100 millis")
+      yield* untilSleeping((yield* Clock.currentTimeMillis) + 100, n)
+    })
+
+  itRecording(
+    "the state's expiry is renewed at every flush, not only when it changes: a breaker in use keeps it",
+    () =>
+      Effect.gen(function*() {
+        const name = fresh("ttl")
+        const options = onShared(name, CircuitBreaker.consecutive(5))
+        const breaker = yield* CircuitBreakerRedis.make(options)
+        const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
+        // a day has almost gone by since the state last changed
+        expect(yield* Effect.promise(() => shared.pexpire(keys.state, 5000))).toBe(1)
+        yield* breaker.protect(ok)
+        yield* flushOnce()
+        expect(yield* Effect.promise(() => shared.pttl(keys.state))).toBeGreaterThan(86_000_000)
+      })
+  )
+
+  itRecording(
+    "the state restored to an earlier snapshot that reaches the same epoch again: a trial of the old period decides nothing",
+    () =>
+      Effect.gen(function*() {
+        const name = fresh("collision")
+        const options: CircuitBreakerRedis.Options = {
+          ...onShared(name, CircuitBreaker.consecutive(1)),
+          halfOpenTimeout: "1 minute"
+        }
+        const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
+        const a = yield* CircuitBreakerRedis.make(options)
+        yield* Effect.exit(a.protect(boom))
+        yield* flushOnce()
+        expect(yield* a.state).toBe("open") // epoch 1
+        // an operator's snapshot of the open state
+        const snapshot = yield* Effect.promise(() => shared.hgetall(keys.state))
+        yield* TestClock.adjust("1 second")
+        // a trial of the half-open period (epoch 2, from t = 1.1 s) that runs long
+        const gate = yield* Deferred.make<void>()
+        let started = false
+        const trial = yield* Effect.forkChild(
+          a.protect(Effect.andThen(Effect.sync(() => (started = true)), Effect.as(Deferred.await(gate), "late")))
+        )
+        yield* eventually(Effect.sync(() => started))
+        // the state is set back to the snapshot: the next call half-opens it again, epoch 2 again, a later period
+        yield* Effect.promise(() => shared.del(keys.state).then(() => shared.hset(keys.state, snapshot)))
+        yield* flushOnce()
+        expect(yield* Effect.promise(() => shared.hmget(keys.state, "state", "epoch", "taken"))).toEqual([
+          "half-open",
+          "2",
+          "0"
+        ])
+        // the old period's trial succeeds: it is not this period's trial, so it closes nothing
+        yield* Deferred.succeed(gate, undefined)
+        expect(yield* Fiber.join(trial)).toBe("late")
+        yield* flushOnce()
+        expect(yield* Effect.promise(() => shared.hget(keys.state, "state"))).toBe("half-open")
+        expect(yield* a.state).toBe("half-open")
+      })
+  )
+
+  itRecording(
+    "the state lost (expired, FLUSHDB) and made again by the replica that made it: a new incarnation, the fleet works again",
+    () =>
+      Effect.gen(function*() {
+        const name = fresh("lost")
+        const options = onShared(name, CircuitBreaker.consecutive(2))
+        const keys = keysOf(prefix, name, resolveFleet(options).config.trip)
+        // the only replica: it made the state, and it makes it again
+        const a = yield* CircuitBreakerRedis.make(options)
+        yield* Effect.exit(a.protect(boom))
+        yield* Effect.exit(a.protect(boom))
+        yield* flushOnce()
+        expect(yield* a.state).toBe("open") // epoch 1
+        yield* Effect.promise(() => shared.del(keys.state, keys.window))
+        yield* TestClock.adjust("1 second")
+        yield* untilSleeping((yield* Clock.currentTimeMillis) + 100)
+        // its flush made the state again (closed, epoch 0): it takes it, not refusing as a stale half-open
+        expect(yield* a.protect(ok)).toBe("ok")
+        expect(yield* a.state).toBe("closed")
+        // and the fleet opens again on its failures
+        yield* Effect.exit(a.protect(boom))
+        yield* Effect.exit(a.protect(boom))
+        yield* flushOnce()
+        expect(yield* a.state).toBe("open")
+        expect(yield* Effect.promise(() => shared.hget(keys.state, "state"))).toBe("open")
+      })
+  )
+
+  itRecording(
+    "a replica with another trip policy (a new version rolling out) has a window of its own and shares the state",
+    () =>
+      Effect.gen(function*() {
+        const name = fresh("policy")
+        const base = { openFor: "1 minute", name, prefix, redis: { client: shared } } as const
+        const rate = CircuitBreaker.failureRate({
+          threshold: 0.5,
+          minimumCalls: 100,
+          window: { duration: "10 seconds" }
+        })
+        const a = yield* CircuitBreakerRedis.make({ ...base, trip: rate })
+        yield* Effect.exit(a.protect(boom))
+        yield* flushOnce()
+        const b = yield* CircuitBreakerRedis.make({ ...base, trip: CircuitBreaker.consecutive(2) })
+        yield* Effect.exit(b.protect(boom))
+        yield* Effect.exit(b.protect(boom))
+        yield* flushOnce(2)
+        // b's failures opened the fleet (a too): b never fell back on a window of another type (WRONGTYPE)
+        const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.withAttributes({ breaker: name }))
+        expect((yield* Metric.value(gauge)).value).toBe(0)
+        yield* eventually(Effect.map(a.state, (s) => s === "open"))
+      })
+  )
+
+  itRecording(
+    "a message of another incarnation (a same-named breaker elsewhere) is not believed; the replica asks Redis",
+    () =>
+      Effect.gen(function*() {
+        const { client, control } = yield* controlledClient
+        const name = fresh("foreign")
+        const options: CircuitBreakerRedis.Options = {
+          trip: CircuitBreaker.consecutive(2),
+          openFor: "1 minute",
+          name,
+          prefix,
+          redis: { client }
+        }
+        const a = yield* CircuitBreakerRedis.make(options)
+        const before = control.scripts
+        const channel = channelOf(client, keysOf(prefix, name, resolveFleet(options).config.trip).channel)
+        const heard = yield* Effect.promise(() => shared.publish(channel, "elsewhere.1|1|open|99999999999999|0|1|0"))
+        expect(heard).toBe(1)
+        // the message was heard: it asked Redis at once (no clock moved), and stays closed
+        yield* eventually(Effect.sync(() => control.scripts === before + 1))
+        yield* untilSleeping((yield* Clock.currentTimeMillis) + 100)
+        expect(yield* a.state).toBe("closed")
+        expect(yield* a.protect(ok)).toBe("ok")
+      })
+  )
+
+  it.effect("the channel carries the client's keyPrefix and database, as pub/sub knows neither", () =>
+    Effect.gen(function*() {
+      const name = fresh("channel")
+      const url = new URL(REDIS_URL)
+      const db = Number(url.pathname.slice(1) || "0")
+      const options: CircuitBreakerRedis.Options = {
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 minute",
+        name,
+        prefix,
+        redis: { url: REDIS_URL, redisOptions: { keyPrefix: "app1:" } }
+      }
+      yield* CircuitBreakerRedis.make(options)
+      const channel = `app1:${keysOf(prefix, name, resolveFleet(options).config.trip).channel}${
+        db === 0 ? "" : `:db${db}`
+      }`
+      const numsub = yield* Effect.promise(() => shared.pubsub("NUMSUB", channel))
+      expect(numsub).toEqual([channel, 1])
+    }))
+
+  itRecording(
+    "a flush every flushInterval from the last one's start, however long it took (a fixed rate)",
+    () =>
+      Effect.gen(function*() {
+        const { client, control } = yield* controlledClient
+        yield* CircuitBreakerRedis.make({
+          trip: CircuitBreaker.consecutive(2),
+          openFor: "1 minute",
+          name: fresh("rate"),
+          prefix,
+          redis: { client },
+          timeout: "10 seconds"
+        })
+        const t0 = yield* Clock.currentTimeMillis
+        let release = () => {}
+        control.gate = new Promise<void>((resolve) => (release = resolve))
+        const before = control.scripts
+        yield* TestClock.adjust("100 millis")
+        yield* eventually(Effect.sync(() => control.scripts === before + 1))
+        // the flush takes 30 ms (of the breaker's clock)
+        yield* TestClock.adjust("30 millis")
+        control.gate = undefined
+        release()
+        // the next one is due 100 ms after the last one started, not 100 ms after it ended
+        yield* untilSleeping(t0 + 200)
+      })
+  )
+
+  it.live("a subscription that failed (Redis down when the breaker was built) is made when Redis is back", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const name = fresh("resubscribe")
+      const options: CircuitBreakerRedis.Options = {
+        trip: CircuitBreaker.consecutive(2),
+        openFor: "1 minute",
+        name,
+        prefix,
+        redis: { url: `redis://127.0.0.1:${port}` },
+        timeout: "200 millis"
+      }
+      yield* CircuitBreakerRedis.make(options)
+      const server = yield* startRedisServer(port)
+      yield* Effect.addFinalizer(() => kill(server))
+      const probe = yield* Effect.acquireRelease(
+        Effect.sync(() => new Redis(`redis://127.0.0.1:${port}`)),
+        (c) => Effect.sync(() => c.disconnect())
+      )
+      const channel = keysOf(prefix, name, resolveFleet(options).config.trip).channel
+      yield* eventually(
+        Effect.promise(() => probe.pubsub("NUMSUB", channel).then((r) => r[1] === 1)),
+        { within: "20 seconds" }
+      )
+    }).pipe(Effect.scoped))
+
+  it.effect("a replica disposed while Redis fails: no local breaker, no warning, and its fallback gauge is 0", () =>
+    Effect.gen(function*() {
+      const { client, control } = yield* controlledClient
+      const { layer, lines } = capture()
+      const name = fresh("dispose")
+      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.withAttributes({ breaker: name }))
+      yield* Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const a = yield* Scope.provide(scope)(
+          CircuitBreakerRedis.make({
+            trip: CircuitBreaker.consecutive(5),
+            openFor: "1 minute",
+            name,
+            prefix,
+            redis: { client }
+          })
+        )
+        yield* Effect.exit(a.protect(boom))
+        control.fail = true
+        yield* Scope.close(scope, Exit.void)
+      }).pipe(Effect.provide(layer))
+      expect(lines.filter((l) => l.includes("Redis failed"))).toEqual([])
+      expect((yield* Metric.value(gauge)).value).toBe(0)
+    }))
+
+  itRecording("a replica in fallback when disposed sets its fallback gauge back to 0", () =>
+    Effect.gen(function*() {
+      const { client, control } = yield* controlledClient
+      const name = fresh("dispose-local")
+      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.withAttributes({ breaker: name }))
+      const scope = yield* Scope.make()
+      yield* Scope.provide(scope)(
+        CircuitBreakerRedis.make({
+          trip: CircuitBreaker.consecutive(5),
+          openFor: "1 minute",
+          name,
+          prefix,
+          redis: { client }
+        })
+      )
+      control.fail = true
+      yield* flushOnce()
+      expect((yield* Metric.value(gauge)).value).toBe(1)
+      yield* Scope.close(scope, Exit.void)
+      expect((yield* Metric.value(gauge)).value).toBe(0)
+    }))
+
+  itRecording(
+    "the openFor schedule is stepped once per opening count, not at every script call",
+    () =>
+      Effect.gen(function*() {
+        let steps = 0
+        const breaker = yield* CircuitBreakerRedis.make({
+          trip: CircuitBreaker.consecutive(5),
+          openFor: Schedule.exponential("1 second").pipe(Schedule.tap(() => Effect.sync(() => steps++))),
+          name: fresh("delay"),
+          prefix,
+          redis: { client: shared }
+        })
+        const atStart = steps // probing the schedule, and the first flush
+        for (let i = 0; i < 5; i++) {
+          yield* breaker.protect(ok)
+          yield* flushOnce()
+        }
+        expect(steps).toBe(atStart)
+      })
+  )
+
   describe("wiring mistakes are loud", () => {
     it("a missing name, an empty name or a missing connection throws IllegalArgumentError", () => {
       const base = { trip: CircuitBreaker.consecutive(3), openFor: "1 second" } as const
