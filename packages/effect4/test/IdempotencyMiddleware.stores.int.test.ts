@@ -82,7 +82,7 @@ const postThenHangUp = (port: number, key: string) =>
       port,
       `POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ${key}\r\nContent-Type: application/json\r\n` +
         `Content-Length: 2\r\n\r\n{}`
-    ).hangUp
+    ).leave
   )
 
 /** Asks again until the first request is no longer in progress (409), then returns the answer. */

@@ -1,24 +1,13 @@
-import { NodeHttpServer } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Effect, Fiber, Layer } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
-import { createServer } from "node:http"
-import { connect } from "node:net"
 import { AdaptiveLimiter, IdempotencyMiddleware, IdempotencyStore, LoadShedMiddleware } from "../src/index.js"
+import { rawClient, type Reply, serveNode as serve } from "./support/nodeServer.js"
 import { recordingSleeps, untilSleeping } from "./support/sleeps.js"
 
 // The middlewares over real sockets, served by @effect/platform-node's NodeHttpServer, where the sockets are the
 // point. Its handlers run with the services of the fiber that serves: the test's TestClock included.
-
-/** Serves `app` on 127.0.0.1 (a random port) for the rest of the test's scope; returns the port. */
-const serve = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
-  Effect.gen(function*() {
-    const server = yield* NodeHttpServer.make(() => createServer(), { port: 0, host: "127.0.0.1" })
-    yield* server.serve(app)
-    if (server.address._tag === "UnixPathAddress") return yield* Effect.die(new Error("not a TCP address"))
-    return server.address.port
-  })
 
 /**
  * Counts the requests whose fiber the server interrupted before their answer was written: what NodeHttpServer does
@@ -27,12 +16,6 @@ const serve = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E
 const countingAborts = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) => {
   let aborted = 0
   return { app: Effect.onInterrupt(app, () => Effect.sync(() => aborted++)), aborted: () => aborted }
-}
-
-interface Reply {
-  readonly status: number
-  readonly headers: Readonly<Record<string, string>>
-  readonly body: string
 }
 
 /** A request with fetch; the reply read whole. */
@@ -45,25 +28,6 @@ const send = (port: number, path: string, init: { body?: string; headers?: Recor
     })
     return { status: response.status, headers: Object.fromEntries(response.headers), body: await response.text() }
   })
-
-/** A raw TCP client: writes `request`, collects what comes back until the server closes; `leave` destroys it. */
-const rawClient = (port: number, request: string) => {
-  let data = ""
-  let resolveClosed: () => void = () => {}
-  const closed = new Promise<void>((resolve) => (resolveClosed = resolve))
-  const socket = connect({ host: "127.0.0.1", port }, () => socket.write(request))
-  socket.on("data", (chunk) => (data += chunk.toString("latin1")))
-  socket.on("close", () => resolveClosed())
-  socket.on("error", () => resolveClosed())
-  return {
-    /** What the server sent, once it closed the connection. */
-    reply: Effect.promise(() => closed.then(() => data)),
-    leave: Effect.promise(() => {
-      socket.destroy()
-      return closed
-    })
-  }
-}
 
 // a fixed limit, so the test decides when the server is full
 const fixed = (limit: number) => ({ algorithm: AdaptiveLimiter.aimd(), minLimit: limit, maxLimit: limit })

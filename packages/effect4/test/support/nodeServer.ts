@@ -76,7 +76,7 @@ export const post = (port: number, path: string, init: Post = {}): Effect.Effect
 
 /**
  * A raw TCP client (for requests an HTTP client refuses to send): writes `request`; `reply` is what the server
- * sent once it closed the connection, `hangUp` closes it without reading the answer.
+ * sent once it closed the connection, `leave` closes it without reading the answer.
  */
 export const rawClient = (port: number, request: string) => {
   let data = ""
@@ -88,7 +88,7 @@ export const rawClient = (port: number, request: string) => {
   socket.on("error", () => resolveClosed())
   return {
     reply: Effect.promise(() => closed.then(() => data)),
-    hangUp: Effect.promise(() => {
+    leave: Effect.promise(() => {
       socket.destroy()
       return closed
     })
