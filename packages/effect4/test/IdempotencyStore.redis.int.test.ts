@@ -1,17 +1,19 @@
 /**
  * `IdempotencyStore/Redis` against one Redis node (`REDIS_URL`): the shared store contract, then what only Redis
  * has — the key layout and its expiry, corrupt records, an unreachable server, a client of the caller's. Ported
- * from the root's test/IdempotencyStore.redis.int.test.ts; its two middleware tests come with the middleware. The
- * Cluster runs are in ./redisCluster.int.test.ts.
+ * from the root's test/IdempotencyStore.redis.int.test.ts, with its two tests of the middleware over Redis (served in
+ * memory, ./support/memoryServer.ts). The Cluster runs are in ./redisCluster.int.test.ts.
  */
 import { afterAll, expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
+import { HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import { Redis } from "ioredis"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
-import { IdempotencyStore } from "../src/index.js"
+import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import { keyOf } from "../src/internal/idempotencyStore/redis.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
+import { serve } from "./support/memoryServer.js"
 import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
 import { describeRedis } from "./support/services.js"
 
@@ -20,6 +22,16 @@ const layer = IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix })
 
 let counter = 0
 const fresh = (what: string) => `${what}-${++counter}`
+
+/** An orders endpoint that counts how often its handler really ran. */
+const makeOrders = () => {
+  let runs = 0
+  const handler = Effect.suspend(() => {
+    const n = ++runs
+    return HttpServerResponse.json({ id: n }, { status: 201, headers: { location: `/orders/${n}` } })
+  }).pipe(Effect.orDie)
+  return { handler, runs: () => runs }
+}
 
 const inspect = <A>(f: (client: Redis) => Promise<A>) =>
   Effect.acquireUseRelease(
@@ -40,6 +52,43 @@ describeRedis("IdempotencyStore/Redis", () => {
   afterAll(() => deleteKeys(prefix))
 
   idempotencyStoreSuite("redis", layer)
+
+  it.effect("the middleware over Redis runs the first request and replays duplicates", () =>
+    Effect.gen(function*() {
+      const orders = makeOrders()
+      const send = yield* serve(orders.handler.pipe(yield* IdempotencyMiddleware.make()))
+      const key = fresh("mw")
+      const post = (sku: string) => send({ path: "/orders", key, body: { sku } })
+      // simultaneous duplicates: one runs, the others get 201 (replay) or 409 (still running)
+      const racing = yield* Effect.all(Array.from({ length: 30 }, () => post("BOOK-1")), { concurrency: "unbounded" })
+      expect(orders.runs()).toBe(1)
+      for (const reply of racing) expect([201, 409]).toContain(reply.status)
+      const first = racing.find((r) => r.status === 201 && r.headers["idempotent-replayed"] === undefined)!
+      const replies = yield* Effect.all(Array.from({ length: 10 }, () => post("BOOK-1")), { concurrency: "unbounded" })
+      expect(first.status).toBe(201)
+      expect(first.headers["idempotent-replayed"]).toBeUndefined()
+      for (const again of replies) {
+        expect(again.status).toBe(201)
+        expect(again.body).toBe(first.body)
+        expect(again.headers["location"]).toBe("/orders/1")
+        expect(again.headers["idempotent-replayed"]).toBe("true")
+      }
+      expect(orders.runs()).toBe(1)
+      expect((yield* post("OTHER")).status).toBe(422)
+    }).pipe(Effect.provide(layer)))
+
+  it.effect("the middleware answers 503 and does not run the handler when Redis is down", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const orders = makeOrders()
+      const down = IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
+      const idempotent = yield* IdempotencyMiddleware.make().pipe(Effect.provide(down))
+      const send = yield* serve(orders.handler.pipe(idempotent))
+      const reply = yield* send({ path: "/orders", key: fresh("down") })
+      expect(reply.status).toBe(503)
+      expect(reply.headers["retry-after"]).toBe("1")
+      expect(orders.runs()).toBe(0)
+    }))
 
   it.live("a store call fails with IdempotencyStoreError, not a defect, when Redis is unreachable", () =>
     Effect.gen(function*() {

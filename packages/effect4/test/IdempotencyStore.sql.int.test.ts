@@ -2,8 +2,8 @@
  * `IdempotencyStore/Sql` against SQLite (a temp file, through `effect-resilience/Sqlite` on `node:sqlite`) and
  * PostgreSQL (`DATABASE_URL`, default `postgres://postgres@127.0.0.1:5432/test`, through `@effect/sql-pg` 4): the
  * shared store contract, then what only SQL has — the migration, bounded cleanup, column-name transforms, several
- * connections to one file, and failures. Ported from the root's test/IdempotencyStore.sql.int.test.ts; its middleware
- * tests come with the middleware.
+ * connections to one file, and failures, and the middleware over each (served in memory, ./support/memoryServer.ts).
+ * Ported from the root's test/IdempotencyStore.sql.int.test.ts.
  *
  * Each run uses its own table names (pid + time), so parallel runs against one database do not collide;
  * the tables are dropped afterwards. In CI (`CI=true`) a missing PostgreSQL fails the run instead of skipping.
@@ -11,6 +11,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Redacted, Scope } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as SqlClient from "effect/sql/SqlClient"
 import type * as SqlConnection from "effect/sql/SqlConnection"
@@ -21,10 +22,11 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"
-import { IdempotencyStore } from "../src/index.js"
+import { type ClientScope, IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import * as Sqlite from "../src/Sqlite.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { eventually } from "./support/eventually.js"
+import { serve } from "./support/memoryServer.js"
 import { dropPgTables, freshName, PgLive } from "./support/pg.js"
 import { available, DATABASE_URL, describePg } from "./support/services.js"
 
@@ -272,6 +274,62 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
   })
 })
 
+/** An orders endpoint that counts how often its handler really ran; `serveOrders` serves it behind `idempotent`. */
+const makeOrders = () => {
+  let runs = 0
+  const handler = Effect.flatMap(
+    HttpServerRequest.HttpServerRequest,
+    (request) =>
+      Effect.flatMap(Effect.orDie(request.json), (body) => {
+        const n = ++runs
+        return HttpServerResponse.json({ id: n, ...(body as object) }, {
+          status: 201,
+          headers: { location: `/orders/${n}` }
+        }).pipe(Effect.orDie)
+      })
+  )
+  const serveOrders = (idempotent: ClientScope.Middleware) =>
+    Effect.map(
+      serve(handler.pipe(idempotent)),
+      (send) => (key: string, body: unknown = {}) => send({ path: "/orders", key, body })
+    )
+  return { serveOrders, runs: () => runs }
+}
+
+describe("IdempotencyMiddleware over SQL", () => {
+  it.effect("SQLite end to end: one run, replays, concurrent duplicates", () =>
+    Effect.gen(function*() {
+      const orders = makeOrders()
+      const post = yield* orders.serveOrders(yield* IdempotencyMiddleware.make())
+      const first = yield* post("k-1", { sku: "BOOK-1" })
+      const again = yield* post("k-1", { sku: "BOOK-1" })
+      expect(first.status).toBe(201)
+      expect(again.body).toBe(first.body)
+      expect(again.headers["location"]).toBe("/orders/1")
+      expect(again.headers["idempotent-replayed"]).toBe("true")
+      expect((yield* post("k-1", { sku: "OTHER" })).status).toBe(422)
+      const replies = yield* Effect.all(
+        Array.from({ length: 30 }, () => post("dup", { sku: "A" })),
+        { concurrency: "unbounded" }
+      )
+      for (const reply of replies) expect([201, 409]).toContain(reply.status)
+      expect(orders.runs()).toBe(2)
+    }).pipe(Effect.provide(IdempotencyStoreSql.layer({ table: freshTable() }).pipe(Layer.provide(SqliteLive)))))
+
+  it.effect("a SQLite database that went away: 503 with Retry-After, the handler does not run", () =>
+    Effect.gen(function*() {
+      const store = yield* sqliteClosed(freshTable())
+      const orders = makeOrders()
+      const idempotent = yield* IdempotencyMiddleware.make().pipe(
+        Effect.provideService(IdempotencyStore.IdempotencyStore, store)
+      )
+      const reply = yield* (yield* orders.serveOrders(idempotent))("down")
+      expect(reply.status).toBe(503)
+      expect(reply.headers["retry-after"]).toBe("1")
+      expect(orders.runs()).toBe(0)
+    }))
+})
+
 describePg("IdempotencyStore/Sql (PostgreSQL)", () => {
   it.effect("a locked table: the claim fails with IdempotencyStoreError after the timeout, it does not hang", () =>
     Effect.gen(function*() {
@@ -331,16 +389,36 @@ describePg("IdempotencyStore/Sql (PostgreSQL)", () => {
       expect((yield* store.claim(claimRequest("long")))._tag).toBe("InProgress")
     }).pipe(Effect.provide(PgLive)))
 
-  it.effect("a store whose pool was closed: every operation fails with IdempotencyStoreError", () =>
+  it.effect("end to end through the middleware, then the pool is closed: 503 and the handler does not run", () =>
     Effect.gen(function*() {
       const table = freshPgTable()
+      const orders = makeOrders()
       const live = yield* IdempotencyStoreSql.make({ table })
-      expect((yield* live.claim(claimRequest("before")))._tag).toBe("Claimed")
+      let current: IdempotencyStore.Store = live
+      // the middleware holds this store: swap what it delegates to for one whose pool was closed
+      const swappable: IdempotencyStore.Store = {
+        claim: (request) => current.claim(request),
+        complete: (ref, response, ttl) => current.complete(ref, response, ttl),
+        renew: (ref, lease) => current.renew(ref, lease),
+        release: (ref) => current.release(ref)
+      }
+      const idempotent = yield* IdempotencyMiddleware.make().pipe(
+        Effect.provideService(IdempotencyStore.IdempotencyStore, swappable)
+      )
+      const post = yield* orders.serveOrders(idempotent)
+      yield* post("pg", { n: 1 })
+      const replay = yield* post("pg", { n: 1 })
+      expect(replay.headers["idempotent-replayed"]).toBe("true")
       const closed = yield* storeWithClosedClient(
         PgClient.make({ url: Redacted.make(DATABASE_URL) }).pipe(Effect.provide(Reactivity.layer)),
         table
       )
       yield* expectStoreErrors(closed)
+      current = closed
+      const down = yield* post("pg-down")
+      expect(down.status).toBe(503)
+      expect(down.headers["retry-after"]).toBe("1")
+      expect(orders.runs()).toBe(1)
     }).pipe(Effect.provide(PgLive)))
 
   it.effect("an unreachable server fails the layer with a SqlError, not a defect", () =>
