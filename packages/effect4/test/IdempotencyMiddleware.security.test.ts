@@ -183,26 +183,37 @@ describe("IdempotencyMiddleware store failures", () => {
 
 describe("IdempotencyMiddleware targets", () => {
   it.effect("mounted endpoints do not answer each other's keys: the full target is fingerprinted", () =>
-    withStore(Effect.gen(function*() {
-      const v1 = counted()
-      const admin = counted()
-      const idempotent = yield* IdempotencyMiddleware.make()
-      // both handlers are /orders under their prefix (which the router strips from the URL they see)
-      const mounted = (prefix: string, handler: typeof v1.handler) =>
-        HttpRouter.addAll([HttpRouter.prefixRoute(HttpRouter.route("POST", "/orders", handler), prefix)])
-      const router = yield* HttpRouter.toHttpEffect(Layer.mergeAll(
-        mounted("/v1", v1.handler),
-        mounted("/admin", admin.handler)
-      ))
-      const send = yield* serve(router.pipe(idempotent))
-      const post = (path: string) => send({ path, method: "POST", key: "k", body: { sku: "A" } })
-      expect((yield* post("/v1/orders")).status).toBe(201)
-      const other = yield* post("/admin/orders")
-      expect(other.status).toBe(422)
-      expect(admin.runs()).toBe(0)
-      // the query string is part of the target too
-      expect((yield* post("/v1/orders?express=1")).status).toBe(422)
-    })))
+    Effect.gen(function*() {
+      // around the whole router (as the Effect 3 test has it), and inside each prefixed route, where the URL the
+      // middleware reads has lost its prefix: both handlers are /orders under theirs
+      for (const placement of ["around the router", "inside each route"] as const) {
+        const v1 = counted()
+        const admin = counted()
+        // a store of its own for each placement
+        const idempotent = yield* IdempotencyMiddleware.make().pipe(Effect.provide(IdempotencyStore.layerMemory))
+        const inside = placement === "inside each route"
+        const mounted = (prefix: string, handler: typeof v1.handler) =>
+          HttpRouter.addAll([
+            HttpRouter.prefixRoute(
+              HttpRouter.route("POST", "/orders", inside ? handler.pipe(idempotent) : handler),
+              prefix
+            )
+          ])
+        const router = yield* HttpRouter.toHttpEffect(Layer.mergeAll(
+          mounted("/v1", v1.handler),
+          mounted("/admin", admin.handler)
+        ))
+        const send = yield* serve(inside ? router : router.pipe(idempotent))
+        const post = (path: string) => send({ path, method: "POST", key: "k", body: { sku: "A" } })
+        expect((yield* post("/v1/orders")).status, placement).toBe(201)
+        const other = yield* post("/admin/orders")
+        expect(other.status, placement).toBe(422)
+        expect(admin.runs(), placement).toBe(0)
+        // the query string is part of the target too
+        expect((yield* post("/v1/orders?express=1")).status, placement).toBe(422)
+        expect(v1.runs(), placement).toBe(1)
+      }
+    }))
 })
 
 describe("IdempotencyMiddleware what is stored", () => {
