@@ -2,7 +2,8 @@
  * The outbox end to end: the business change and `outbox.append` in one transaction, the relay publishing
  * to a source, a relay crash between publish and mark producing a duplicate, and the idempotent consumer
  * absorbing it. SQLite (in memory, through `effect-resilience/Sqlite` on `node:sqlite`) and PostgreSQL
- * (`@effect/sql-pg` 4) with a memory source. Ported from the root's test/queue/outbox.int.test.ts.
+ * (`@effect/sql-pg` 4), with a memory source and with a `PgQueue` in the same database, where the publish joins the
+ * relay's transaction. Ported from the root's test/queue/outbox.int.test.ts.
  */
 import { afterAll, describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
@@ -11,6 +12,7 @@ import { TestClock } from "effect/testing"
 import * as ConsumerSql from "../../src/Consumer/Sql.js"
 import { Consumer, QueueSource } from "../../src/index.js"
 import * as Outbox from "../../src/Outbox.js"
+import * as PgQueue from "../../src/PgQueue.js"
 import * as Sqlite from "../../src/Sqlite.js"
 import { eventually, sleepLive } from "../support/eventually.js"
 import { dropPgTables, freshName, PgLive } from "../support/pg.js"
@@ -167,5 +169,33 @@ describePg("Outbox (PostgreSQL)", () => {
         order_id: "o4",
         total: 40
       }])
+    }).pipe(Effect.provide(PgLive)))
+
+  it.effect("relaying to a PgQueue in the same database joins the transaction: a crash publishes nothing", () =>
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const t = (what: string) => {
+        const name = freshName(what)
+        pgTables.push(name)
+        return name
+      }
+      const tables = { orders: t("orders"), revenue: t("revenue"), processed: t("processed") }
+      const outbox = Outbox.make<OrderPlaced>({ table: t("outbox") })
+      const queue = t("events")
+      pgTables.push(`${queue}_dlq`)
+      yield* scenario(outbox, tables)
+      const source = yield* PgQueue.make<OrderPlaced>({ table: queue, visibilityTimeout: "1 minute" })
+      const exit = yield* Effect.exit(outbox.relay(crashAfterPublish(source)))
+      expect(Exit.hasInterrupts(exit)).toBe(true)
+      const rows = (t: string) =>
+        Effect.map(sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM ${sql(t)}`, (r) => r[0]!.n)
+      expect(yield* rows(queue)).toBe(0) // the publish was rolled back with the mark
+      expect(yield* outbox.relay(source)).toBe(3)
+      expect(yield* rows(queue)).toBe(3)
+      const received = yield* source.receive(10)
+      expect(received.map((m) => [m.id, m.key])).toEqual([["placed-o1", "o1"], ["placed-o2", "o2"], [
+        "placed-o4",
+        "o4"
+      ]])
     }).pipe(Effect.provide(PgLive)))
 })
