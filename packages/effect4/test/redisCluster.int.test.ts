@@ -145,6 +145,33 @@ describeRedisCluster("Redis Cluster", (cluster) => {
       expect(claimed).toEqual(["InProgress", true, "Completed"])
     }))
 
+  it.live("a stream queue's slot moved to another master: the stream, its group, pending entries and dead letters follow", () =>
+    Effect.gen(function*() {
+      const { ports } = cluster.get()
+      const redis = yield* cluster.connect()
+      const stream = "moving-queue"
+      const source = yield* RedisStreamQueue.make<number>({ redis, stream, visibilityTimeout: "1 minute" })
+      yield* source.send([1, 2, 3].map((n) => ({ id: `m${n}`, body: n })))
+      const [a] = yield* source.receive(1)
+      const finish = yield* Effect.promise(() =>
+        slotOf(redis, stream).then((slot) => beginMove(masters(), ports, slot))
+      )
+      const [b] = yield* source.receive(1) // one key, on the new master already: ASK, then served
+      // a script over the stream and keys that do not exist yet (the DLQ, the errors): Redis answers TRYAGAIN
+      // until the slot has moved, and the call fails once the client gave up, changing nothing
+      expect((yield* Effect.flip(source.deadLetter(b!, "poison"))).operation).toBe("deadLetter")
+      expect((yield* Effect.flip(source.ack(a!))).operation).toBe("ack")
+      yield* Effect.promise(finish)
+      // …and both work once it has: nothing of the failed calls was applied (a and b are still pending)
+      expect(yield* source.deadLetter(b!, "poison")).toBe(true)
+      expect(yield* source.ack(a!)).toBe(true)
+      const [c] = yield* source.receive(5)
+      expect(yield* source.ack(c!)).toBe(true)
+      expect([a!.id, b!.id, c!.id]).toEqual(["m1", "m2", "m3"])
+      expect((yield* source.deadLetters.list()).map((d) => d.id)).toEqual(["m2"])
+      expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
+    }))
+
   it.effect("the store reloads its scripts node by node after SCRIPT FLUSH on every master (NOSCRIPT)", () =>
     Effect.gen(function*() {
       const names = Array.from({ length: 12 }, (_, i) => `noscript-${i}`)
