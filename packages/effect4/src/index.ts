@@ -1,10 +1,12 @@
 /**
  * effect-resilience for Effect 4: timeouts, deadlines, retries, retry budgets, bulkheads, hedging, rate limiters,
- * adaptive concurrency limits and client-side throttling, idempotency stores, and the HTTP header parsers they need.
+ * adaptive concurrency limits and client-side throttling, idempotency stores, at-least-once queue consumers with
+ * dead-letter queues and the transactional outbox, and the HTTP header parsers they need.
  *
  * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. This
- * edition is being built: the modules below are ported; the other stores and the queues follow. The backends are
- * entry points of their own (`effect-resilience/RateLimiterStore/Redis`), so this root needs only `effect`.
+ * edition is being built: the modules below are ported; the durable queue sources follow. The backends are
+ * entry points of their own (`effect-resilience/RateLimiterStore/Redis`, `effect-resilience/Outbox`), so this
+ * root needs only `effect`.
  *
  * @since 1.0.0
  */
@@ -60,3 +62,9 @@ export * as IdempotencyMiddleware from "./IdempotencyMiddleware.js"
 export * as LoadShedMiddleware from "./LoadShedMiddleware.js"
 /** @since 1.0.0 */
 export * as RateLimitMiddleware from "./RateLimitMiddleware.js"
+/** @since 1.0.0 */
+export * as Consumer from "./Consumer.js"
+/** @since 1.0.0 */
+export * as DeadLetter from "./DeadLetter.js"
+/** @since 1.0.0 */
+export * as QueueSource from "./QueueSource.js"

@@ -3,8 +3,9 @@
  * ./support/redisCluster.ts): the same contract suite as the single-node run, then what only a Cluster shows —
  * records spread over the nodes, every record's keys in one slot (asked of the server: `CLUSTER KEYSLOT`), a slot
  * moved to another master mid-run (`ASK`, `MOVED`), scripts reloaded node by node after `SCRIPT FLUSH`, a store
- * given the startup nodes. Ported from the root's test/redisCluster.int.test.ts (its idempotency parts; the rate
- * limiter, the stream queue and the breaker come with those backends). One more suite is one more line below.
+ * given the startup nodes; and the stream queue's contract suite with its keys in one slot. Ported from the root's
+ * test/redisCluster.int.test.ts (its idempotency and stream queue parts; the rate limiter and the breaker come with
+ * those backends). One more suite is one more line below.
  */
 import { expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
@@ -12,7 +13,10 @@ import type { Cluster, Redis } from "ioredis"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
 import { IdempotencyStore } from "../src/index.js"
 import { keyOf } from "../src/internal/idempotencyStore/redis.js"
+import { streamKeys } from "../src/internal/queue/redisStreamQueue.js"
+import * as RedisStreamQueue from "../src/RedisStreamQueue.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
+import { redisStreamQueueSuite } from "./queue/redisSuite.js"
 import { eventually } from "./support/eventually.js"
 import { describeRedisCluster } from "./support/redisCluster.js"
 
@@ -52,6 +56,53 @@ describeRedisCluster("Redis Cluster", (cluster) => {
   const masters = () => cluster.get().ports.map((port) => cluster.get().nodes.node(port))
 
   idempotencyStoreSuite("redis cluster", idempotencyStore)
+  // stream names without a hash tag: their derived keys share the stream's slot by construction
+  let streams = 0
+  redisStreamQueueSuite("redis cluster", {
+    connect: cluster.connect(),
+    freshStream: () => `queue-${++streams}`,
+    soakMessages: Number(process.env.SOAK_N ?? 2_000)
+  })
+
+  it.effect("stream keys: one slot with or without a hash tag; unchanged on one node; an untaggable name is rejected", () =>
+    Effect.gen(function*() {
+      const redis = cluster.get().client
+      for (const stream of ["orders", "{orders}", "{tenant-1}.orders", "a{b", "x:y"]) {
+        const k = streamKeys(stream, true)
+        const slots = yield* Effect.promise(() =>
+          Promise.all([k.stream, k.dlq, k.index, k.errors].map((key) => slotOf(redis, key)))
+        )
+        expect(new Set(slots).size).toBe(1)
+      }
+      expect(streamKeys("orders", false)).toEqual({
+        stream: "orders",
+        dlq: "orders:dlq",
+        index: "orders:dlq:ids",
+        errors: "orders:errors"
+      })
+      expect(streamKeys("orders", true)).toEqual({
+        stream: "orders",
+        dlq: "{orders}:dlq",
+        index: "{orders}:dlq:ids",
+        errors: "{orders}:errors"
+      })
+      expect(streamKeys("{orders}", true)).toEqual(streamKeys("{orders}", false))
+      // no hash tag and a "}" (or an empty tag "{}"): no key can share its slot by tag — loud at construction
+      for (const stream of ["a}b", "x{}y"]) {
+        expect(() => RedisStreamQueue.make({ redis, stream, visibilityTimeout: "1 second" })).toThrow(/hash tag/)
+        expect(streamKeys(stream, false).dlq).toBe(`${stream}:dlq`)
+      }
+      expect(() => RedisStreamQueue.make({ redis, stream: "", visibilityTimeout: "1 second" })).toThrow(/non-empty/)
+      const source = yield* RedisStreamQueue.make<number>({
+        redis,
+        stream: "{tagged}:q",
+        visibilityTimeout: "1 second"
+      })
+      yield* source.send([{ id: "m", body: 1 }])
+      const [m] = yield* source.receive(1)
+      yield* source.deadLetter(m!, "to see the key")
+      expect(yield* Effect.promise(() => redis.xlen("{tagged}:q:dlq"))).toBe(1)
+    }))
 
   it.effect("records spread over every master; a record's key is in the slot of its identity alone", () =>
     Effect.gen(function*() {
@@ -92,6 +143,33 @@ describeRedisCluster("Redis Cluster", (cluster) => {
         })
       ).pipe(Effect.provide(idempotencyStore))
       expect(claimed).toEqual(["InProgress", true, "Completed"])
+    }))
+
+  it.live("a stream queue's slot moved to another master: the stream, its group, pending entries and dead letters follow", () =>
+    Effect.gen(function*() {
+      const { ports } = cluster.get()
+      const redis = yield* cluster.connect()
+      const stream = "moving-queue"
+      const source = yield* RedisStreamQueue.make<number>({ redis, stream, visibilityTimeout: "1 minute" })
+      yield* source.send([1, 2, 3].map((n) => ({ id: `m${n}`, body: n })))
+      const [a] = yield* source.receive(1)
+      const finish = yield* Effect.promise(() =>
+        slotOf(redis, stream).then((slot) => beginMove(masters(), ports, slot))
+      )
+      const [b] = yield* source.receive(1) // one key, on the new master already: ASK, then served
+      // a script over the stream and keys that do not exist yet (the DLQ, the errors): Redis answers TRYAGAIN
+      // until the slot has moved, and the call fails once the client gave up, changing nothing
+      expect((yield* Effect.flip(source.deadLetter(b!, "poison"))).operation).toBe("deadLetter")
+      expect((yield* Effect.flip(source.ack(a!))).operation).toBe("ack")
+      yield* Effect.promise(finish)
+      // …and both work once it has: nothing of the failed calls was applied (a and b are still pending)
+      expect(yield* source.deadLetter(b!, "poison")).toBe(true)
+      expect(yield* source.ack(a!)).toBe(true)
+      const [c] = yield* source.receive(5)
+      expect(yield* source.ack(c!)).toBe(true)
+      expect([a!.id, b!.id, c!.id]).toEqual(["m1", "m2", "m3"])
+      expect((yield* source.deadLetters.list()).map((d) => d.id)).toEqual(["m2"])
+      expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
     }))
 
   it.effect("the store reloads its scripts node by node after SCRIPT FLUSH on every master (NOSCRIPT)", () =>

@@ -1,20 +1,19 @@
 import { Cause, type Duration, Effect, type MetricLabel, Option, Random } from "effect"
+import { serializeAll } from "../../core/queueMessages.js"
 import * as visibility from "../../core/visibility.js"
 import type { ListOptions } from "../../DeadLetter.js"
 import * as validate from "../validate.js"
 import { deadLettered } from "./metrics.js"
 
-/** Receipts are `<position>:<fencing token>`. */
-export const parseReceipt = (receipt: string): readonly [number, number] => {
-  const colon = receipt.lastIndexOf(":")
-  return [Number(receipt.slice(0, colon)), Number(receipt.slice(colon + 1))]
-}
-
-/** Same, keeping the position as text (a PostgreSQL bigint or a Redis stream id). */
-export const splitReceipt = (receipt: string): readonly [string, number] => {
-  const colon = receipt.lastIndexOf(":")
-  return [receipt.slice(0, colon), Number(receipt.slice(colon + 1))]
-}
+/** The pure parts live in the core (shared by both editions); the sources import them from here. */
+export {
+  corruptReason,
+  parseReceipt,
+  serialize,
+  serializeAll,
+  splitReceipt,
+  tryParse
+} from "../../core/queueMessages.js"
 
 export const listLimit = (options: ListOptions | undefined): number =>
   options?.limit === undefined ? 100 : validate.positiveInt("DeadLetterQueue.list limit", options.limit)
@@ -83,20 +82,6 @@ export const randomId: Effect.Effect<string> = Effect.map(
   }
 )
 
-/** `JSON.parse` that returns its error instead of throwing (a body some other writer stored). */
-export const tryParse = (
-  text: string
-): { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly error: string } => {
-  try {
-    return { ok: true, value: JSON.parse(text) }
-  } catch (e) {
-    return { ok: false, error: e instanceof Error ? e.message : String(e) }
-  }
-}
-
-/** The reason a message whose stored body is not JSON is dead-lettered with on receive. */
-export const corruptReason = (error: string) => `corrupt body: ${error}`
-
 /**
  * Dead-letters the messages of a received batch whose body cannot be read, counting each one `move`d (`move`
  * says whether it did); a move that fails is logged, and its message comes back later to be tried again.
@@ -117,39 +102,6 @@ export const deadLetterCorrupt = <C>(
         )
       )
     ), { discard: true })
-
-/**
- * Serializes a body for a durable source; `undefined`, functions and symbols (which JSON drops) and
- * unserializable values (cycles, bigints) are rejected up front, so nothing unreadable is ever stored.
- */
-export const serialize = (
-  body: unknown
-): { readonly ok: true; readonly text: string } | { readonly ok: false; readonly error: unknown } => {
-  try {
-    const text = JSON.stringify(body) as string | undefined
-    return text === undefined
-      ? { ok: false, error: new TypeError(`a message body must be JSON-serializable, got ${typeof body}`) }
-      : { ok: true, text }
-  } catch (error) {
-    return { ok: false, error }
-  }
-}
-
-/**
- * Serializes every body before anything is written, so a body JSON cannot carry fails the whole send:
- * the texts in order, or the first error.
- */
-export const serializeAll = (
-  messages: ReadonlyArray<{ readonly body: unknown }>
-): { readonly ok: true; readonly texts: ReadonlyArray<string> } | { readonly ok: false; readonly error: unknown } => {
-  const texts: Array<string> = []
-  for (const m of messages) {
-    const body = serialize(m.body)
-    if (!body.ok) return body
-    texts.push(body.text)
-  }
-  return { ok: true, texts }
-}
 
 /**
  * Every message paired with its serialized body, or the first serialization error as `onError` makes it: a

@@ -1,6 +1,7 @@
 import type { Scope } from "effect"
 import { Cause, Clock, Effect, Fiber, Option, Queue } from "effect"
 import type { Consumer, Options, Stats } from "../../../Consumer.js"
+import { partitionOf } from "../../../core/queueMessages.js"
 import * as visibilityRules from "../../../core/visibility.js"
 import type { Message } from "../../../QueueSource.js"
 import { compile, type Config } from "./config.js"
@@ -142,7 +143,9 @@ const pollOnce = <A, E, R, R2>(
         )
       )
       stats.received += messages.length
-      for (const message of messages) buffers[partitionOf(config.partitions, message)]!.unsafeOffer(message)
+      for (const message of messages) {
+        buffers[partitionOf(config.partitions, message.id, message.key)]!.unsafeOffer(message)
+      }
       const unused = wanted - messages.length
       if (unused > 0) {
         held.n -= unused
@@ -189,19 +192,4 @@ const shutdown = <A, E, R, R2>(
         `are left in flight`
     )
   })
-}
-
-const partitionOf = (partitions: number, message: Message<unknown>): number => {
-  if (partitions === 1 || message.key === undefined) return partitions === 1 ? 0 : hash(message.id) % partitions
-  return hash(message.key) % partitions
-}
-
-/** FNV-1a: spreads keys over partitions. */
-const hash = (text: string): number => {
-  let h = 0x811c9dc5
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i)
-    h = Math.imul(h, 0x01000193)
-  }
-  return h >>> 0
 }

@@ -1,0 +1,193 @@
+import type { Scope } from "effect"
+import { Cause, Clock, Effect, Fiber, Option, Queue, Semaphore } from "effect"
+import type { Consumer, Options, Stats } from "../../../Consumer.js"
+import { partitionOf } from "../../../core/queueMessages.js"
+import * as visibilityRules from "../../../core/visibility.js"
+import type { Message } from "../../../QueueSource.js"
+import { compile, type Config } from "./config.js"
+import { runDelivery } from "./renewal.js"
+import { type Counters, makeCounters, makeSettler, warn } from "./settle.js"
+
+/** After the shutdown grace, how long closing waits for interrupted handlers before it abandons them. */
+export const ABANDON_AFTER_MILLIS = 1_000
+
+/**
+ * The poller claims messages only while fewer than `bufferSize + concurrency` are held (buffered or
+ * being handled): that bound is the backpressure, and it also keeps claimed messages from waiting in the
+ * buffer long enough for their visibility timeout to run out. Workers take from one shared buffer, or,
+ * with `orderedByKey`, each from its own partition so that one key is handled by one worker in order.
+ * Each handler runs under its time limit while its message's visibility is extended (`runDelivery`).
+ *
+ * Shutdown (the scope closes): the poller stops, buffered messages are released unprocessed (their
+ * receive is undone), and the consumer waits, for at most the shutdown grace, for the messages being handled
+ * to finish and be settled; then it interrupts those handlers (their messages stay in flight, to come back
+ * after the visibility timeout) and waits at most `ABANDON_AFTER_MILLIS` more.
+ */
+export const run = <A, E, R, R2>(
+  options: Options<A, E, R, R2>
+): Effect.Effect<Consumer, never, Scope.Scope | R | R2> => {
+  const config = compile(options)
+  return Effect.gen(function*() {
+    const slots = yield* Semaphore.make(config.capacity)
+    const buffers = yield* Effect.forEach(
+      Array.from({ length: config.partitions }),
+      () => Queue.unbounded<Message<A>>()
+    )
+    const stats = makeCounters()
+    const held = { n: 0, stopped: false }
+    const done = Effect.andThen(Effect.sync(() => held.n--), slots.release(1))
+    const process = processor(config, stats, () => held.stopped)
+    const worker = (buffer: Queue.Queue<Message<A>>) =>
+      Effect.forever(Effect.flatMap(Queue.take(buffer), (message) => Effect.ensuring(process(message), done)))
+    const poller = Effect.forever(
+      Effect.flatMap(
+        pollOnce(config, stats, slots, buffers, held),
+        (n) => n === 0 ? Effect.sleep(config.pollInterval) : Effect.yieldNow
+      )
+    )
+    // forking and registering the finalizer are one uninterruptible step: an interruption in between
+    // would leave daemon fibers that nothing stops (the fibers themselves run interruptibly)
+    yield* Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const workers = yield* Effect.forEach(
+          Array.from({ length: config.concurrency }, (_, i) => i),
+          (i) => Effect.forkDetach(restore(worker(buffers[i % config.partitions]!)))
+        )
+        const pollerFiber = yield* Effect.forkDetach(restore(poller))
+        yield* Effect.addFinalizer(() =>
+          shutdown(config, buffers, pollerFiber, workers, done, () => void (held.stopped = true))
+        )
+      })
+    )
+    const snapshot: Effect.Effect<Stats> = Effect.sync(() => ({
+      ...stats,
+      buffered: buffers.reduce((sum, buffer) => sum + Math.max(0, Queue.sizeUnsafe(buffer)), 0)
+    }))
+    return { source: options.source.name, stats: snapshot } satisfies Consumer
+  })
+}
+
+/**
+ * Handles one claimed message: skipped when it waited past its visibility timeout, dead-lettered unrun when
+ * it was received too often, otherwise run (retry, time limit, renewal) and settled. An interruption of the
+ * worker (shutdown) while the handler runs leaves the message in flight, counted as abandoned.
+ */
+const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, stopped: () => boolean) => {
+  const { handler, source } = config.options
+  const settler = makeSettler(config, stats)
+  const handle = (message: Message<A>): Effect.Effect<unknown, unknown, R | R2> => {
+    let effect: Effect.Effect<unknown, unknown, R | R2> = Effect.suspend(() => handler(message))
+    if (config.withRetry !== undefined) effect = config.withRetry(effect)
+    return runDelivery(source, config.timeLimit, stats, stopped, message, effect).pipe(
+      Effect.withSpan("queue.handle", {
+        attributes: {
+          "queue.name": source.name,
+          "message.id": message.id,
+          "message.receive_count": message.receiveCount
+        }
+      })
+    )
+  }
+  const processFresh = (message: Message<A>): Effect.Effect<void, never, R | R2> => {
+    if (visibilityRules.overLimit(message.receiveCount, config.maxReceiveCount)) return settler.overLimit(message)
+    const abandoned = Effect.sync(() => void stats.abandoned++)
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        stats.handling++
+        return Effect.flatMap(Effect.exit(restore(handle(message))), (exit) => {
+          stats.handling--
+          // interrupted: a handler of its own accord, or the worker at shutdown: the message stays in flight
+          if (exit._tag === "Failure" && Cause.hasInterruptsOnly(exit.cause)) return abandoned
+          return Effect.onInterrupt(restore(settler.settle(message, exit)), () => abandoned)
+        })
+      })
+    ).pipe(
+      Effect.catchCause((cause) => Effect.logError(`queue ${source.name}: settling a message failed`, cause))
+    )
+  }
+  return (message: Message<A>): Effect.Effect<void, never, R | R2> =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) =>
+        visibilityRules.isExpired(message.receivedAt, config.visibility, now)
+          ? settler.abandonStale(message)
+          : processFresh(message)
+    )
+}
+
+/**
+ * Claims as many messages as there is room for (at least one slot, waited for interruptibly) and hands them
+ * to the workers' buffers. Receive-and-dispatch is uninterruptible: a claimed message is never lost between
+ * the two. Returns how many messages came.
+ */
+const pollOnce = <A, E, R, R2>(
+  config: Config<A, E, R, R2>,
+  stats: Counters,
+  slots: Semaphore.Semaphore,
+  buffers: ReadonlyArray<Queue.Queue<Message<A>>>,
+  held: { n: number }
+): Effect.Effect<number> => {
+  const { source } = config.options
+  return Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      yield* restore(slots.take(1))
+      const extra = Math.min(config.batchSize - 1, config.capacity - held.n - 1)
+      if (extra > 0) yield* slots.take(extra)
+      held.n += 1 + extra
+      const wanted = 1 + extra
+      const messages = yield* source.receive(wanted).pipe(
+        Effect.catchCause((cause) =>
+          Effect.as(Effect.logWarning(`queue ${source.name}: receive failed`, cause), [] as ReadonlyArray<Message<A>>)
+        )
+      )
+      stats.received += messages.length
+      for (const message of messages) {
+        Queue.offerUnsafe(buffers[partitionOf(config.partitions, message.id, message.key)]!, message)
+      }
+      const unused = wanted - messages.length
+      if (unused > 0) {
+        held.n -= unused
+        yield* slots.release(unused)
+      }
+      return messages.length
+    })
+  )
+}
+
+const shutdown = <A, E, R, R2>(
+  config: Config<A, E, R, R2>,
+  buffers: ReadonlyArray<Queue.Queue<Message<A>>>,
+  pollerFiber: Fiber.Fiber<never>,
+  workers: ReadonlyArray<Fiber.Fiber<never>>,
+  done: Effect.Effect<void>,
+  stop: () => void
+): Effect.Effect<void> => {
+  const { source } = config.options
+  // the waits run interruptibly (a finalizer does not), so that their timeouts can end them
+  const awaitWorkers = (millis: number) =>
+    Effect.interruptible(Fiber.awaitAll(workers)).pipe(Effect.timeoutOption(millis), Effect.map(Option.isSome))
+  return Effect.gen(function*() {
+    yield* Fiber.interrupt(pollerFiber)
+    for (const buffer of buffers) {
+      const left = yield* Queue.clear(buffer)
+      yield* Effect.forEach(left, (message) =>
+        source.release(message, { undoReceive: true }).pipe(
+          Effect.catchCause(warn(source.name, "releasing at shutdown", message)),
+          Effect.andThen(done)
+        ), { discard: true })
+    }
+    yield* Effect.forEach(buffers, Queue.shutdown, { discard: true })
+    if (yield* awaitWorkers(config.shutdownGrace)) return
+    yield* Effect.logWarning(
+      `queue ${source.name}: handlers still running ${config.shutdownGrace} ms after close: interrupting them ` +
+        `(their messages come back after the visibility timeout)`
+    )
+    for (const worker of workers) worker.interruptUnsafe()
+    if (yield* awaitWorkers(ABANDON_AFTER_MILLIS)) return
+    stop()
+    yield* Effect.logWarning(
+      `queue ${source.name}: handlers that do not end when interrupted were abandoned; their messages ` +
+        `are left in flight`
+    )
+  })
+}

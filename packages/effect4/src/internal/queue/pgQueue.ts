@@ -1,0 +1,203 @@
+/** Imported only by a backend entry point, so the package root never loads `effect/sql`. */
+import { Array as Arr, Clock, Duration, Effect } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
+import type { SqlError } from "effect/sql/SqlError"
+import type { PgOptions } from "../../PgQueue.js"
+import type { Message, QueueSource, ReleaseOptions } from "../../QueueSource.js"
+import { labels, observeDepth } from "./metrics.js"
+import { failWith, pgDeadLetters, pgMoveToDlq, type PgTables } from "./pgDeadLetters.js"
+import { tableStatements } from "./pgQueueSchema.js"
+import {
+  corruptReason,
+  deadLetterCorrupt,
+  identifier,
+  serializedPairs,
+  splitReceipt,
+  tryParse,
+  visibilityMillis
+} from "./shared.js"
+
+interface JobRow {
+  readonly seq: string
+  readonly id: string
+  readonly key: string | null
+  readonly body: string
+  readonly enqueued_at: number
+  readonly receive_count: number
+  readonly token: number
+  readonly last_error: string | null
+}
+
+const INSERT_CHUNK = 1000
+
+/**
+ * Claiming is one statement: pick the oldest visible rows `FOR UPDATE SKIP LOCKED` (concurrent
+ * receivers skip each other's rows instead of waiting), push their `visible_at` past the visibility
+ * timeout, count the receive and bump the fencing `token`. Every later statement about a delivery (ack,
+ * extend, release, dead-letter) is one statement fenced by `seq` and `token`: a receipt whose row was
+ * claimed again since matches no row. Times are the caller's `Clock` milliseconds.
+ */
+export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlError, SqlClient.SqlClient> => {
+  const table = identifier("PgQueue table", options.table)
+  const visibility = visibilityMillis("PgQueue", options.visibilityTimeout)
+  const name = options.name ?? table
+  return Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    if (options.migrate !== false) {
+      for (const statement of tableStatements(table)) yield* sql.unsafe(statement)
+    }
+    const tables: PgTables = {
+      sql,
+      name,
+      table,
+      dlqTable: `${table}_dlq`,
+      setDepth: observeDepth(labels(name).depth)
+    }
+    return operations<A>(tables, visibility)
+  })
+}
+
+const operations = <A>(tables: PgTables, visibility: number): QueueSource<A> => {
+  const { name, sql } = tables
+  const t = sql(tables.table)
+  const fail = failWith(name)
+  const moveToDlq = pgMoveToDlq(tables)
+  const { receive, send } = sendAndReceive<A>(tables, visibility, moveToDlq)
+  /** One statement about one delivery, fenced by its receipt: whether it matched. */
+  const fenced = (
+    operation: string,
+    message: Message<A>,
+    statement: (seq: string, token: number) => Effect.Effect<ReadonlyArray<unknown>, SqlError>
+  ) => {
+    const [seq, token] = splitReceipt(message.receipt)
+    return statement(seq, token).pipe(
+      Effect.map((rows) => rows.length > 0),
+      Effect.mapError(fail(operation))
+    )
+  }
+
+  const ack = (message: Message<A>) =>
+    fenced("ack", message, (seq, token) => sql`DELETE FROM ${t} WHERE seq = ${seq} AND token = ${token} RETURNING seq`)
+
+  const extend = (message: Message<A>) =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) =>
+        fenced("extend", message, (seq, token) =>
+          sql`UPDATE ${t} SET visible_at = ${now + visibility} WHERE seq = ${seq} AND token = ${token} RETURNING seq`)
+    )
+
+  const release = (message: Message<A>, opts?: ReleaseOptions) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      // whole milliseconds: `visible_at` is a bigint
+      const delay = opts?.delay === undefined ? 0 : Math.ceil(Duration.toMillis(opts.delay))
+      const undo = opts?.undoReceive === true ? 1 : 0
+      return fenced("release", message, (seq, token) =>
+        sql`UPDATE ${t} SET visible_at = ${now + delay},
+            last_error = COALESCE(${opts?.error ?? null}, last_error),
+            receive_count = GREATEST(0, receive_count - ${undo}), token = token + 1
+          WHERE seq = ${seq} AND token = ${token} RETURNING seq`)
+    })
+
+  const deadLetter = (message: Message<A>, reason: string) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const [seq, token] = splitReceipt(message.receipt)
+      return moveToDlq(seq, token, reason, now)
+    })
+
+  return {
+    name,
+    visibilityTimeout: Duration.millis(visibility),
+    send,
+    receive,
+    ack,
+    extend,
+    release,
+    deadLetter,
+    deadLetters: pgDeadLetters<A>(tables)
+  }
+}
+
+/** `send` and `receive`: inserts in chunks; claims in one statement, moving corrupt bodies to the DLQ. */
+const sendAndReceive = <A>(
+  tables: PgTables,
+  visibility: number,
+  moveToDlq: ReturnType<typeof pgMoveToDlq>
+) => {
+  const { name, sql } = tables
+  const t = sql(tables.table)
+  const fail = failWith(name)
+  const send = (messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>) =>
+    Effect.flatMap(
+      serializedPairs(messages, fail("send")),
+      (pairs) =>
+        Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          const rows = pairs.map(([m, body]) => ({
+            id: m.id,
+            key: m.key ?? null,
+            body,
+            enqueued_at: now,
+            visible_at: now
+          }))
+          // `sql.insert` takes a non-empty array in Effect 4
+          const chunks: Array<Arr.NonEmptyReadonlyArray<(typeof rows)[number]>> = []
+          for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+            const chunk = rows.slice(i, i + INSERT_CHUNK)
+            if (Arr.isReadonlyArrayNonEmpty(chunk)) chunks.push(chunk)
+          }
+          return Effect.forEach(chunks, (chunk) => sql`INSERT INTO ${t} ${sql.insert(chunk)}`, { discard: true })
+            .pipe(Effect.mapError(fail("send")))
+        })
+    )
+
+  const receive = (max: number) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) =>
+      sql<JobRow>`WITH claimed AS (
+          SELECT seq FROM ${t} WHERE visible_at <= ${now}
+          ORDER BY visible_at, seq LIMIT ${max}
+          FOR UPDATE SKIP LOCKED
+        )
+        UPDATE ${t} AS j SET visible_at = ${now + visibility}, receive_count = j.receive_count + 1,
+          token = j.token + 1, last_received_at = ${now}
+        FROM claimed WHERE j.seq = claimed.seq
+        RETURNING j.seq::text AS seq, j.id, j.key, j.body, j.enqueued_at::float8 AS enqueued_at,
+          j.receive_count, j.token, j.last_error`.pipe(
+        Effect.mapError(fail("receive")),
+        Effect.flatMap((rows) => {
+          const out: Array<Message<A>> = []
+          const corrupt: Array<readonly [JobRow, string]> = []
+          for (const row of rows) {
+            const body = tryParse(row.body)
+            if (body.ok) out.push(toMessage<A>(row, body.value, now))
+            else corrupt.push([row, corruptReason(body.error)])
+          }
+          out.sort((a, b) => Number(splitReceipt(a.receipt)[0]) - Number(splitReceipt(b.receipt)[0]))
+          if (corrupt.length === 0) return Effect.succeed(out)
+          // a body that can never be read goes straight to the DLQ (raw text kept); if that fails it
+          // comes back after the visibility timeout and is tried again, and the readable rows still run
+          return Effect.as(
+            deadLetterCorrupt(
+              name,
+              corrupt,
+              ([row]) => row.id,
+              ([row, reason]) => moveToDlq(row.seq, row.token, reason, now),
+              labels(name).corrupt
+            ),
+            out
+          )
+        })
+      ))
+
+  return { send, receive }
+}
+
+const toMessage = <A>(row: JobRow, body: unknown, now: number): Message<A> => ({
+  id: row.id,
+  key: row.key ?? undefined,
+  body: body as A,
+  receiveCount: row.receive_count,
+  enqueuedAt: row.enqueued_at,
+  receivedAt: now,
+  lastError: row.last_error ?? undefined,
+  receipt: `${row.seq}:${row.token}`
+})

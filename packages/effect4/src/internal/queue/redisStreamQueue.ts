@@ -1,0 +1,109 @@
+import { Clock, Duration, Effect } from "effect"
+import type { Message, QueueSource, ReleaseOptions } from "../../QueueSource.js"
+import type { RedisOptions } from "../../RedisStreamQueue.js"
+import * as redisClient from "../redis/client.js"
+import type { QueueError } from "./queueSource.js"
+import { chunk, context, type RedisQueue } from "./redisStreamContext.js"
+import { redisDeadLetters, redisMoveToDlq } from "./redisStreamDeadLetters.js"
+import { makeReceive } from "./redisStreamReceive.js"
+import { ACK, CREATE_GROUP, EXTEND, RELEASE } from "./redisStreamScripts.js"
+import { randomId, serialize, serializedPairs, splitReceipt } from "./shared.js"
+
+export { type StreamKeys, streamKeys } from "./redisStreamKeys.js"
+
+/**
+ * Visibility is Redis's: a pending entry whose idle time (since its last delivery, by the server's clock)
+ * reaches the visibility timeout is taken over by the next `XAUTOCLAIM`, which also bumps its delivery
+ * count. A release rewinds the entry's idle time with `XCLAIM ... IDLE` so it is claimable after the delay;
+ * an extension resets it to zero. Ack, extend, release and dead-letter are scripts fenced by owner and
+ * delivery count: a consumer whose entry was taken over (or claimed again) cannot touch the new delivery.
+ */
+export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, QueueError> => {
+  const q = context(options)
+  return Effect.gen(function*() {
+    const consumer = options.consumer ?? `consumer-${yield* randomId}`
+    // a script, not XGROUP: ioredis cannot tell XGROUP's key, and would send it to any Cluster node
+    yield* q.run("create group", CREATE_GROUP, [q.keys.stream], [q.group])
+    return operations<A>(q, consumer)
+  })
+}
+
+const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
+  const { errors, stream } = q.keys
+  const moveToDlq = redisMoveToDlq(q, consumer)
+  const { noteRelease, receive } = makeReceive<A>(q, consumer, moveToDlq)
+  /** A fenced script about one delivery: group, entry id, consumer, delivery count, then `extra`. */
+  const fenced = (
+    operation: string,
+    script: redisClient.Script,
+    keys: ReadonlyArray<string>,
+    message: Message<A>,
+    extra: ReadonlyArray<string> = []
+  ) => {
+    const [entryId, count] = splitReceipt(message.receipt)
+    return q.run(operation, script, keys, [q.group, entryId, consumer, String(count), ...extra]).pipe(
+      Effect.map((n) => n === 1)
+    )
+  }
+
+  const release = (message: Message<A>, opts?: ReleaseOptions) => {
+    // whole milliseconds, never shorter than asked
+    const delay = opts?.delay === undefined ? 0 : Math.ceil(Duration.toMillis(opts.delay))
+    const idle = Math.max(0, q.visibility - delay)
+    return fenced("release", RELEASE, [stream, errors], message, [
+      String(idle),
+      opts?.error ?? "",
+      opts?.undoReceive === true ? "1" : "0"
+    ]).pipe(Effect.map((done) => {
+      if (done) noteRelease()
+      return done
+    }))
+  }
+
+  const deadLetter = (message: Message<A>, reason: string) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const body = serialize(message.body)
+      return body.ok ? moveToDlq(message, body.text, reason, now) : Effect.fail(q.fail("deadLetter")(body.error))
+    })
+
+  return {
+    name: q.name,
+    visibilityTimeout: Duration.millis(q.visibility),
+    send: (messages) => send(q, messages),
+    receive,
+    ack: (message) => fenced("ack", ACK, [stream, errors], message),
+    extend: (message) => fenced("extend", EXTEND, [stream], message),
+    release,
+    deadLetter,
+    deadLetters: redisDeadLetters<A>(q)
+  }
+}
+
+const send = <A>(
+  q: RedisQueue,
+  messages: ReadonlyArray<{ readonly id: string; readonly key?: string; readonly body: A }>
+): Effect.Effect<void, QueueError> =>
+  Effect.flatMap(serializedPairs(messages, q.fail("send")), (pairs) =>
+    Effect.forEach(chunk(pairs, 1000), (batch) => {
+      const writes: redisClient.Writes = (pipeline, asking) => {
+        for (const [m, body] of batch) {
+          const fields = m.key === undefined
+            ? ["id", m.id, "body", body]
+            : ["id", m.id, "key", m.key, "body", body]
+          if (asking) pipeline.asking()
+          pipeline.xadd(q.keys.stream, "*", ...fields)
+        }
+      }
+      const exec = () => {
+        if (q.wait !== undefined) return redisClient.execWithWait(q.client, writes, q.wait)
+        const pipeline = q.client.pipeline()
+        writes(pipeline, false)
+        return pipeline.exec()
+      }
+      return q.call<ReadonlyArray<[Error | null, unknown]> | null>("send", exec).pipe(
+        Effect.flatMap((replies) => {
+          const error = replies?.find(([e]) => e !== null)?.[0]
+          return error === undefined ? Effect.void : Effect.fail(q.fail("send")(error))
+        })
+      )
+    }, { discard: true }))
