@@ -35,7 +35,8 @@ describe("Redis request deadlines", () => {
           request(() => Promise.resolve(i), undefined, 20, (r) => Number(r) * 2, identity)),
         { concurrency: "unbounded" }
       )
-      expect(values).toEqual(Array.from({ length: 50 }, (_, i) => i * 2))
+      expect(values).toEqual(Array.from({ length: 50 }, (_, i) =>
+        i * 2))
       // past every deadline, and a call made now still answers
       yield* Effect.sleep(Duration.millis(60))
       expect(yield* request(() => Promise.resolve("ok"), undefined, 20, identity, identity)).toBe("ok")
