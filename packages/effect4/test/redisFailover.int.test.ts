@@ -2,8 +2,10 @@
  * `waitReplicas` (`WAIT`) of `IdempotencyStore/Redis` on a real Redis Cluster with one replica per master
  * (./support/redisCluster.ts, `cluster-node-timeout` 1 s): a call counts as done only once a replica has its
  * write, and a replica that lags makes it fail instead; the `WAIT` follows a slot that moves; a master SIGKILLed
- * keeps every write waited for. Ported from the root's test/redisFailover.int.test.ts (its idempotency parts; the
- * stream queue and the `npm run faults` scenarios come later).
+ * keeps every write waited for, and a replica that lags when its master dies loses what the master alone
+ * acknowledged. Ported from the root's test/redisFailover.int.test.ts (its idempotency parts; the stream queue
+ * comes later; the root's `redis-replica-lag` fault, examples/faults/replicationLoss.ts, is here as one round on
+ * the store; its `redis-failover` fault, the orders example under load, is an example of the root's only).
  *
  * Real time throughout: the nodes are real processes, and every wait is on a condition (a node's view, a
  * replica's link), never a guess.
@@ -199,5 +201,53 @@ describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
           expect((yield* waiting.claim(request(fresh("kill"))))._tag).toBe("Claimed")
         }), waitingPatiently),
     60_000
+  )
+
+  it.live(
+    "a replica lagging when its master dies: what the master alone acknowledged is lost, what waitReplicas did is not",
+    () =>
+      withStores(({ plain, waiting }) =>
+        Effect.gen(function*() {
+          const { client, nodes } = cluster.get()
+          const first = fresh("lag")
+          const { master, replica, slot } = yield* nodesOf(cluster, record(first))
+          /** A fresh key whose record lives on `master`. */
+          const onMaster = Effect.gen(function*() {
+            for (;;) {
+              const key = fresh("lag")
+              const port = yield* Effect.promise(async () =>
+                nodes.masterOf(await client.cluster("KEYSLOT", record(key)) as number)
+              )
+              if (port === master) return key
+            }
+          })
+          const kept = yield* claimedRef(waiting, yield* onMaster) // acknowledged by the replica
+          const lost = yield* onMaster
+          const refused = yield* onMaster
+          const filler = `${record(first)}:filler` // the same slot: the same master
+          yield* stalled(
+            cluster,
+            replica!,
+            Effect.gen(function*() {
+              // more than the kernel's socket buffers hold between the master and its stalled replica: what the
+              // master takes from now on is in its own memory only
+              yield* Effect.promise(() => client.set(filler, Buffer.alloc(48 * 1024 * 1024, 1)))
+              expect((yield* plain.claim(request(lost)))._tag).toBe("Claimed") // acknowledged by the master alone
+              notReplicated(yield* Effect.exit(waiting.claim(request(refused))), 1000) // run, reported not replicated
+              yield* Effect.promise(() => nodes.kill(master))
+            })
+          ) // the replica resumes here, behind its dead master
+          yield* Effect.promise(() => nodes.healthy("the lagging replica promoted"))
+          expect(yield* Effect.promise(() => nodes.masterOf(slot))).not.toBe(master)
+          // without waitReplicas, an acknowledged claim is gone: a retry of its request would run the handler again
+          expect((yield* plain.claim(request(lost)))._tag).toBe("Claimed")
+          // with it, the call that met the lag failed, and what it did acknowledge is there
+          expect((yield* plain.claim(request(kept.key)))._tag).toBe("InProgress")
+          expect((yield* plain.claim(request(refused)))._tag).toBe("Claimed") // never acknowledged, so never promised
+          yield* Effect.promise(() => client.del(filler))
+          yield* Effect.promise(() => nodes.restart(master))
+          yield* Effect.promise(() => nodes.healthy("the old master rejoined as a replica"))
+        }), waitingPatiently),
+    120_000
   )
 }, { replicas: 1, nodeTimeoutMs: 1000 })
