@@ -154,9 +154,12 @@ describe("ResilientHttpClient over sockets", () => {
       expect(new Set(keys).size).toBe(1)
     }).pipe(Effect.provide(FetchHttpClient.layer)))
 
-  it.effect("Effect.retry around execute runs the same request value again: the same key, one order", () =>
-    Effect.gen(function*() {
-      // the real middleware over an orders handler that commits at once and answers only after 1 s
+  describe("one Idempotency-Key per logical request, against the real IdempotencyMiddleware", () => {
+    /**
+     * An orders handler behind the middleware (memory store) on a real socket, that commits at once and answers
+     * only after 1 s; `arrivals` has the key of every request the server received.
+     */
+    const orders = Effect.gen(function*() {
       const arrivals = yield* Queue.unbounded<string | undefined>()
       let created = 0
       const handler = Effect.gen(function*() {
@@ -169,21 +172,47 @@ describe("ResilientHttpClient over sockets", () => {
         HttpServerRequest.HttpServerRequest,
         (request) => Effect.andThen(Queue.offer(arrivals, request.headers["idempotency-key"]), idempotent(handler))
       ))
-      // each execution gives up at 500 ms, before the answer
-      const http = yield* ResilientHttpClient.make({ attemptTimeout: "500 millis", retry: { maxAttempts: 1 } })
       const order = HttpClientRequest.post(`http://127.0.0.1:${port}/orders`).pipe(
         HttpClientRequest.bodyJsonUnsafe({ sku: "BOOK-1" })
       )
-      const call = yield* fork(Effect.exit(http.execute(order).pipe(Effect.retry(Schedule.recurs(2)))))
-      const keys = [yield* Queue.take(arrivals)]
-      for (let i = 0; i < 2; i++) {
-        yield* TestClock.adjust("500 millis")
+      return { arrivals, created: () => created, order }
+    })
+
+    it.effect("three hedged copies of one POST carry one key: one order", () =>
+      Effect.gen(function*() {
+        const { arrivals, created, order } = yield* orders
+        const http = yield* ResilientHttpClient.make({ attemptTimeout: "10 seconds" })
+        const call = yield* fork(
+          http.execute(order).pipe(Hedge.hedge({ delay: "100 millis", maxAttempts: 3 }), Effect.map((r) => r.status))
+        )
+        const keys = [yield* Queue.take(arrivals)]
+        yield* TestClock.adjust("100 millis")
         keys.push(yield* Queue.take(arrivals))
-      }
-      yield* TestClock.adjust("5 seconds")
-      yield* Fiber.join(call)
-      expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/)
-      expect(new Set(keys).size).toBe(1)
-      expect(created).toBe(1)
-    }).pipe(Effect.provide([FetchHttpClient.layer, IdempotencyStore.layerMemory])))
+        yield* TestClock.adjust("100 millis")
+        keys.push(yield* Queue.take(arrivals))
+        yield* TestClock.adjust("5 seconds")
+        expect(yield* Fiber.join(call)).toBe(201)
+        expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/)
+        expect(new Set(keys).size).toBe(1)
+        expect(created()).toBe(1)
+      }).pipe(Effect.provide([FetchHttpClient.layer, IdempotencyStore.layerMemory])))
+
+    it.effect("Effect.retry around execute runs the same request value again: the same key, one order", () =>
+      Effect.gen(function*() {
+        const { arrivals, created, order } = yield* orders
+        // each execution gives up at 500 ms, before the answer
+        const http = yield* ResilientHttpClient.make({ attemptTimeout: "500 millis", retry: { maxAttempts: 1 } })
+        const call = yield* fork(Effect.exit(http.execute(order).pipe(Effect.retry(Schedule.recurs(2)))))
+        const keys = [yield* Queue.take(arrivals)]
+        for (let i = 0; i < 2; i++) {
+          yield* TestClock.adjust("500 millis")
+          keys.push(yield* Queue.take(arrivals))
+        }
+        yield* TestClock.adjust("5 seconds")
+        yield* Fiber.join(call)
+        expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/)
+        expect(new Set(keys).size).toBe(1)
+        expect(created()).toBe(1)
+      }).pipe(Effect.provide([FetchHttpClient.layer, IdempotencyStore.layerMemory])))
+  })
 })

@@ -122,6 +122,12 @@ describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
         )
         expect(yield* waiting.complete(ref, stored, Duration.hours(1))).toBe(false)
         expect(yield* onReplica(cluster, otherReplica, record(other), "done")).toBe("1")
+        // a completion with its replica running counts as done, and the replica has it
+        const third = fresh("stall")
+        const ref3 = yield* claimedRef(waiting, third)
+        expect(yield* waiting.complete(ref3, stored, Duration.hours(1))).toBe(true)
+        const thirdReplica = (yield* nodesOf(cluster, record(third))).replica!
+        expect(yield* onReplica(cluster, thirdReplica, record(third), "done")).toBe("1")
         // a release is not waited for: it succeeds with the replica stalled
         const fourth = fresh("stall")
         const ref4 = yield* claimedRef(plain, fourth)
