@@ -3,19 +3,23 @@
  * (./support/redisCluster.ts, `cluster-node-timeout` 1 s): a call counts as done only once a replica has its
  * write, and a replica that lags makes it fail instead; the `WAIT` follows a slot that moves; a master SIGKILLed
  * keeps every write waited for, and a replica that lags when its master dies loses what the master alone
- * acknowledged. Ported from the root's test/redisFailover.int.test.ts (its idempotency parts; the stream queue
- * comes later; the root's `redis-replica-lag` fault, examples/faults/replicationLoss.ts, is here as one round on
- * the store; its `redis-failover` fault, the orders example under load, is an example of the root's only).
+ * acknowledged; under load, the middleware over the store makes every order once through a failover. Ported from
+ * the root's test/redisFailover.int.test.ts (its idempotency parts; the stream queue comes later). Its two
+ * `npm run faults` scenarios run the root's examples in processes of their own; here their idempotency parts
+ * run in this process: one round of `redis-replica-lag` (examples/faults/replicationLoss.ts) on the store, and
+ * `redis-failover` (examples/faults/redisFailover.ts) without its rate limiter, fleet breaker and stream queue.
  *
  * Real time throughout: the nodes are real processes, and every wait is on a condition (a node's view, a
  * replica's link), never a guess.
  */
 import { expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit } from "effect"
+import { Cause, Duration, Effect, Exit, Logger } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Cluster } from "ioredis"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
-import { IdempotencyStore } from "../src/index.js"
+import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import { keyOf } from "../src/internal/idempotencyStore/redis.js"
+import { post, type Reply, serveNode } from "./support/nodeServer.js"
 import { type ClusterRef, describeRedisCluster } from "./support/redisCluster.js"
 
 const run = `${process.pid}-${Date.now().toString(36)}`
@@ -254,6 +258,76 @@ describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
           yield* Effect.promise(() => nodes.restart(master))
           yield* Effect.promise(() => nodes.healthy("the old master rejoined as a replica"))
         }), waitingPatiently),
+    120_000
+  )
+
+  it.live(
+    "a master SIGKILLed under load, its replica promoted: every order once, its answer replayed after the lease",
+    () => {
+      const logs: Array<string> = []
+      return Effect.gen(function*() {
+        // the root's redis-failover fault, its idempotency part in this process: orders through the middleware
+        // over the store on the Cluster (no waitReplicas), each sent again with its key until a 201
+        const { nodes } = cluster.get()
+        const committed = new Map<string, number>()
+        const handler = Effect.gen(function*() {
+          const key = (yield* HttpServerRequest.HttpServerRequest).headers["idempotency-key"] ?? ""
+          committed.set(key, (committed.get(key) ?? 0) + 1) // the commit
+          return HttpServerResponse.jsonUnsafe({ order: key, n: committed.size }, { status: 201 })
+        })
+        const port = yield* serveNode(handler.pipe(yield* IdempotencyMiddleware.make({ lease: "3 seconds" })))
+        const keys = Array.from({ length: 200 }, () => fresh("load"))
+        const { master, slot } = yield* nodesOf(cluster, record(keys[0]!))
+        const refused = new Map<number, number>()
+        let done = 0
+        const untilCreated = (key: string) =>
+          Effect.gen(function*() {
+            for (let attempt = 1; attempt <= 300; attempt++) {
+              const exit = yield* Effect.exit(post(port, "/orders", { key }))
+              const reply: Reply = Exit.isSuccess(exit) ? exit.value : { status: 0, headers: {}, body: "" }
+              if (reply.status === 201) {
+                done++
+                return reply
+              }
+              refused.set(reply.status, (refused.get(reply.status) ?? 0) + 1)
+              // 503 (store unavailable) or 409 (in progress, Retry-After): wait a little, at most 300 ms
+              yield* Effect.sleep(Duration.millis(Math.min(300, 20 * 2 ** Math.min(attempt, 4))))
+            }
+            return yield* Effect.die(new Error(`${key}: no 201 in 300 attempts`))
+          })
+        const load = Effect.forEach(keys, untilCreated, { concurrency: 12 })
+        const fault = Effect.gen(function*() {
+          while (done < keys.length * 0.4) yield* Effect.sleep("10 millis")
+          yield* Effect.promise(() => nodes.kill(master))
+          yield* Effect.promise(() => nodes.healthy("the replica promoted, the cluster ok without the killed master"))
+          expect(yield* Effect.promise(() => nodes.masterOf(slot))).not.toBe(master)
+          yield* Effect.promise(() => nodes.restart(master))
+          yield* Effect.promise(() => nodes.healthy("the old master rejoined as a replica"))
+        })
+        const [first] = yield* Effect.all([load, fault], { concurrency: 2 })
+        const late = logs.filter((line) => line.includes("answer was recorded at attempt")).length
+        console.log(
+          `200 orders through a failover: refusals ${JSON.stringify(Object.fromEntries(refused))}, ` +
+            `${late} answers recorded late`
+        )
+        // every order committed exactly once, and its client saw it created
+        expect(first).toHaveLength(keys.length)
+        expect(keys.filter((key) => committed.get(key) !== 1)).toEqual([])
+        expect(committed.size).toBe(keys.length)
+        // after the lease of any claim left in progress, each order once more: the first answer, replayed
+        yield* Effect.sleep("3 seconds")
+        const again = yield* Effect.forEach(keys, untilCreated, { concurrency: 12 })
+        const notReplays = keys.filter((_, i) =>
+          again[i]!.headers["idempotent-replayed"] !== "true" || again[i]!.body !== first[i]!.body
+        )
+        expect(notReplays).toEqual([])
+        expect(keys.filter((key) => committed.get(key) !== 1)).toEqual([])
+      }).pipe(
+        Effect.provide(plain),
+        // the middleware's warnings of the outage, kept out of the test's output
+        Effect.provide(Logger.layer([Logger.make(({ message }) => void logs.push(String(message)))]))
+      )
+    },
     120_000
   )
 }, { replicas: 1, nodeTimeoutMs: 1000 })
