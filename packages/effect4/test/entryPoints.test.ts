@@ -1,7 +1,7 @@
 /**
  * Every entry point of package.json `exports` can be the first one a program imports: the modules' import
  * cycles must leave no export undefined, whichever module the graph is entered from (the Effect 3 edition's test
- * of that name, over this edition's entry points: no queue modules here).
+ * of that name, over this edition's entry points).
  */
 import { describe, expect, it, vi } from "@effect/vitest"
 import { readFileSync } from "node:fs"
@@ -35,6 +35,10 @@ describe("entry points", () => {
       "./RateLimiterStore/Redis",
       "./RateLimiterStore/Sql",
       "./CircuitBreaker/Redis",
+      "./Consumer/Sql",
+      "./PgQueue",
+      "./Outbox",
+      "./RedisStreamQueue",
       "./ResilientHttpClient/Node"
     ]))
   })
