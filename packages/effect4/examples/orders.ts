@@ -28,7 +28,6 @@
  * is created), and the orders kept for the read endpoints take at most about `maxKeptBytes` (32 MiB) in all.
  */
 import { Context, Effect, Semaphore } from "effect"
-import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import {
   ClientScope,
   DeadlineMiddleware,
@@ -37,6 +36,7 @@ import {
   RateLimiter,
   RateLimitMiddleware
 } from "effect-resilience"
+import { HttpRouter, HttpServerRequest, HttpServerResponse } from "effect/http"
 import {
   keptOrders,
   maxKeptBytes,

@@ -8,8 +8,8 @@
  */
 import { NodeHttpServer, NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer } from "effect"
-import { HttpServer } from "effect/http"
 import * as AdaptiveLimiter from "effect-resilience/AdaptiveLimiter"
+import { HttpServer } from "effect/http"
 import { createServer } from "node:http"
 import { parseArgs } from "../../../examples/support/serveArgs.js"
 import { makeOrdersApp } from "./orders.js"

@@ -7,9 +7,13 @@ import { existsSync } from "node:fs"
 import { register } from "node:module"
 import { fileURLToPath } from "node:url"
 
+// loaded once by --import, then again as the hooks module in the loader's own thread, which must not register
+// itself: the flag tells it so. Its thread copies the environment as it starts (within register), so the flag is
+// dropped after: the processes the program starts register their own hooks.
 if (!process.env.TS_RESOLVE_REGISTERED) {
   process.env.TS_RESOLVE_REGISTERED = "1"
   register(import.meta.url)
+  delete process.env.TS_RESOLVE_REGISTERED
 }
 
 const src = new URL("../src/", import.meta.url)

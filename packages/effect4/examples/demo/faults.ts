@@ -7,8 +7,8 @@
  * the server side looks the fault up and applies it with the library's `Chaos` middleware.
  */
 import { Effect } from "effect"
-import { HttpClient, HttpClientRequest, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import * as Chaos from "effect-resilience/Chaos"
+import { HttpClient, HttpClientRequest, HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { attemptOf, faultFor, header, type Injected, slowMillis } from "../../../../examples/demo/pattern.js"
 
 /** Names a logical order's request: the client transform below adds the attempt number. */

@@ -6,10 +6,10 @@
  */
 import { NodeHttpClient, NodeHttpServer } from "@effect/platform-node"
 import { Clock, Duration, Effect, Layer, Metric, Option, Random } from "effect"
-import { HttpClient, HttpClientRequest, type HttpClientResponse, HttpServer } from "effect/http"
 import { Backoff, CircuitBreaker, Deadline, RateLimiterStore, ResilientHttpClient, RetryAfter } from "effect-resilience"
 import * as IdempotencyStoreSql from "effect-resilience/IdempotencyStore/Sql"
 import * as Sqlite from "effect-resilience/Sqlite"
+import { HttpClient, HttpClientRequest, type HttpClientResponse, HttpServer } from "effect/http"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
 import { tmpdir } from "node:os"

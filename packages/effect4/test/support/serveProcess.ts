@@ -4,19 +4,12 @@
  */
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
-import { fileURLToPath } from "node:url"
+import { nodeArgs, pkg } from "../../examples/support/node.js"
 
-export const pkg = fileURLToPath(new URL("../..", import.meta.url))
+export { pkg }
 
-/** How `npm run serve` and `npm run demo` run an example: plain node over the sources (scripts/tsResolve.mjs). */
-export const exampleArgs = (script: string, args: ReadonlyArray<string>) => [
-  "--disable-warning=ExperimentalWarning",
-  "--experimental-transform-types",
-  "--import",
-  "./scripts/tsResolve.mjs",
-  script,
-  ...args
-]
+/** The arguments of `node` that run an example as `npm run serve` and `npm run demo` do, in `pkg`. */
+export const exampleArgs = (script: string, args: ReadonlyArray<string>) => [...nodeArgs, script, ...args]
 
 export interface Served {
   readonly url: string
