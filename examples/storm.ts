@@ -13,4 +13,4 @@
 import { stormCli } from "./storm/cli.js"
 import { runCell } from "./storm/sweep.js"
 
-stormCli({ runCell, moduleUrl: import.meta.url, loader: "tsx" })
+stormCli({ runCell, moduleUrl: import.meta.url })

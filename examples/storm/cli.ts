@@ -64,8 +64,8 @@ export interface Edition {
   readonly runCell: (scenario: Scenario, policy: Policy, load: number, seed: number) => Cell
   /** The edition's storm.ts: it calls {@link stormCli} in worker threads too, where it serves cells. */
   readonly moduleUrl: string
-  /** How a worker thread loads TypeScript: tsx (the Effect 3 edition's), or what the thread inherits (node's own). */
-  readonly loader: "tsx" | "inherited"
+  /** A module worker threads import first to load TypeScript; without it, tsx (the Effect 3 edition's way). */
+  readonly preload?: string
 }
 
 const parsePolicies = (list: string | undefined): ReadonlyArray<Policy> => {
@@ -119,7 +119,7 @@ const main = (edition: Edition) => async () => {
   const unordered = await runPool([...tasks].sort((a, b) => b.load - a.load), {
     threads,
     moduleUrl: edition.moduleUrl,
-    loader: edition.loader,
+    ...(edition.preload === undefined ? {} : { preload: edition.preload }),
     workerData: shared,
     resourceLimits: { maxYoungGenerationSizeMb: 96 },
     compute: (task) => edition.runCell(scenario, task.policy, task.load, seed)
