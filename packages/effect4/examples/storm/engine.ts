@@ -12,22 +12,14 @@
  */
 import { Clock, Duration, Effect, type Exit, type Scheduler } from "effect"
 import type { Timers } from "../../../../examples/storm/model.js"
-
-interface Timer {
-  readonly at: number
-  readonly seq: number
-  fire: (() => void) | undefined
-}
-
-const before = (a: Timer, b: Timer) => a.at < b.at || (a.at === b.at && a.seq < b.seq)
+import { TimerHeap } from "../../../../examples/storm/timerHeap.js"
 
 /** How many operations a fiber runs before it lets the others run (Effect's own default). */
 const maxOpsBeforeYield = 2048
 
 export class Simulator implements Timers {
   private nowMs = 0
-  private seq = 0
-  private readonly heap: Array<Timer> = []
+  private readonly timers = new TimerHeap()
   private tasks: Array<() => void> = []
 
   readonly scheduler: Scheduler.Scheduler = {
@@ -70,36 +62,7 @@ export class Simulator implements Timers {
 
   /** Calls `fire` when the clock reaches `at` (timers at the same instant fire in the order they were set). */
   at(at: number, fire: () => void): { fire: (() => void) | undefined } {
-    const timer: Timer = { at: Math.max(at, this.nowMs), seq: this.seq++, fire }
-    const heap = this.heap
-    let i = heap.push(timer) - 1
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (!before(timer, heap[parent]!)) break
-      heap[i] = heap[parent]!
-      i = parent
-    }
-    heap[i] = timer
-    return timer
-  }
-
-  private pop(): Timer | undefined {
-    const heap = this.heap
-    const top = heap[0]
-    const last = heap.pop()
-    if (top === undefined || last === undefined || heap.length === 0) return top
-    let i = 0
-    for (;;) {
-      const left = 2 * i + 1
-      if (left >= heap.length) break
-      const right = left + 1
-      const child = right < heap.length && before(heap[right]!, heap[left]!) ? right : left
-      if (!before(heap[child]!, last)) break
-      heap[i] = heap[child]!
-      i = child
-    }
-    heap[i] = last
-    return top
+    return this.timers.push(Math.max(at, this.nowMs), fire)
   }
 
   private drain(): void {
@@ -122,8 +85,7 @@ export class Simulator implements Timers {
       this.drain()
       const exit = fiber.pollUnsafe()
       if (exit !== undefined) return exit
-      let timer = this.pop()
-      while (timer !== undefined && timer.fire === undefined) timer = this.pop()
+      const timer = this.timers.popLive()
       // nothing left to wake up, or not before the limit: the fibers still waiting are abandoned
       if (timer === undefined || timer.at > untilMs) return undefined
       this.nowMs = timer.at
