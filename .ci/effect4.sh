@@ -12,6 +12,8 @@
 # @effect/platform-node 4, conflict with the root's Effect 3 packages: ERESOLVE), so the root's toolchain is not
 # touched. `check` and `test` install the dependencies first when they are missing or older than the lock file.
 set -euo pipefail
+# where the command was typed (npm run sets INIT_CWD): examples resolve the paths they are given against it
+export EFFECT_RESILIENCE_CWD="${EFFECT_RESILIENCE_CWD:-${INIT_CWD:-$PWD}}"
 cd "$(dirname "$0")/.."
 command="${1:-test}"
 

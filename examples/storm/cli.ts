@@ -4,7 +4,7 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
-import { join } from "node:path"
+import { join, relative, resolve } from "node:path"
 import { parseArgs } from "node:util"
 import { parentPort, workerData } from "node:worker_threads"
 import { runPool, start } from "../support/workerPool.js"
@@ -131,13 +131,17 @@ const main = (edition: Edition) => async () => {
   const wall = (performance.now() - started) / 1_000
   const rows = cells.map((c) => c.row)
 
-  mkdirSync(values.out, { recursive: true })
-  mkdirSync(values.images, { recursive: true })
+  // relative to where the command was typed: the Effect 4 edition runs from packages/effect4 (.ci/effect4.sh)
+  const base = process.env["EFFECT_RESILIENCE_CWD"] ?? process.cwd()
+  const out = resolve(base, values.out)
+  const images = resolve(base, values.images)
+  mkdirSync(out, { recursive: true })
+  mkdirSync(images, { recursive: true })
   const timelineLoad = loads.includes(2) ? 2 : loads.at(-1)!
   const files = [
-    [join(values.out, "results.csv"), toCsv(rows)],
-    [join(values.images, "storm-goodput.svg"), goodputChart(scenario, rows)],
-    [join(values.images, "storm-timeline.svg"), timelineChart(scenario, cells, timelineLoad)]
+    [join(out, "results.csv"), toCsv(rows)],
+    [join(images, "storm-goodput.svg"), goodputChart(scenario, rows)],
+    [join(images, "storm-timeline.svg"), timelineChart(scenario, cells, timelineLoad)]
   ] as const
   for (const [path, text] of files) writeFileSync(path, text)
 
@@ -146,7 +150,7 @@ const main = (edition: Edition) => async () => {
   console.log()
   for (const line of checks(scenario, cells)) console.log(line)
   console.log()
-  console.log(`wrote ${files.map(([path]) => path).join(", ")}`)
+  console.log(`wrote ${files.map(([path]) => relative(base, path)).join(", ")}`)
   // process.cpuUsage counts every thread of the process
   console.log(
     `sweep: wall ${wall.toFixed(2)} s, CPU ${((cpu.user + cpu.system) / 1e6).toFixed(2)} s (all threads); ` +
