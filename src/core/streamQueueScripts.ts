@@ -139,6 +139,24 @@ redis.call('XDEL', KEYS[1], ARGV[2])
 redis.call('HDEL', KEYS[2], ARGV[2])
 return 1`
 
+// KEYS stream, errors; ARGV group, consumer, then entry id and delivery count per ack. ACK for each entry
+// (fenced each on its own): a table of 1 (acked) or 0 (stale), in order.
+export const ACK_MANY = `
+local out = {}
+for i = 3, #ARGV, 2 do
+  local id = ARGV[i]
+  local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
+  if #p == 0 or p[1][2] ~= ARGV[2] or tonumber(p[1][4]) ~= tonumber(ARGV[i + 1]) then
+    out[#out + 1] = 0
+  else
+    redis.call('XACK', KEYS[1], ARGV[1], id)
+    redis.call('XDEL', KEYS[1], id)
+    redis.call('HDEL', KEYS[2], id)
+    out[#out + 1] = 1
+  end
+end
+return out`
+
 // KEYS stream; ARGV group, entry id, consumer, delivery count. Resets the entry's idle time (one more
 // visibility timeout before XAUTOCLAIM may take it over), keeping its owner and delivery count.
 export const EXTEND = `${OWNED}

@@ -81,7 +81,9 @@ const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, st
     let effect: Effect.Effect<unknown, unknown, R | R2> = Effect.suspend(() => handler(message))
     if (config.withRetry !== undefined) effect = config.withRetry(effect)
     return runDelivery(source, config.timeLimit, stats, stopped, message, effect).pipe(
+      // no stack trace: it would point here, not at the user's code, and capturing one costs more than the span
       Effect.withSpan("queue.handle", {
+        captureStackTrace: false,
         attributes: {
           "queue.name": source.name,
           "message.id": message.id,
@@ -118,8 +120,8 @@ const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, st
 }
 
 /**
- * Claims as many messages as there is room for (at least one slot, waited for interruptibly) and hands them
- * to the workers' buffers. Receive-and-dispatch is uninterruptible: a claimed message is never lost between
+ * Claims as many messages as there is room for (at least `claimAtLeast` slots, waited for interruptibly) and
+ * hands them to the workers' buffers. Receive-and-dispatch is uninterruptible: a claimed message is never lost between
  * the two. Returns how many messages came.
  */
 const pollOnce = <A, E, R, R2>(
@@ -132,11 +134,12 @@ const pollOnce = <A, E, R, R2>(
   const { source } = config.options
   return Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      yield* restore(slots.take(1))
-      const extra = Math.min(config.batchSize - 1, config.capacity - held.n - 1)
+      const first = config.claimAtLeast
+      yield* restore(slots.take(first))
+      const extra = Math.min(config.batchSize - first, config.capacity - held.n - first)
       if (extra > 0) yield* slots.take(extra)
-      held.n += 1 + extra
-      const wanted = 1 + extra
+      held.n += first + extra
+      const wanted = first + extra
       const messages = yield* source.receive(wanted).pipe(
         Effect.catchAllCause((cause) =>
           Effect.as(Effect.logWarning(`queue ${source.name}: receive failed`, cause), [] as ReadonlyArray<Message<A>>)
