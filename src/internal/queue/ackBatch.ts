@@ -39,7 +39,10 @@ export const ackBatcher = <I, E>(
     return Effect.flatMap(Effect.exit(flush(batch.map((w) => w.item))), (exit) => {
       for (let i = 0; i < batch.length; i++) {
         const done = batch[i]!.done
-        Deferred.unsafeDone(done, Exit.isSuccess(exit) ? Exit.succeed(exit.value[i] === true) : Exit.failCause(exit.cause))
+        Deferred.unsafeDone(
+          done,
+          Exit.isSuccess(exit) ? Exit.succeed(exit.value[i] === true) : Exit.failCause(exit.cause)
+        )
       }
       return drain
     })

@@ -37,20 +37,21 @@ const ACK_BATCH = 256
  * One `DELETE` for a group of acks, each fenced by its own `seq` and `token`: which of them matched a row. A
  * receipt given twice matches once, as two deletes one after the other would.
  */
-const pgAckMany = (sql: SqlClient.SqlClient, table: string) =>
-(items: ReadonlyArray<readonly [string, number]>): Effect.Effect<ReadonlyArray<boolean>, SqlError> => {
-  const tuples = items.map((_, i) => `($${2 * i + 1}::bigint, $${2 * i + 2}::int)`).join(", ")
-  return Effect.map(
-    sql.unsafe<{ readonly seq: string; readonly token: number }>(
-      `DELETE FROM "${table}" WHERE (seq, token) IN (${tuples}) RETURNING seq::text AS seq, token`,
-      items.flat()
-    ),
-    (rows) => {
-      const matched = new Set(rows.map((row) => `${row.seq}:${row.token}`))
-      return items.map(([seq, token]) => matched.delete(`${seq}:${token}`))
-    }
-  )
-}
+const pgAckMany =
+  (sql: SqlClient.SqlClient, table: string) =>
+  (items: ReadonlyArray<readonly [string, number]>): Effect.Effect<ReadonlyArray<boolean>, SqlError> => {
+    const tuples = items.map((_, i) => `($${2 * i + 1}::bigint, $${2 * i + 2}::int)`).join(", ")
+    return Effect.map(
+      sql.unsafe<{ readonly seq: string; readonly token: number }>(
+        `DELETE FROM "${table}" WHERE (seq, token) IN (${tuples}) RETURNING seq::text AS seq, token`,
+        items.flat()
+      ),
+      (rows) => {
+        const matched = new Set(rows.map((row) => `${row.seq}:${row.token}`))
+        return items.map(([seq, token]) => matched.delete(`${seq}:${token}`))
+      }
+    )
+  }
 
 /**
  * Claiming is one statement: pick the oldest visible rows `FOR UPDATE SKIP LOCKED` (concurrent
