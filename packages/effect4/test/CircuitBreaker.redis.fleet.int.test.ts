@@ -1,13 +1,6 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  dependency,
-  inFallback,
-  lastState,
-  type Replica,
-  replica,
-  transitions
-} from "./support/breakerFleet.js"
+import { dependency, inFallback, lastState, type Replica, replica, transitions } from "./support/breakerFleet.js"
 import { eventually } from "./support/eventually.js"
 import { closedPort } from "./support/redis.js"
 import { kill, startRedisServer } from "./support/redisServer.js"
