@@ -1,13 +1,21 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { dependency, inFallback, lastState, type Replica, replica, transitions } from "./support/breakerFleet.js"
+import {
+  dependency,
+  effect3Replica,
+  inFallback,
+  lastState,
+  type Replica,
+  replica,
+  transitions
+} from "./support/breakerFleet.js"
 import { eventually } from "./support/eventually.js"
 import { closedPort } from "./support/redis.js"
 import { kill, startRedisServer } from "./support/redisServer.js"
 
-// The Effect 3 edition's test/CircuitBreaker.redis.fleet.int.test.ts, on Effect 4: the same steps and bounds.
-// Three processes (examples/fleet/replica.ts, each a plain Node 22 `node`) share one fleet breaker on a redis-server of this test's own,
-// which it kills and restarts. The dependency is an HTTP server in this process; the test decides its answers
+// The Effect 3 edition's test/CircuitBreaker.redis.fleet.int.test.ts, on Effect 4: the same steps and bounds;
+// then one replica of each edition sharing one breaker. Three processes (examples/fleet/replica.ts, each a
+// plain Node 22 `node`) share one fleet breaker on a redis-server of this test's own, which it kills and restarts. The dependency is an HTTP server in this process; the test decides its answers
 // and records every call. Every wait is for a condition; the only time-based assertion is the staleness
 // bound the docs state (docs/distributed-breaker.md): flushInterval + two round trips (the flush that opens
 // the fleet, then the others' flush that its message prompts), where a round trip is capped by the breaker's
@@ -40,6 +48,28 @@ const loadOff = (replicas: ReadonlyArray<Replica>) =>
 /** The time of the first transition to `to` at or after `since`. */
 const firstTo = (r: Replica, to: string, since: number) => transitions(r).find((t) => t.to === to && t.at >= since)
 
+/** Every replica's command line: breaker `name` on the redis-server at `port`, calling `dependencyUrl`. */
+const replicaArgs = (port: number, name: string, dependencyUrl: string) => [
+  "--redis",
+  `redis://127.0.0.1:${port}`,
+  "--name",
+  name,
+  "--dependency",
+  dependencyUrl,
+  "--flush-interval",
+  String(FLUSH_INTERVAL),
+  "--timeout",
+  String(TIMEOUT),
+  "--permits",
+  String(PERMITS),
+  "--open-for",
+  String(OPEN_FOR),
+  "--half-open-timeout",
+  String(HALF_OPEN_TIMEOUT),
+  "--minimum-calls",
+  String(MINIMUM_CALLS)
+]
+
 describe("three processes share one breaker on Redis", () => {
   it.live(
     "they open together, run halfOpenPermits trials between them, survive Redis dying and share again when it is back",
@@ -50,26 +80,7 @@ describe("three processes share one breaker on Redis", () => {
         yield* Effect.addFinalizer(() => kill(server))
         const dep = yield* dependency
         const name = `fleet-${process.pid}-${Date.now().toString(36)}`
-        const args = [
-          "--redis",
-          `redis://127.0.0.1:${port}`,
-          "--name",
-          name,
-          "--dependency",
-          dep.url,
-          "--flush-interval",
-          String(FLUSH_INTERVAL),
-          "--timeout",
-          String(TIMEOUT),
-          "--permits",
-          String(PERMITS),
-          "--open-for",
-          String(OPEN_FOR),
-          "--half-open-timeout",
-          String(HALF_OPEN_TIMEOUT),
-          "--minimum-calls",
-          String(MINIMUM_CALLS)
-        ]
+        const args = replicaArgs(port, name, dep.url)
         const replicas = yield* Effect.all(
           ["r1", "r2", "r3"].map((id) => replica(id, args)),
           { concurrency: 3 }
@@ -156,6 +167,76 @@ describe("three processes share one breaker on Redis", () => {
         figures.outcomes = final.map(({ otherSample: _, ...s }) => s)
         for (const s of final) expect(s.other, s.otherSample).toBe(0)
         console.log(`fleet breaker figures: ${JSON.stringify(figures)}`)
+      }).pipe(Effect.scoped),
+    300_000
+  )
+})
+
+// The fleet protocol is the core's (src/core/breakerFleetScript.ts and the replies it decodes), which both
+// editions run: replicas of either edition that share a name share one breaker.
+describe("an Effect 3 replica and an Effect 4 replica share one breaker on Redis", () => {
+  it.live(
+    "either's failures open both, they share halfOpenPermits trials, and isolate and reset on one reach the other",
+    () =>
+      Effect.gen(function*() {
+        const port = yield* Effect.promise(closedPort)
+        const server = yield* startRedisServer(port)
+        yield* Effect.addFinalizer(() => kill(server))
+        const dep = yield* dependency
+        const args = replicaArgs(port, `cross-${process.pid}-${Date.now().toString(36)}`, dep.url)
+        const [e3, e4] = yield* Effect.all([replica("e3", args, effect3Replica), replica("e4", args)], {
+          concurrency: 2
+        })
+        const both = [e3!, e4!]
+
+        // 1. the Effect 3 replica's failures alone open the Effect 4 replica, which made no call
+        dep.mode = "fail"
+        yield* e3!.send("load on")
+        yield* all(both, (r) => lastState(r) === "open")
+        expect(dep.calls.filter((c) => c.replica !== e3!.id)).toEqual([])
+        const openedAt = Math.min(...both.map((r) => firstTo(r, "open", 0)!.at))
+
+        // 2. half-open: the dependency holds every call; `halfOpenPermits` trials between the two editions
+        yield* loadOff([e3!])
+        dep.mode = "hold"
+        const holdStart = dep.calls.length
+        yield* toEach(both, "load on")
+        yield* all(both, (r) => firstTo(r, "half-open", openedAt) !== undefined)
+        const before = yield* Effect.forEach(both, (r) => r.stats)
+        yield* eventually(
+          Effect.map(
+            Effect.forEach(both, (r) => r.stats),
+            (now) => now.every((s, i) => s.halfOpen - before[i]!.halfOpen >= 20) && dep.held.length >= PERMITS
+          ),
+          { within: "60 seconds" }
+        )
+        expect(dep.calls.length - holdStart).toBe(PERMITS)
+        dep.mode = "ok"
+        dep.release()
+        const releasedAt = Date.now()
+        yield* all(both, (r) => firstTo(r, "closed", releasedAt - 1000) !== undefined && lastState(r) === "closed")
+
+        // 3. the Effect 4 replica's failures alone open the Effect 3 replica
+        yield* loadOff([e3!])
+        dep.mode = "fail"
+        const e4FailAt = Date.now()
+        yield* all(both, (r) => firstTo(r, "open", e4FailAt) !== undefined)
+        expect(dep.calls.filter((c) => c.at >= e4FailAt && c.replica !== e4!.id)).toEqual([])
+        // (its trials succeed once the dependency does: both close again)
+        dep.mode = "ok"
+        yield* all(both, (r) => lastState(r) === "closed")
+
+        // 4. isolate on the Effect 3 replica opens the Effect 4 one; reset on the Effect 4 replica closes both
+        yield* loadOff([e4!])
+        const isolatedAt = Date.now()
+        yield* e3!.send("isolate")
+        yield* all(both, (r) => firstTo(r, "open", isolatedAt) !== undefined)
+        const resetAt = Date.now()
+        yield* e4!.send("reset")
+        yield* all(both, (r) => firstTo(r, "closed", resetAt) !== undefined)
+
+        // neither breaker failed a call itself
+        for (const s of yield* Effect.forEach(both, (r) => r.stats)) expect(s.other, s.otherSample).toBe(0)
       }).pipe(Effect.scoped),
     300_000
   )
