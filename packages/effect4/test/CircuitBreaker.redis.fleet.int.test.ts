@@ -1,6 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
 import {
+  type Dependency,
   dependency,
   effect3Replica,
   inFallback,
@@ -47,6 +48,23 @@ const loadOff = (replicas: ReadonlyArray<Replica>) =>
 
 /** The time of the first transition to `to` at or after `since`. */
 const firstTo = (r: Replica, to: string, since: number) => transitions(r).find((t) => t.to === to && t.at >= since)
+
+/**
+ * Waits until `halfOpenPermits` calls are held by the dependency and every replica was refused 20 more times
+ * since it began waiting (CircuitOpen while half-open): long enough for another trial to show, had the fleet let one
+ * through.
+ */
+const untilTrialsHeld = (replicas: ReadonlyArray<Replica>, dep: Dependency) =>
+  Effect.gen(function*() {
+    const before = yield* Effect.forEach(replicas, (r) => r.stats)
+    yield* eventually(
+      Effect.map(
+        Effect.forEach(replicas, (r) => r.stats),
+        (now) => now.every((s, i) => s.halfOpen - before[i]!.halfOpen >= 20) && dep.held.length >= PERMITS
+      ),
+      { within: "60 seconds" }
+    )
+  })
 
 /** Every replica's command line: breaker `name` on the redis-server at `port`, calling `dependencyUrl`. */
 const replicaArgs = (port: number, name: string, dependencyUrl: string) => [
@@ -112,14 +130,7 @@ describe("three processes share one breaker on Redis", () => {
         const holdStart = dep.calls.length
         yield* toEach(replicas, "load on")
         yield* all(replicas, (r) => firstTo(r, "half-open", fleetOpenedAt) !== undefined)
-        const before = yield* Effect.forEach(replicas, (r) => r.stats)
-        yield* eventually(
-          Effect.map(
-            Effect.forEach(replicas, (r) => r.stats),
-            (now) => now.every((s, i) => s.halfOpen - before[i]!.halfOpen >= 20) && dep.held.length >= PERMITS
-          ),
-          { within: "60 seconds" }
-        )
+        yield* untilTrialsHeld(replicas, dep)
         const trials = dep.calls.slice(holdStart)
         figures.trialsAcrossFleet = trials.length
         figures.trialsByReplica = replicas.map((r) => trials.filter((c) => c.replica === r.id).length)
@@ -202,14 +213,7 @@ describe("an Effect 3 replica and an Effect 4 replica share one breaker on Redis
         const holdStart = dep.calls.length
         yield* toEach(both, "load on")
         yield* all(both, (r) => firstTo(r, "half-open", openedAt) !== undefined)
-        const before = yield* Effect.forEach(both, (r) => r.stats)
-        yield* eventually(
-          Effect.map(
-            Effect.forEach(both, (r) => r.stats),
-            (now) => now.every((s, i) => s.halfOpen - before[i]!.halfOpen >= 20) && dep.held.length >= PERMITS
-          ),
-          { within: "60 seconds" }
-        )
+        yield* untilTrialsHeld(both, dep)
         expect(dep.calls.length - holdStart).toBe(PERMITS)
         dep.mode = "ok"
         dep.release()
