@@ -4,7 +4,7 @@
 #   bash .ci/effect4.sh install   install its dependencies (npm ci in packages/effect4)
 #   bash .ci/effect4.sh check     its type-check and examples, and that its core is the root's, byte for byte
 #   bash .ci/effect4.sh test      its whole suite (unit, then integration)
-#   bash .ci/effect4.sh <script>  any other npm script of packages/effect4 (bench, bench:sqlite, ...)
+#   bash .ci/effect4.sh <script>  any other npm script of packages/effect4 (bench, bench:sqlite, demo, serve, ...)
 #
 # The edition needs Node >= 22.19 (vitest 5, @effect/platform-node 4): the node on PATH is used when it is new
 # enough, else Node 22 from npm's `node` package, installed once into .tools/ (git-ignored). The edition has its own
@@ -12,6 +12,8 @@
 # @effect/platform-node 4, conflict with the root's Effect 3 packages: ERESOLVE), so the root's toolchain is not
 # touched. `check` and `test` install the dependencies first when they are missing or older than the lock file.
 set -euo pipefail
+# where the command was typed (npm run sets INIT_CWD): examples resolve the paths they are given against it
+export EFFECT_RESILIENCE_CWD="${EFFECT_RESILIENCE_CWD:-${INIT_CWD:-$PWD}}"
 cd "$(dirname "$0")/.."
 command="${1:-test}"
 
@@ -55,6 +57,7 @@ case "$command" in
     ;;
   *)
     installed || install
-    npm run -s "$command" -- "${@:2}"
+    # exec: a signal sent to this script (npm forwards Ctrl-C and SIGTERM) reaches the script's process itself
+    exec npm run -s "$command" -- "${@:2}"
     ;;
 esac

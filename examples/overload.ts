@@ -183,9 +183,15 @@ const mix = async (
   if (values.json) console.log(JSON.stringify({ ...options, rows }))
 }
 
-if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/"))) {
+/**
+ * Runs `npm run overload`'s command line; a bad option prints its message and exits 2. Both editions' (the
+ * Effect 4 edition's packages/effect4/examples/overload.ts picks its serve program first).
+ */
+export const cli = (): void => {
   main().catch((error: unknown) => {
     console.error(error instanceof Error ? error.message : error)
     process.exit(2)
   })
 }
+
+if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].replace(/\\/g, "/"))) cli()

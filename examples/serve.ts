@@ -12,7 +12,8 @@ import * as AdaptiveLimiter from "effect-resilience/AdaptiveLimiter"
 import { createServer } from "node:http"
 import { makeOrdersApp } from "./orders.js"
 import { reportShedLimit } from "./overload/limitReport.js"
-import { parseArgs, skewedClock, storeLayers } from "./support/serveOptions.js"
+import { parseArgs } from "./support/serveArgs.js"
+import { skewedClock, storeLayers } from "./support/serveOptions.js"
 
 const args = parseArgs(process.argv.slice(2))
 

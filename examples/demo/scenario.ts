@@ -15,8 +15,13 @@ import { createServer } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { makeOrdersApp, type Order } from "../orders.js"
-import { forOrder, type Injected, network, numberAttempts, readTimeoutMillis } from "./faults.js"
+import { forOrder, network, numberAttempts, readTimeoutMillis } from "./faults.js"
+import { assignOrders } from "./pattern.js"
 import { deadlineSeconds, describe, status } from "./report.js"
+import { type Counters, type Outcome, summarize, type Summary } from "./summary.js"
+
+export { assignOrders, orderRef } from "./pattern.js"
+export type { Summary } from "./summary.js"
 
 export type Kind = "naive" | "resilient"
 
@@ -27,44 +32,10 @@ export interface Settings {
   readonly onProgress: (done: number) => void
 }
 
-export interface Summary {
-  readonly logical: number
-  readonly attempts: number
-  readonly retries: number
-  readonly replays: number
-  /** 429 answers received */
-  readonly status429: number
-  /** 429 answers after which the order's next attempt waited at least the answer's Retry-After */
-  readonly honoured429: number
-  /** how often the resilient client's circuit breaker opened (the naive client has none) */
-  readonly breakerOpenings: number
-  /** what the network did to this run's requests */
-  readonly injected: Injected
-  /** orders in the service's database */
-  readonly created: number
-  readonly duplicates: number
-  /** reported created to the caller, yet not in the database */
-  readonly lost: number
-  /** the caller was told the order failed */
-  readonly gaveUp: number
-  /** of those, how many exist anyway (the caller was told "failed", the order was placed) */
-  readonly gaveUpButCreated: number
-  readonly wallMs: number
-  /** why the client gave up, in words, with how many orders */
-  readonly gaveUpReasons: Readonly<Record<string, number>>
-}
-
 const service = { capacity: 20, refillPerSecond: 40 } // some 429s from the real limiter at 10 to 20 clients
 
 /** Timer granularity: a wait measured 1 ms short of the Retry-After it honoured still honoured it. */
 const clockSlackMillis = 5
-
-interface Counters {
-  attempts: number
-  replays: number
-  status429: number
-  honoured429: number
-}
 
 /**
  * Counts what crosses the wire, below any retry logic — including whether the next attempt of an order
@@ -97,8 +68,6 @@ const counting = (counters: Counters) => (client: HttpClient.HttpClient): HttpCl
     )
   )
 }
-
-type Outcome = { readonly created: true; readonly order: Order } | { readonly created: false; readonly reason: string }
 
 const orderRequest = (url: string, client: number, ref: string) =>
   HttpClientRequest.post(url).pipe(
@@ -166,15 +135,6 @@ const openingsSoFar = Effect.map(Metric.snapshot, (pairs) => {
   return total
 })
 
-/** Which orders each client places, in its order: client `c` gets every `clients`-th order from `c`. */
-export const assignOrders = (orders: number, clients: number): ReadonlyArray<ReadonlyArray<string>> =>
-  Array.from(
-    { length: clients },
-    (_, c) => Array.from({ length: Math.ceil(Math.max(0, orders - c) / clients) }, (_, k) => orderRef(c + k * clients))
-  )
-
-export const orderRef = (index: number) => `order-${String(index + 1).padStart(4, "0")}`
-
 export const run = (kind: Kind, settings: Settings): Effect.Effect<Summary, unknown> =>
   Effect.gen(function*() {
     const net = network(settings.seed)
@@ -226,39 +186,15 @@ export const run = (kind: Kind, settings: Settings): Effect.Effect<Summary, unkn
     )
     const wallMs = (yield* Clock.currentTimeMillis) - start
 
-    const inDb = new Map<string, number>()
-    for (const order of created()) inDb.set(String(order["ref"]), (inDb.get(String(order["ref"])) ?? 0) + 1)
-    const reasons: Record<string, number> = {}
-    let lost = 0
-    let gaveUp = 0
-    let gaveUpButCreated = 0
-    for (const [ref, outcome] of outcomes) {
-      if (outcome.created) {
-        if ((inDb.get(ref) ?? 0) === 0) lost++
-      } else {
-        gaveUp++
-        if ((inDb.get(ref) ?? 0) > 0) gaveUpButCreated++
-        reasons[outcome.reason] = (reasons[outcome.reason] ?? 0) + 1
-      }
-    }
-    const total = created().length
-    return {
-      logical: settings.orders,
-      attempts: counters.attempts,
-      retries: counters.attempts - settings.orders,
-      replays: counters.replays,
-      status429: counters.status429,
-      honoured429: counters.honoured429,
+    return summarize({
+      settings,
+      counters,
+      outcomes,
+      created: created(),
       breakerOpenings: (yield* openingsSoFar) - openingsBefore,
       injected: net.injected(),
-      created: total,
-      duplicates: total - inDb.size,
-      lost,
-      gaveUp,
-      gaveUpButCreated,
-      wallMs,
-      gaveUpReasons: reasons
-    } satisfies Summary
+      wallMs
+    })
   }).pipe(
     Effect.scoped,
     Effect.provide(Layer.mergeAll(

@@ -109,18 +109,44 @@ export interface Served {
   readonly stop: () => Promise<void>
 }
 
-/** Starts `examples/serve.ts` with `args` on a port of its choosing and waits for its "listening on" line. */
+/**
+ * How a TypeScript program of the examples is run: `node <args> <script>` in `cwd`. By default the Effect 3
+ * edition's way, tsx in the repository's root; the Effect 4 edition's examples use their own (plain node 22 over
+ * packages/effect4), through {@link useServeProgram}.
+ */
+export interface Program {
+  readonly cwd: string
+  readonly nodeArgs: ReadonlyArray<string>
+  /** `npm run serve`'s program, relative to `cwd`. */
+  readonly serve: string
+}
+
+let serveProgram: Program = { cwd: root, nodeArgs: ["--import", "tsx"], serve: "examples/serve.ts" }
+
+/** Makes {@link startServe} start another edition's `npm run serve` (the Effect 4 edition's `npm run overload`). */
+export const useServeProgram = (program: Program): void => {
+  serveProgram = program
+}
+
+/** Starts `npm run serve`'s program with `args` on a port of its choosing and waits for its "listening on" line. */
 export const startServe = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Served> =>
-  startServer("examples/serve.ts", ["--port", "0", ...args], env)
+  startProgram(serveProgram, serveProgram.serve, ["--port", "0", ...args], env)
 
 /** Starts a server script (a path from the repository's root) and waits for its "listening on" line. */
-export const startServer = async (
+export const startServer = (
   script: string,
   args: ReadonlyArray<string>,
   env: Record<string, string> = {}
+): Promise<Served> => startProgram({ cwd: root, nodeArgs: ["--import", "tsx"], serve: script }, script, args, env)
+
+const startProgram = async (
+  program: Program,
+  script: string,
+  args: ReadonlyArray<string>,
+  env: Record<string, string>
 ): Promise<Served> => {
-  const child = track(spawn(process.execPath, ["--import", "tsx", script, ...args], {
-    cwd: root,
+  const child = track(spawn(process.execPath, [...program.nodeArgs, script, ...args], {
+    cwd: program.cwd,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"]
   }))

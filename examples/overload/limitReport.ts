@@ -1,7 +1,7 @@
 /**
  * The serve process's side of `npm run overload -- --mix`: with `--shed`, `npm run serve` prints the load-shed
  * limit each time it has changed (`shed limit <n>`, polled every 50 ms), and the generator reads those lines back
- * from the process' output to report the limit a run reached.
+ * from the process' output to report the limit a run reached (limitLines.ts reads them).
  */
 import { Console, Effect, Metric, Schedule } from "effect"
 import * as AdaptiveLimiter from "effect-resilience/AdaptiveLimiter"
@@ -21,7 +21,3 @@ export const reportShedLimit: Effect.Effect<never> = Effect.suspend(() => {
     Effect.zipRight(Effect.never)
   )
 })
-
-/** The limits printed in `output`, in order. */
-export const shedLimits = (output: string): ReadonlyArray<number> =>
-  Array.from(output.matchAll(/^shed limit (\d+)$/gm), (m) => Number(m[1]))

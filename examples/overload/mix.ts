@@ -8,7 +8,7 @@
  */
 import { startServe } from "../faults/support.js"
 import { percentile } from "../support/percentile.js"
-import { shedLimits } from "./limitReport.js"
+import { shedLimits } from "./limitLines.js"
 import { closedLoop, fastAnswer, fixed, table, unloaded } from "./loadgen.js"
 
 export type Scenario = "orders only" | "one fast first" | "fast mixed in"

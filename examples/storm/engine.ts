@@ -13,19 +13,11 @@
  */
 import type { Exit } from "effect"
 import { Clock, Duration, Effect, Scheduler } from "effect"
-
-interface Timer {
-  readonly at: number
-  readonly seq: number
-  fire: (() => void) | undefined
-}
-
-const before = (a: Timer, b: Timer) => a.at < b.at || (a.at === b.at && a.seq < b.seq)
+import { TimerHeap } from "./timerHeap.js"
 
 export class Simulator {
   private nowMs = 0
-  private seq = 0
-  private readonly heap: Array<Timer> = []
+  private readonly timers = new TimerHeap()
   private tasks: Array<() => void> = []
 
   readonly scheduler: Scheduler.Scheduler = Scheduler.make(
@@ -59,36 +51,7 @@ export class Simulator {
 
   /** Calls `fire` when the clock reaches `at` (timers at the same instant fire in the order they were set). */
   at(at: number, fire: () => void): { fire: (() => void) | undefined } {
-    const timer: Timer = { at: Math.max(at, this.nowMs), seq: this.seq++, fire }
-    const heap = this.heap
-    let i = heap.push(timer) - 1
-    while (i > 0) {
-      const parent = (i - 1) >> 1
-      if (!before(timer, heap[parent]!)) break
-      heap[i] = heap[parent]!
-      i = parent
-    }
-    heap[i] = timer
-    return timer
-  }
-
-  private pop(): Timer | undefined {
-    const heap = this.heap
-    const top = heap[0]
-    const last = heap.pop()
-    if (top === undefined || last === undefined || heap.length === 0) return top
-    let i = 0
-    for (;;) {
-      const left = 2 * i + 1
-      if (left >= heap.length) break
-      const right = left + 1
-      const child = right < heap.length && before(heap[right]!, heap[left]!) ? right : left
-      if (!before(heap[child]!, last)) break
-      heap[i] = heap[child]!
-      i = child
-    }
-    heap[i] = last
-    return top
+    return this.timers.push(Math.max(at, this.nowMs), fire)
   }
 
   private drain(): void {
@@ -109,8 +72,7 @@ export class Simulator {
       this.drain()
       const exit = fiber.unsafePoll()
       if (exit !== null) return exit
-      let timer = this.pop()
-      while (timer !== undefined && timer.fire === undefined) timer = this.pop()
+      const timer = this.timers.popLive()
       // nothing left to wake up, or not before the limit: the fibers still waiting are abandoned
       if (timer === undefined || timer.at > untilMs) return undefined
       this.nowMs = timer.at

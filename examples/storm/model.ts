@@ -8,7 +8,13 @@
  * take its request back: the request stays in the queue and a worker serves it later, for nobody. That wasted
  * work is what keeps a retrying fleet collapsed once it has collapsed.
  */
-import type { Simulator } from "./engine.js"
+
+/** The virtual clock the world runs on (engine.ts' `Simulator`, in either edition). */
+export interface Timers {
+  readonly now: number
+  /** Calls `fire` when the clock reaches `at`; clearing the returned timer's `fire` cancels it. */
+  at(at: number, fire: () => void): { fire: (() => void) | undefined }
+}
 
 export interface Scenario {
   /** Clients sharing the offered load; each has its own retry budget and throttle. */
@@ -64,7 +70,7 @@ export class Resource {
   /** Requests served to the end, wanted or not. */
   served = 0
 
-  constructor(private readonly sim: Simulator, private readonly scenario: Scenario) {
+  constructor(private readonly sim: Timers, private readonly scenario: Scenario) {
     this.workers = scenario.concurrency
     sim.at(scenario.triggerStartMs, () => {
       this.workers = Math.max(1, Math.round(scenario.concurrency * scenario.triggerFactor))

@@ -23,33 +23,13 @@ import * as Failure from "effect-resilience/Failure"
 import * as Retry from "effect-resilience/Retry"
 import * as RetryBudget from "effect-resilience/RetryBudget"
 import type { Simulator } from "./engine.js"
+import { type Policy, type Stats } from "./figures.js"
 import { Resource, type Scenario } from "./model.js"
 
-export const policies = ["naive", "jitter", "budget", "throttle", "full"] as const
-export type Policy = (typeof policies)[number]
+export { emptyStats, policies, type Policy, type Stats } from "./figures.js"
 
 /** A 503: the server refused the request before doing any work. */
 export class Overloaded extends Data.TaggedError("Overloaded")<{ readonly retryAfterMs: number }> {}
-
-/** What one run counts. */
-export interface Stats {
-  /** Logical requests started, and attempts that reached the server. */
-  logical: number
-  attempts: number
-  successes: number
-  /** Milliseconds from a logical request's start to its success, retries included. */
-  readonly latencies: Array<number>
-  /** Successes by completion time, per `bucketMs`. */
-  readonly buckets: Array<number>
-}
-
-export const emptyStats = (scenario: Scenario): Stats => ({
-  logical: 0,
-  attempts: 0,
-  successes: 0,
-  latencies: [],
-  buckets: Array.from({ length: Math.ceil(scenario.durationMs / scenario.bucketMs) }, () => 0)
-})
 
 /** The server's admission limiter in `full`: see docs/overload.md, "The retry storm", for the choice. */
 export const admissionOptions = (scenario: Scenario): AdaptiveLimiter.Options => ({

@@ -1,8 +1,7 @@
 /** What a storm sweep writes: results.csv, the two charts, the table, the target checks and the JSON line. */
 import { formatNumber, lineChart, type Series } from "../simulate/chart.js"
+import { type Cell, policies, type Policy, type Row } from "./figures.js"
 import { capacityOf, type Scenario } from "./model.js"
-import { policies, type Policy } from "./policies.js"
-import type { Cell, Row } from "./sweep.js"
 
 /** Okabe–Ito colours; the policies without server admission are dashed. */
 const styles: Record<Policy, { readonly color: string; readonly dash?: string }> = {

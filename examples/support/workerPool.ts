@@ -6,11 +6,13 @@ import { isMainThread, type ResourceLimits, Worker } from "node:worker_threads"
 
 /**
  * The code a worker evaluates to load `moduleUrl` in worker mode. Under tsx the TypeScript loader is not
- * inherited by worker threads, so the worker registers it before importing the module.
+ * inherited by worker threads, so the worker registers it before importing the module; or it imports `preload`
+ * first, a module that registers other hooks (the Effect 4 edition's, over node's own type stripping).
  */
-const workerSource = (moduleUrl: string) => {
+const workerSource = (moduleUrl: string, preload: string | undefined) => {
   const self = JSON.stringify(moduleUrl)
   if (!moduleUrl.endsWith(".ts")) return `import(${self})`
+  if (preload !== undefined) return `import(${JSON.stringify(preload)}).then(() => import(${self}))`
   const tsx = JSON.stringify(import.meta.resolve("tsx/esm/api"))
   return `import(${tsx}).then((tsx) => { tsx.register(); return import(${self}) })`
 }
@@ -19,6 +21,8 @@ export const runPool = async <T, R>(tasks: ReadonlyArray<T>, options: {
   readonly threads: number
   /** The module the workers load; in worker mode it answers each task message with its result. */
   readonly moduleUrl: string
+  /** A module a worker imports before a `.ts` `moduleUrl`, to load TypeScript (default: tsx's). */
+  readonly preload?: string
   readonly workerData: unknown
   readonly resourceLimits?: ResourceLimits
   /** What the main thread runs for a task: the same computation as the workers'. */
@@ -29,7 +33,7 @@ export const runPool = async <T, R>(tasks: ReadonlyArray<T>, options: {
   const workers = Array.from(
     { length: Math.max(0, Math.min(options.threads, queue.length) - 1) },
     () =>
-      new Worker(workerSource(options.moduleUrl), {
+      new Worker(workerSource(options.moduleUrl, options.preload), {
         eval: true,
         workerData: options.workerData,
         ...(options.resourceLimits === undefined ? {} : { resourceLimits: options.resourceLimits })

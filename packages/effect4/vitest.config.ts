@@ -1,4 +1,7 @@
+import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
+
+const src = fileURLToPath(new URL("src/", import.meta.url))
 
 /**
  * Integration tests are marked by their file name, `*.int.test.ts`: the files that need a service (PostgreSQL at
@@ -11,6 +14,14 @@ const integration = ["test/**/*.int.test.ts"]
 
 // `npm test` runs both projects, the unit tests first; `npm run test:unit` only the unit tests
 export default defineConfig({
+  // the examples import the library as users do, `effect-resilience/<Module>`: this package's src/ (as
+  // tsconfig.json's paths map it for tsc, and scripts/tsResolve.mjs for node)
+  resolve: {
+    alias: [
+      { find: /^effect-resilience$/, replacement: `${src}index.ts` },
+      { find: /^effect-resilience\/(.*)$/, replacement: `${src}$1.ts` }
+    ]
+  },
   test: {
     projects: [
       {

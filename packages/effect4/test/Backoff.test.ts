@@ -3,6 +3,7 @@ import { Clock, Duration, Effect, Fiber, Random, Schedule } from "effect"
 import { TestClock } from "effect/testing"
 import * as fc from "fast-check"
 import { Backoff } from "../src/index.js"
+import { prop } from "./support/prop.js"
 import { fixed, withRandom } from "./support/random.js"
 
 /** Runs a schedule `n` steps (one `Schedule.toStep`, so one run of it) and returns the delays (ms) it chose. */
@@ -137,6 +138,67 @@ describe("Backoff", () => {
         }
       }))
     })
+  })
+
+  describe("the formulas of AWS's \"Exponential Backoff And Jitter\", draw for draw", () => {
+    // the post's parameters (base 5 ms, cap 2 s, attempt counted from 1), its formulas verbatim (Python's
+    // random.uniform(a, b) is a + (b - a) * r); the library counts the exponent from 0, so its base is the post's
+    // first delay, 10 ms (decorrelated jitter keeps 5 ms: its base is the floor). The Effect 3 edition checks the
+    // same through its backoff simulation (test/Simulation.test.ts).
+    const base = 5
+    const cap = 2000
+    const post = (algorithm: "exponential" | "full" | "equal" | "decorrelated", rs: ReadonlyArray<number>) => {
+      const expo = (attempt: number) => Math.min(cap, 2 ** attempt * base)
+      const uniform = (a: number, b: number, r: number) => a + (b - a) * r
+      let sleep = base
+      return rs.map((r, i) => {
+        const attempt = i + 1
+        switch (algorithm) {
+          case "exponential":
+            return expo(attempt)
+          case "full":
+            return uniform(0, expo(attempt), r)
+          case "equal":
+            return expo(attempt) / 2 + uniform(0, expo(attempt) / 2, r)
+          case "decorrelated":
+            sleep = Math.min(cap, uniform(base, sleep * 3, r))
+            return sleep
+        }
+      })
+    }
+    const library = {
+      exponential: Backoff.exponential({ base: 2 * base, cap }),
+      full: Backoff.fullJitter({ base: 2 * base, cap }),
+      equal: Backoff.equalJitter({ base: 2 * base, cap }),
+      decorrelated: Backoff.decorrelatedJitter({ base, cap })
+    } as const
+    // draws as a 32-bit generator makes them: k / 2^32
+    const unit = fc.integer({ min: 0, max: 2 ** 32 - 1 }).map((k) => k / 2 ** 32)
+
+    prop(
+      "every schedule gives the post's delays for the same draws",
+      [fc.array(unit, { minLength: 1, maxLength: 15 })],
+      ([rs]) => {
+        for (const algorithm of ["exponential", "full", "equal", "decorrelated"] as const) {
+          const out = Effect.runSync(delays(library[algorithm], rs.length).pipe(withRandom(fixed(rs))))
+          const expected = post(algorithm, rs)
+          out.forEach((d, i) => expect(d).toBeCloseTo(expected[i]!, 6)) // to the nanosecond
+        }
+      },
+      { fastCheck: { numRuns: 40 } }
+    )
+
+    it.effect("the first delays, worked by hand", () =>
+      Effect.gen(function*() {
+        const run = (s: Schedule.Schedule<Duration.Duration>) => delays(s, 4).pipe(withRandom(fixed([0.5])))
+        expect(yield* run(library.exponential)).toEqual([10, 20, 40, 80])
+        expect(yield* run(library.full)).toEqual([5, 10, 20, 40])
+        expect(yield* run(library.equal)).toEqual([7.5, 15, 30, 60])
+        // 5 + .5 * (15 - 5) = 10; 5 + .5 * (30 - 5) = 17.5; 5 + .5 * 47.5 = 28.75; 5 + .5 * 81.25 = 45.625
+        expect(yield* run(library.decorrelated)).toEqual([10, 17.5, 28.75, 45.625])
+        // the cap holds from attempt 9 on: 5 * 2^9 = 2560 > 2000
+        expect((yield* delays(library.exponential, 10)).slice(7)).toEqual([1280, 2000, 2000])
+      }))
   })
 
   it.effect("means over a seeded Random match the formulas", () =>

@@ -46,7 +46,7 @@ const worker = (args: ReadonlyArray<string>) =>
         "--no-warnings",
         "--experimental-transform-types",
         "--import",
-        "./test/support/tsResolve.mjs",
+        "./scripts/tsResolve.mjs",
         "test/support/rateLimiterWorker.ts",
         ...args
       ], { cwd: pkg, stdio: ["pipe", "pipe", "pipe"] })

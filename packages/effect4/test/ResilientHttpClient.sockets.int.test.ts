@@ -1,15 +1,19 @@
 /**
- * The client over real sockets, where sockets are the point: bodies that stall or trickle on the wire, and one
- * Idempotency-Key per logical request when hedged copies race on real connections. The transport is Effect 4's
- * `FetchHttpClient` (Node's own fetch); the servers are plain `node:http`, so every byte is what the test wrote.
+ * The client over real sockets, where sockets are the point: a one-connection pool that retried answers must not
+ * hold, bodies that stall or trickle on the wire, and one Idempotency-Key per logical request when hedged copies
+ * race on real connections or the caller's own retry sends a request again to the real IdempotencyMiddleware. The
+ * transport is Effect 4's `FetchHttpClient` (Node's own fetch), or undici's through `NodeHttpClient` where the pool
+ * is the point; the servers are plain `node:http` (every byte is what the test wrote) or `NodeHttpServer`.
  */
+import * as NodeHttpClient from "@effect/platform-node/NodeHttpClient"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, Queue } from "effect"
-import { FetchHttpClient, HttpClientRequest } from "effect/http"
+import { Deferred, Duration, Effect, Fiber, Queue, Schedule } from "effect"
+import { FetchHttpClient, HttpClientRequest, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { createServer as createNetServer } from "node:net"
-import { Hedge, HttpErrors, ResilientHttpClient, Retry } from "../src/index.js"
+import { Hedge, HttpErrors, IdempotencyMiddleware, IdempotencyStore, ResilientHttpClient, Retry } from "../src/index.js"
+import { serveNode } from "./support/nodeServer.js"
 import { failureOf, fork } from "./support/resilientClient.js"
 
 /** A plain node:http server on 127.0.0.1 for the rest of the scope; `handle` writes every response. */
@@ -40,6 +44,32 @@ const freePort = Effect.callback<number>((resume) => {
 })
 
 describe("ResilientHttpClient over sockets", () => {
+  it.effect(
+    "a retried response's body is let go, so many retried 503s through a one-connection pool never stall",
+    () =>
+      Effect.gen(function*() {
+        const big = "x".repeat(256 * 1024) // more than the socket buffers: unread, it holds its connection
+        const port = yield* serveNode(Effect.map(
+          HttpServerRequest.HttpServerRequest,
+          (request) => HttpServerResponse.text(request.url.endsWith("/big") ? big : "try again later", { status: 503 })
+        ))
+        const atOnce = Schedule.map(Schedule.forever, () => Duration.zero)
+        const http = yield* ResilientHttpClient.make({ retry: { schedule: atOnce, maxAttempts: 3 } })
+        for (let i = 0; i < 10; i++) {
+          for (const path of ["big", "small"]) {
+            const error = failureOf(
+              yield* Effect.exit(http.execute(HttpClientRequest.get(`http://127.0.0.1:${port}/${path}`)))
+            )
+            const last = (error as Retry.RetriesExhausted<HttpErrors.StatusError>).last
+            expect(last.status).toBe(503)
+            // the caller can still read the body, up to 64 KiB of it
+            expect(yield* last.response.text).toBe(path === "big" ? big.slice(0, 64 * 1024) : "try again later")
+          }
+        }
+      }).pipe(Effect.provide(NodeHttpClient.layerUndiciOptions({ connections: 1 }))),
+    30_000
+  )
+
   it.effect("a connection refused is ConnectFailed through fetch's causes: even a POST without a key is retried", () =>
     Effect.gen(function*() {
       const port = yield* freePort
@@ -123,4 +153,66 @@ describe("ResilientHttpClient over sockets", () => {
       expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/)
       expect(new Set(keys).size).toBe(1)
     }).pipe(Effect.provide(FetchHttpClient.layer)))
+
+  describe("one Idempotency-Key per logical request, against the real IdempotencyMiddleware", () => {
+    /**
+     * An orders handler behind the middleware (memory store) on a real socket, that commits at once and answers
+     * only after 1 s; `arrivals` has the key of every request the server received.
+     */
+    const orders = Effect.gen(function*() {
+      const arrivals = yield* Queue.unbounded<string | undefined>()
+      let created = 0
+      const handler = Effect.gen(function*() {
+        const id = ++created
+        yield* Effect.sleep("1 second")
+        return HttpServerResponse.jsonUnsafe({ id }, { status: 201 })
+      })
+      const idempotent = yield* IdempotencyMiddleware.make()
+      const port = yield* serveNode(Effect.flatMap(
+        HttpServerRequest.HttpServerRequest,
+        (request) => Effect.andThen(Queue.offer(arrivals, request.headers["idempotency-key"]), idempotent(handler))
+      ))
+      const order = HttpClientRequest.post(`http://127.0.0.1:${port}/orders`).pipe(
+        HttpClientRequest.bodyJsonUnsafe({ sku: "BOOK-1" })
+      )
+      return { arrivals, created: () => created, order }
+    })
+
+    it.effect("three hedged copies of one POST carry one key: one order", () =>
+      Effect.gen(function*() {
+        const { arrivals, created, order } = yield* orders
+        const http = yield* ResilientHttpClient.make({ attemptTimeout: "10 seconds" })
+        const call = yield* fork(
+          http.execute(order).pipe(Hedge.hedge({ delay: "100 millis", maxAttempts: 3 }), Effect.map((r) => r.status))
+        )
+        const keys = [yield* Queue.take(arrivals)]
+        yield* TestClock.adjust("100 millis")
+        keys.push(yield* Queue.take(arrivals))
+        yield* TestClock.adjust("100 millis")
+        keys.push(yield* Queue.take(arrivals))
+        yield* TestClock.adjust("5 seconds")
+        expect(yield* Fiber.join(call)).toBe(201)
+        expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/)
+        expect(new Set(keys).size).toBe(1)
+        expect(created()).toBe(1)
+      }).pipe(Effect.provide([FetchHttpClient.layer, IdempotencyStore.layerMemory])))
+
+    it.effect("Effect.retry around execute runs the same request value again: the same key, one order", () =>
+      Effect.gen(function*() {
+        const { arrivals, created, order } = yield* orders
+        // each execution gives up at 500 ms, before the answer
+        const http = yield* ResilientHttpClient.make({ attemptTimeout: "500 millis", retry: { maxAttempts: 1 } })
+        const call = yield* fork(Effect.exit(http.execute(order).pipe(Effect.retry(Schedule.recurs(2)))))
+        const keys = [yield* Queue.take(arrivals)]
+        for (let i = 0; i < 2; i++) {
+          yield* TestClock.adjust("500 millis")
+          keys.push(yield* Queue.take(arrivals))
+        }
+        yield* TestClock.adjust("5 seconds")
+        yield* Fiber.join(call)
+        expect(keys[0]).toMatch(/^[0-9a-f-]{36}$/)
+        expect(new Set(keys).size).toBe(1)
+        expect(created()).toBe(1)
+      }).pipe(Effect.provide([FetchHttpClient.layer, IdempotencyStore.layerMemory])))
+  })
 })

@@ -42,7 +42,7 @@ const worker = (args: ReadonlyArray<string>) =>
         "--no-warnings",
         "--experimental-transform-types",
         "--import",
-        "./test/support/tsResolve.mjs",
+        "./scripts/tsResolve.mjs",
         "test/support/sqliteClaimer.ts",
         ...args
       ], { cwd: pkg, stdio: ["pipe", "pipe", "pipe"] })

@@ -2,18 +2,24 @@
  * `waitReplicas` (`WAIT`) of `IdempotencyStore/Redis` on a real Redis Cluster with one replica per master
  * (./support/redisCluster.ts, `cluster-node-timeout` 1 s): a call counts as done only once a replica has its
  * write, and a replica that lags makes it fail instead; the `WAIT` follows a slot that moves; a master SIGKILLed
- * keeps every write waited for. Ported from the root's test/redisFailover.int.test.ts (its idempotency parts; the
- * stream queue and the `npm run faults` scenarios come later).
+ * keeps every write waited for, and a replica that lags when its master dies loses what the master alone
+ * acknowledged; under load, the middleware over the store makes every order once through a failover. Ported from
+ * the root's test/redisFailover.int.test.ts (its idempotency parts; the stream queue comes later). Its two
+ * `npm run faults` scenarios run the root's examples in processes of their own; here their idempotency parts
+ * run in this process: one round of `redis-replica-lag` (examples/faults/replicationLoss.ts) on the store, and
+ * `redis-failover` (examples/faults/redisFailover.ts) without its rate limiter, fleet breaker and stream queue.
  *
  * Real time throughout: the nodes are real processes, and every wait is on a condition (a node's view, a
  * replica's link), never a guess.
  */
 import { expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit } from "effect"
+import { Cause, Duration, Effect, Exit, Logger } from "effect"
+import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Cluster } from "ioredis"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
-import { IdempotencyStore } from "../src/index.js"
+import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import { keyOf } from "../src/internal/idempotencyStore/redis.js"
+import { post, type Reply, serveNode } from "./support/nodeServer.js"
 import { type ClusterRef, describeRedisCluster } from "./support/redisCluster.js"
 
 const run = `${process.pid}-${Date.now().toString(36)}`
@@ -120,6 +126,12 @@ describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
         )
         expect(yield* waiting.complete(ref, stored, Duration.hours(1))).toBe(false)
         expect(yield* onReplica(cluster, otherReplica, record(other), "done")).toBe("1")
+        // a completion with its replica running counts as done, and the replica has it
+        const third = fresh("stall")
+        const ref3 = yield* claimedRef(waiting, third)
+        expect(yield* waiting.complete(ref3, stored, Duration.hours(1))).toBe(true)
+        const thirdReplica = (yield* nodesOf(cluster, record(third))).replica!
+        expect(yield* onReplica(cluster, thirdReplica, record(third), "done")).toBe("1")
         // a release is not waited for: it succeeds with the replica stalled
         const fourth = fresh("stall")
         const ref4 = yield* claimedRef(plain, fourth)
@@ -199,5 +211,123 @@ describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
           expect((yield* waiting.claim(request(fresh("kill"))))._tag).toBe("Claimed")
         }), waitingPatiently),
     60_000
+  )
+
+  it.live(
+    "a replica lagging when its master dies: what the master alone acknowledged is lost, what waitReplicas did is not",
+    () =>
+      withStores(({ plain, waiting }) =>
+        Effect.gen(function*() {
+          const { client, nodes } = cluster.get()
+          const first = fresh("lag")
+          const { master, replica, slot } = yield* nodesOf(cluster, record(first))
+          /** A fresh key whose record lives on `master`. */
+          const onMaster = Effect.gen(function*() {
+            for (;;) {
+              const key = fresh("lag")
+              const port = yield* Effect.promise(async () =>
+                nodes.masterOf(await client.cluster("KEYSLOT", record(key)) as number)
+              )
+              if (port === master) return key
+            }
+          })
+          const kept = yield* claimedRef(waiting, yield* onMaster) // acknowledged by the replica
+          const lost = yield* onMaster
+          const refused = yield* onMaster
+          const filler = `${record(first)}:filler` // the same slot: the same master
+          yield* stalled(
+            cluster,
+            replica!,
+            Effect.gen(function*() {
+              // more than the kernel's socket buffers hold between the master and its stalled replica: what the
+              // master takes from now on is in its own memory only
+              yield* Effect.promise(() => client.set(filler, Buffer.alloc(48 * 1024 * 1024, 1)))
+              expect((yield* plain.claim(request(lost)))._tag).toBe("Claimed") // acknowledged by the master alone
+              notReplicated(yield* Effect.exit(waiting.claim(request(refused))), 1000) // run, reported not replicated
+              yield* Effect.promise(() => nodes.kill(master))
+            })
+          ) // the replica resumes here, behind its dead master
+          yield* Effect.promise(() => nodes.healthy("the lagging replica promoted"))
+          expect(yield* Effect.promise(() => nodes.masterOf(slot))).not.toBe(master)
+          // without waitReplicas, an acknowledged claim is gone: a retry of its request would run the handler again
+          expect((yield* plain.claim(request(lost)))._tag).toBe("Claimed")
+          // with it, the call that met the lag failed, and what it did acknowledge is there
+          expect((yield* plain.claim(request(kept.key)))._tag).toBe("InProgress")
+          expect((yield* plain.claim(request(refused)))._tag).toBe("Claimed") // never acknowledged, so never promised
+          yield* Effect.promise(() => client.del(filler))
+          yield* Effect.promise(() => nodes.restart(master))
+          yield* Effect.promise(() => nodes.healthy("the old master rejoined as a replica"))
+        }), waitingPatiently),
+    120_000
+  )
+
+  it.live(
+    "a master SIGKILLed under load, its replica promoted: every order once, its answer replayed after the lease",
+    () => {
+      const logs: Array<string> = []
+      return Effect.gen(function*() {
+        // the root's redis-failover fault, its idempotency part in this process: orders through the middleware
+        // over the store on the Cluster (no waitReplicas), each sent again with its key until a 201
+        const { nodes } = cluster.get()
+        const committed = new Map<string, number>()
+        const handler = Effect.gen(function*() {
+          const key = (yield* HttpServerRequest.HttpServerRequest).headers["idempotency-key"] ?? ""
+          committed.set(key, (committed.get(key) ?? 0) + 1) // the commit
+          return HttpServerResponse.jsonUnsafe({ order: key, n: committed.size }, { status: 201 })
+        })
+        const port = yield* serveNode(handler.pipe(yield* IdempotencyMiddleware.make({ lease: "3 seconds" })))
+        const keys = Array.from({ length: 200 }, () => fresh("load"))
+        const { master, slot } = yield* nodesOf(cluster, record(keys[0]!))
+        const refused = new Map<number, number>()
+        let done = 0
+        const untilCreated = (key: string) =>
+          Effect.gen(function*() {
+            for (let attempt = 1; attempt <= 300; attempt++) {
+              const exit = yield* Effect.exit(post(port, "/orders", { key }))
+              const reply: Reply = Exit.isSuccess(exit) ? exit.value : { status: 0, headers: {}, body: "" }
+              if (reply.status === 201) {
+                done++
+                return reply
+              }
+              refused.set(reply.status, (refused.get(reply.status) ?? 0) + 1)
+              // 503 (store unavailable) or 409 (in progress, Retry-After): wait a little, at most 300 ms
+              yield* Effect.sleep(Duration.millis(Math.min(300, 20 * 2 ** Math.min(attempt, 4))))
+            }
+            return yield* Effect.die(new Error(`${key}: no 201 in 300 attempts`))
+          })
+        const load = Effect.forEach(keys, untilCreated, { concurrency: 12 })
+        const fault = Effect.gen(function*() {
+          while (done < keys.length * 0.4) yield* Effect.sleep("10 millis")
+          yield* Effect.promise(() => nodes.kill(master))
+          yield* Effect.promise(() => nodes.healthy("the replica promoted, the cluster ok without the killed master"))
+          expect(yield* Effect.promise(() => nodes.masterOf(slot))).not.toBe(master)
+          yield* Effect.promise(() => nodes.restart(master))
+          yield* Effect.promise(() => nodes.healthy("the old master rejoined as a replica"))
+        })
+        const [first] = yield* Effect.all([load, fault], { concurrency: 2 })
+        const late = logs.filter((line) => line.includes("answer was recorded at attempt")).length
+        console.log(
+          `200 orders through a failover: refusals ${JSON.stringify(Object.fromEntries(refused))}, ` +
+            `${late} answers recorded late`
+        )
+        // every order committed exactly once, and its client saw it created
+        expect(first).toHaveLength(keys.length)
+        expect(keys.filter((key) => committed.get(key) !== 1)).toEqual([])
+        expect(committed.size).toBe(keys.length)
+        // after the lease of any claim left in progress, each order once more: the first answer, replayed
+        yield* Effect.sleep("3 seconds")
+        const again = yield* Effect.forEach(keys, untilCreated, { concurrency: 12 })
+        const notReplays = keys.filter((_, i) =>
+          again[i]!.headers["idempotent-replayed"] !== "true" || again[i]!.body !== first[i]!.body
+        )
+        expect(notReplays).toEqual([])
+        expect(keys.filter((key) => committed.get(key) !== 1)).toEqual([])
+      }).pipe(
+        Effect.provide(plain),
+        // the middleware's warnings of the outage, kept out of the test's output
+        Effect.provide(Logger.layer([Logger.make(({ message }) => void logs.push(String(message)))]))
+      )
+    },
+    120_000
   )
 }, { replicas: 1, nodeTimeoutMs: 1000 })

@@ -1,6 +1,6 @@
 /**
  * One OS process of the multi-process rate limiter tests (../RateLimiterStore.multiprocess.int.test.ts), run by
- * plain `node` on this package's sources (./tsResolve.mjs): a token bucket on `RateLimiterStore/Sql` over
+ * plain `node` on this package's sources (scripts/tsResolve.mjs): a token bucket on `RateLimiterStore/Sql` over
  * PostgreSQL or a SQLite file that other processes share. Arguments:
  * `<pg|sqlite> <url|file> <table> <name> <key> <capacity> <refillPerSecond> <millis> <fibers>`.
  *

@@ -1,6 +1,6 @@
 /**
  * One OS process of the multi-process SQLite tests (../multiprocess.int.test.ts), run by plain `node` on this
- * package's sources (./tsResolve.mjs): an `IdempotencyStore/Sql` over `effect-resilience/Sqlite` on a file that
+ * package's sources (scripts/tsResolve.mjs): an `IdempotencyStore/Sql` over `effect-resilience/Sqlite` on a file that
  * other processes share. Arguments: `<mode> <file> <table> <keys> [concurrency|leaseMillis]`.
  *
  * - `race`: prints `ready`, waits for `go` on stdin, then claims `key-0` … `key-<keys-1>` (`concurrency` at a

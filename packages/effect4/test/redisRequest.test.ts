@@ -1,0 +1,97 @@
+/**
+ * The deadline of every Redis call (`src/internal/redis/client.ts` `request`; the Effect 3 edition's
+ * redisRequest test). These are real-time bounds on network I/O, so the test waits in real time, on promises
+ * that never settle (no socket): a call that gets no reply fails with `RedisTimeout`, never sooner than its
+ * timeout; a call that got its reply is not failed later; an interrupted call leaves nothing behind that breaks
+ * the next ones. (This edition has a timer per call where the Effect 3 edition shares one per timeout, and no
+ * `requestOr`: its recover-with-a-fallback case is asserted here through `onError` alone.)
+ */
+import { describe, expect, it } from "@effect/vitest"
+import { Duration, Effect, Fiber, Result } from "effect"
+import { RedisTimeout, request } from "../src/internal/redis/client.js"
+
+const never = () => new Promise<unknown>(() => {})
+const identity = <A>(a: A) => a
+
+describe("Redis request deadlines", () => {
+  it.live("a call without a reply times out, not before its timeout", () =>
+    Effect.gen(function*() {
+      const started = Date.now()
+      const results = yield* Effect.all(
+        [30, 30, 60].map((ms) => Effect.result(request(never, undefined, ms, identity, identity))),
+        { concurrency: "unbounded" }
+      )
+      const elapsed = Date.now() - started + 1 // Date.now() truncates: allow the millisecond it may lose
+      const errors = results.map((r) => Result.isFailure(r) ? r.failure : undefined)
+      for (const e of errors) expect(e).toBeInstanceOf(RedisTimeout)
+      expect(errors.map((e) => (e as RedisTimeout).millis)).toEqual([30, 30, 60])
+      expect(elapsed).toBeGreaterThanOrEqual(60)
+    }))
+
+  it.live("a reply settles the call once: the deadline does not fail it later", () =>
+    Effect.gen(function*() {
+      const values = yield* Effect.all(
+        Array.from({ length: 50 }, (_, i) =>
+          request(() => Promise.resolve(i), undefined, 20, (r) => Number(r) * 2, identity)),
+        { concurrency: "unbounded" }
+      )
+      expect(values).toEqual(Array.from({ length: 50 }, (_, i) =>
+        i * 2))
+      // past every deadline, and a call made now still answers
+      yield* Effect.sleep(Duration.millis(60))
+      expect(yield* request(() => Promise.resolve("ok"), undefined, 20, identity, identity)).toBe("ok")
+    }))
+
+  it.live("errors and decode failures go through onError; a retry answers once", () =>
+    Effect.gen(function*() {
+      const rejected = yield* Effect.result(request(
+        () => Promise.reject(new Error("down")),
+        undefined,
+        1000,
+        identity,
+        (cause) => `failed: ${(cause as Error).message}`
+      ))
+      expect(rejected).toEqual(Result.fail("failed: down"))
+      const badReply = yield* Effect.result(request(() => Promise.resolve("x"), undefined, 1000, () => {
+        throw new Error("bad reply")
+      }, (cause) => (cause as Error).message))
+      expect(badReply).toEqual(Result.fail("bad reply"))
+      const retried = yield* request(
+        () => Promise.reject(new Error("NOSCRIPT")),
+        (error) => (error as Error).message === "NOSCRIPT" ? Promise.resolve("again") : undefined,
+        1000,
+        identity,
+        identity
+      )
+      expect(retried).toBe("again")
+      // a retry that declines (undefined) fails with the first error
+      const declined = yield* Effect.result(request(
+        () => Promise.reject(new Error("WRONGTYPE")),
+        () => undefined,
+        1000,
+        identity,
+        (cause) => (cause as Error).message
+      ))
+      expect(declined).toEqual(Result.fail("WRONGTYPE"))
+      const thrown = yield* Effect.result(request(
+        () => {
+          throw new Error("sync")
+        },
+        undefined,
+        1000,
+        identity,
+        (cause) => (cause as Error).message
+      ))
+      expect(thrown).toEqual(Result.fail("sync"))
+    }))
+
+  it.live("an interrupted call is dropped: its deadline passes without effect, later calls still time out", () =>
+    Effect.gen(function*() {
+      const fiber = yield* Effect.forkChild(request(never, undefined, 20, identity, identity))
+      yield* Effect.sleep(Duration.millis(5))
+      yield* Fiber.interrupt(fiber)
+      expect((yield* Fiber.await(fiber))._tag).toBe("Failure")
+      const late = yield* Effect.result(request(never, undefined, 20, identity, identity))
+      expect(Result.isFailure(late)).toBe(true)
+    }))
+})
