@@ -78,7 +78,8 @@ export const effect3Replica: Launcher = { cwd: root, argv: ["--import", "tsx", "
 
 /**
  * The Effect 4 edition's replica (packages/effect4/examples/fleet/replica.ts): Node 22 strips its types and its
- * test/support/tsResolve.mjs finds the sources. The `node` must be 22.18 or newer.
+ * scripts/tsResolve.mjs finds the sources (`effect-resilience/…` is that package's src/). The `node` must be 22.18
+ * or newer.
  */
 export const effect4Replica: Launcher = {
   cwd: `${root}packages/effect4`,
@@ -86,7 +87,7 @@ export const effect4Replica: Launcher = {
     "--no-warnings",
     "--experimental-transform-types",
     "--import",
-    "./test/support/tsResolve.mjs",
+    "./scripts/tsResolve.mjs",
     "examples/fleet/replica.ts"
   ]
 }

@@ -4,7 +4,7 @@
  * (test/CircuitBreaker.redis.fleet.int.test.ts) starts three times. The Effect 4 edition of the root's
  * examples/fleet/replica.ts, with the same options, commands and events.
  *
- * `node --experimental-transform-types --import ./test/support/tsResolve.mjs examples/fleet/replica.ts
+ * `node --experimental-transform-types --import ./scripts/tsResolve.mjs examples/fleet/replica.ts
  *  --redis redis://127.0.0.1:6379 --name orders --dependency http://127.0.0.1:8080/call [--id r1]
  *  [--flush-interval 100] [--timeout 250] [--permits 2] [--open-for 1500] [--half-open-timeout 1500]
  *  [--minimum-calls 20] [--every 5]`
@@ -22,11 +22,10 @@
  * other error, which the breaker must never cause).
  */
 import { Cause, Data, Effect, Exit, Metric, Queue, Schedule, Stream } from "effect"
+import { CircuitBreaker } from "effect-resilience"
+import * as CircuitBreakerRedis from "effect-resilience/CircuitBreaker/Redis"
 import { createInterface } from "node:readline"
 import { parseReplicaArgs } from "../../../../examples/fleet/args.js"
-// this package's sources, as a plain `node` runs them (test/support/tsResolve.mjs maps `.js` to `.ts`)
-import * as CircuitBreakerRedis from "../../src/CircuitBreaker/Redis.js"
-import { CircuitBreaker } from "../../src/index.js"
 
 const args = parseReplicaArgs()
 
