@@ -23,37 +23,16 @@ import { Data, Effect, Metric, Schedule, Stream } from "effect"
 import { CircuitBreaker } from "effect-resilience"
 import * as CircuitBreakerRedis from "effect-resilience/CircuitBreaker/Redis"
 import { createInterface } from "node:readline"
-import { parseArgs } from "node:util"
+import { parseReplicaArgs } from "./args.js"
 
-const { values } = parseArgs({
-  options: {
-    redis: { type: "string" },
-    name: { type: "string" },
-    dependency: { type: "string" },
-    id: { type: "string", default: String(process.pid) },
-    "flush-interval": { type: "string", default: "100" },
-    timeout: { type: "string", default: "250" },
-    permits: { type: "string", default: "2" },
-    "open-for": { type: "string", default: "1500" },
-    "half-open-timeout": { type: "string" },
-    "minimum-calls": { type: "string", default: "20" },
-    every: { type: "string", default: "5" }
-  }
-})
-if (values.redis === undefined || values.name === undefined || values.dependency === undefined) {
-  console.error("usage: replica.ts --redis <url> --name <breaker> --dependency <url> [options]")
-  process.exit(2)
-}
-const redisUrl = values.redis
-const name = values.name
-const dependency = `${values.dependency}?replica=${encodeURIComponent(values.id)}`
+const args = parseReplicaArgs()
 
 class DependencyFailed extends Data.TaggedError("DependencyFailed")<{ readonly status: number }> {}
 
 const emit = (event: Record<string, unknown>) => Effect.sync(() => process.stdout.write(`${JSON.stringify(event)}\n`))
 
 const callDependency = Effect.tryPromise({
-  try: (signal) => fetch(dependency, { signal }).then(async (r) => (await r.arrayBuffer(), r.status)),
+  try: (signal) => fetch(args.dependency, { signal }).then(async (r) => (await r.arrayBuffer(), r.status)),
   catch: () => new DependencyFailed({ status: 0 })
 }).pipe(Effect.filterOrFail((status) => status >= 200 && status < 300, (status) => new DependencyFailed({ status })))
 
@@ -63,23 +42,23 @@ const main = Effect.gen(function*() {
   const breaker = yield* CircuitBreakerRedis.make({
     trip: CircuitBreaker.failureRate({
       threshold: 0.5,
-      minimumCalls: Number(values["minimum-calls"]),
+      minimumCalls: args.minimumCalls,
       window: { duration: "10 seconds" }
     }),
-    openFor: Number(values["open-for"]),
-    halfOpenPermits: Number(values.permits),
-    ...(values["half-open-timeout"] === undefined ? {} : { halfOpenTimeout: Number(values["half-open-timeout"]) }),
-    name,
-    redis: { url: redisUrl },
-    flushInterval: Number(values["flush-interval"]),
-    timeout: Number(values.timeout)
+    openFor: args.openFor,
+    halfOpenPermits: args.permits,
+    ...(args.halfOpenTimeout === undefined ? {} : { halfOpenTimeout: args.halfOpenTimeout }),
+    name: args.name,
+    redis: { url: args.redisUrl },
+    flushInterval: args.flushInterval,
+    timeout: args.timeout
   })
   yield* breaker.changes.pipe(
     Stream.runForEach((t) => emit({ event: "transition", from: t.from, to: t.to, at: t.at })),
     Effect.forkScoped
   )
   // the fallback gauge, watched: one event per change
-  const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.tagged("breaker", name))
+  const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.tagged("breaker", args.name))
   let fallback = (yield* Metric.value(gauge)).value
   yield* emit({ event: "fallback", on: fallback === 1, at: Date.now() })
   yield* Metric.value(gauge).pipe(
@@ -117,7 +96,7 @@ const main = Effect.gen(function*() {
     inFlight++ // counted before the fiber starts, so `load off` waits for it
     return Effect.asVoid(Effect.fork(tracked))
   }).pipe(
-    Effect.zipRight(Effect.sleep(Number(values.every))),
+    Effect.zipRight(Effect.sleep(args.every)),
     Effect.forever,
     Effect.forkScoped
   )

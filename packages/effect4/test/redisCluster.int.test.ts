@@ -3,18 +3,21 @@
  * ./support/redisCluster.ts): the same contract suite as the single-node run, then what only a Cluster shows —
  * records spread over the nodes, every record's keys in one slot (asked of the server: `CLUSTER KEYSLOT`), a slot
  * moved to another master mid-run (`ASK`, `MOVED`), scripts reloaded node by node after `SCRIPT FLUSH`, a store
- * given the startup nodes; and the stream queue's contract suite with its keys in one slot. Ported from the root's
- * test/redisCluster.int.test.ts (its idempotency and stream queue parts; the rate limiter and the breaker come with
- * those backends). One more suite is one more line below.
+ * given the startup nodes; the stream queue's contract suite with its keys in one slot; and the fleet breaker's
+ * contract suite (`CircuitBreaker/Redis`, its keyed registry included) with each breaker's keys in one slot. Ported
+ * from the root's test/redisCluster.int.test.ts (its idempotency, stream queue and breaker parts; the rate limiter
+ * comes with that backend). One more suite is one more line below.
  */
 import { expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
 import type { Cluster, Redis } from "ioredis"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
-import { IdempotencyStore } from "../src/index.js"
+import { CircuitBreaker, IdempotencyStore } from "../src/index.js"
+import { keysOf as breakerKeys, resolveFleet } from "../src/internal/circuitBreaker/redis.js"
 import { keyOf } from "../src/internal/idempotencyStore/redis.js"
 import { streamKeys } from "../src/internal/queue/redisStreamQueue.js"
 import * as RedisStreamQueue from "../src/RedisStreamQueue.js"
+import { breakerRedisSuite } from "./breakerRedisSuite.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { redisStreamQueueSuite } from "./queue/redisSuite.js"
 import { eventually } from "./support/eventually.js"
@@ -63,6 +66,30 @@ describeRedisCluster("Redis Cluster", (cluster) => {
     freshStream: () => `queue-${++streams}`,
     soakMessages: Number(process.env.SOAK_N ?? 2_000)
   })
+  // every replica on the shared Cluster client (the breaker never closes a client it was given)
+  breakerRedisSuite("redis cluster", { connection: () => ({ client: cluster.get().client }), prefix: "cb:" })
+
+  it.effect("a fleet breaker's keys are in one slot (a keyed registry's too, per key), and the breakers spread", () =>
+    Effect.gen(function*() {
+      const redis = cluster.get().client
+      const trips = [
+        CircuitBreaker.consecutive(3),
+        CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 10, window: { duration: "10 seconds" } }),
+        CircuitBreaker.failureRate({ threshold: 0.5, minimumCalls: 10, window: { calls: 20 } })
+      ]
+      const slots = new Set<number>()
+      for (const trip of trips) {
+        for (const [name, key] of [["orders", undefined], ["{x}", "}{"], ["a:b", "tenant:{7}"], ["up", "c"]] as const) {
+          const { config } = resolveFleet({ trip, openFor: "1 second", name, redis: { client: redis } })
+          const keys = breakerKeys("cb:", name, config.trip, key)
+          const both = yield* Effect.promise(() => Promise.all([keys.state, keys.window].map((k) => slotOf(redis, k))))
+          expect(new Set(both).size).toBe(1)
+          slots.add(both[0]!)
+        }
+      }
+      // the name and the key decide the slot: four breakers, not one slot for all
+      expect(slots.size).toBeGreaterThan(1)
+    }))
 
   it.effect("stream keys: one slot with or without a hash tag; unchanged on one node; an untaggable name is rejected", () =>
     Effect.gen(function*() {
