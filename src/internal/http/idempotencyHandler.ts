@@ -49,9 +49,14 @@ export const admitted = <E, R>(
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
   const { lease, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
   const redact = decide.redactor(ref.key, ref.scope)
-  const release = Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
+  // built when needed: most answers need neither a release nor a renewal
+  const release = Effect.suspend(() =>
+    Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
+  )
   // renewed a third of a lease after the claim, and after each renewal, while the claim is still ours
-  const renewed = Effect.catchAll(store.renew(ref, lease), (e) => Effect.as(logStoreFailure("renew", e, redact), true))
+  const renewed = Effect.suspend(() =>
+    Effect.catchAll(store.renew(ref, lease), (e) => Effect.as(logStoreFailure("renew", e, redact), true))
+  )
   // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
   // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
   // client gets its answer: see `recordLater` and `recorder`.
