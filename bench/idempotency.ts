@@ -238,13 +238,26 @@ export const cases: ReadonlyArray<Case> = []
 export const targets: ReadonlyArray<readonly [string, string, number]> = []
 
 /** ns per request for each variant (so --json keeps its `{ cases: { name: nsPerOp } }` shape). */
+/**
+ * The no-middleware rate measured just before and just after each variant (their mean): on a shared
+ * machine the load drifts during a run, and a ratio is only as good as the baseline it is taken against.
+ */
+const baselines = new Map<string, number>()
+
 export const extra = async (): Promise<Record<string, number>> => {
   const out: Record<string, number> = {}
-  for (const [name, withMiddleware, store] of variants) {
+  const [none, ...stores] = variants
+  const noneNs = async () => 1e9 / await Effect.runPromise(serveAndLoad(false, none![2]))
+  const nones: Array<number> = [await noneNs()]
+  for (const [name, withMiddleware, store] of stores) {
     const result = await Effect.runPromise(Effect.either(serveAndLoad(withMiddleware, store)))
-    if (result._tag === "Right") out[name] = 1e9 / result.right
-    else if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(result.left)})`)
+    if (result._tag === "Right") {
+      out[name] = 1e9 / result.right
+      nones.push(await noneNs())
+      baselines.set(name, (nones[nones.length - 2]! + nones[nones.length - 1]!) / 2)
+    } else if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(result.left)})`)
   }
+  out[none![0]] = nones.reduce((a, b) => a + b, 0) / nones.length
   for (const [store, name, floor] of floors) {
     if (out[store] === undefined) continue
     try {
@@ -259,12 +272,15 @@ export const extra = async (): Promise<Record<string, number>> => {
 export const report = async (results: ReadonlyMap<string, number>): Promise<void> => {
   const base = results.get("http: no middleware")
   if (base === undefined) return
-  console.log(`\nidempotency middleware, requests/s (${IN_FLIGHT} in flight, a new key per request):`)
+  console.log(
+    `\nidempotency middleware, requests/s (${IN_FLIGHT} in flight, a new key per request; each ratio against ` +
+      "the no-middleware runs just before and after it):"
+  )
   for (const [name] of variants) {
     const ns = results.get(name)
     if (ns === undefined) continue
     const rps = 1e9 / ns
-    const ratio = base / ns
+    const ratio = (baselines.get(name) ?? base) / ns
     const target = targets22[name]
     const verdict = target === undefined ? "" : `  target ≥ ${target}× ${ratio >= target ? "ok" : "MISSED"}`
     console.log(
