@@ -1,8 +1,12 @@
 /**
- * Issue #5: requests/s through the idempotency middleware with each store, next to the same server
+ * Issues #5 and #22: requests/s through the idempotency middleware with each store, next to the same server
  * without the middleware. One in-process server on 127.0.0.1, undici with 32 requests in flight, every
  * request a new key (the worst case: a claim and a completion per request). Reported as ns/request in
  * --json; stores whose service is unreachable are skipped with a note.
+ *
+ * Each store's engine floor is measured beside it: its driver alone (no Effect, no HTTP) running the
+ * store's two writes per request (the claim, the completion) from 32 workers, in pairs/s. No middleware
+ * can serve more new keys a second than that, so `floor / no middleware` bounds the ratio a store can reach.
  */
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
@@ -13,9 +17,11 @@ import * as IdempotencyMiddleware from "effect-resilience/IdempotencyMiddleware"
 import * as IdempotencyStore from "effect-resilience/IdempotencyStore"
 import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
 import * as IdempotencyStoreSql from "effect-resilience/IdempotencyStore/Sql"
+import { Redis } from "ioredis"
 import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:http"
+import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { Agent, request } from "undici"
@@ -23,6 +29,15 @@ import type { Case } from "./harness.js"
 
 const REQUESTS = 3_000
 const IN_FLIGHT = 32
+const PAIRS = 3_000
+
+/** requests/s with the middleware ÷ without, at least (issue #22) */
+const targets22: Record<string, number> = {
+  "http: idempotency (memory)": 0.6,
+  "http: idempotency (redis)": 0.5,
+  "http: idempotency (sqlite)": 0.3,
+  "http: idempotency (postgres)": 0.25
+}
 
 const handler = Effect.succeed(HttpServerResponse.unsafeJson({ id: 1 }, { status: 201 }))
 
@@ -84,24 +99,172 @@ const redis = IdempotencyStoreRedis.layer({
   prefix: `bench-idem-${process.pid}:`
 })
 
+// every request a new key, from one client scope: the default bounds (10,000 records, a tenth per scope)
+// would refuse keys after the first thousand
+const memory = IdempotencyStore.layerMemoryWith({ maxRecords: Infinity })
+
 const variants: ReadonlyArray<readonly [string, boolean, Layer.Layer<IdempotencyStore.IdempotencyStore, unknown>]> = [
-  ["http: no middleware", false, IdempotencyStore.layerMemory],
-  ["http: idempotency (memory)", true, IdempotencyStore.layerMemory],
+  ["http: no middleware", false, memory],
+  ["http: idempotency (memory)", true, memory],
   ["http: idempotency (sqlite)", true, sqlite],
   ["http: idempotency (postgres)", true, postgres],
   ["http: idempotency (redis)", true, redis]
+]
+
+/** Runs `pair` (a claim and a completion for key `i`) `PAIRS` times from `workers` workers; pairs/s. */
+const pairsPerSecond = async (workers: number, pair: (i: number) => Promise<unknown>): Promise<number> => {
+  let next = 0
+  const worker = async () => {
+    while (next < PAIRS) await pair(next++)
+  }
+  await Promise.all(Array.from({ length: workers }, worker)) // warm-up
+  next = 0
+  const start = process.hrtime.bigint()
+  await Promise.all(Array.from({ length: workers }, worker))
+  return PAIRS / (Number(process.hrtime.bigint() - start) / 1e9)
+}
+
+// the SQL store's two writes for a new key, as it sends them (src/internal/idempotencyStore/sql.ts)
+const upsert = (table: string, p: (n: number) => string) =>
+  `INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
+  VALUES (${p(1)}, ${p(2)}, ${p(3)}, ${p(4)}, 0, NULL, NULL, NULL, ${p(5)}, ${p(6)})
+  ON CONFLICT (scope, key) DO UPDATE SET fingerprint = excluded.fingerprint, token = excluded.token,
+    state = excluded.state, status = NULL, headers = NULL, body = NULL, lease_until = excluded.lease_until,
+    expires_at = excluded.expires_at
+  WHERE ${table}.expires_at <= ${p(7)}
+  RETURNING token`
+const completion = (table: string, p: (n: number) => string) =>
+  `UPDATE ${table} SET state = 1, status = ${p(1)}, headers = ${p(2)}, body = ${p(3)}, lease_until = 0,
+    expires_at = ${p(4)}
+  WHERE scope = ${p(5)} AND key = ${p(6)} AND token = ${p(7)} AND state = 0 AND expires_at > ${p(8)}
+  RETURNING token`
+const schema = (table: string, blob: string) => [
+  `CREATE TABLE IF NOT EXISTS ${table} (scope TEXT NOT NULL, key TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    token TEXT NOT NULL, state SMALLINT NOT NULL, status INTEGER, headers TEXT, body ${blob},
+    lease_until BIGINT NOT NULL, expires_at BIGINT NOT NULL, PRIMARY KEY (scope, key))`,
+  `CREATE INDEX IF NOT EXISTS ${table}_expires_at ON ${table} (expires_at)`
+]
+const scope = "f".repeat(64)
+const fingerprint = "e".repeat(64)
+const body = Buffer.from("{\"id\":1}")
+const headers = "{\"content-type\":\"application/json\"}"
+const require = createRequire(import.meta.url)
+
+/** better-sqlite3 (what @effect/sql-sqlite-node runs on), synchronous: one connection, one pair at a time. */
+const floorSqlite = async (): Promise<number> => {
+  const Sqlite = require("better-sqlite3")
+  const dir = mkdtempSync(join(tmpdir(), "bench-idem-floor-"))
+  const db = new Sqlite(join(dir, "floor.db"))
+  try {
+    db.pragma("journal_mode = WAL") // as SqliteClient opens it
+    for (const statement of schema("floor", "BLOB")) db.exec(statement)
+    const claim = db.prepare(upsert("floor", () => "?"))
+    const complete = db.prepare(completion("floor", () => "?"))
+    const run = `${process.pid}-`
+    return await pairsPerSecond(1, async (i) => {
+      const key = run + i
+      const now = Date.now()
+      const token = randomUUID()
+      claim.all(scope, key, fingerprint, token, now + 60_000, now + 86_400_000, now)
+      complete.all(201, headers, body, now + 86_400_000, scope, key, token, now)
+    })
+  } finally {
+    db.close()
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** node-postgres (what @effect/sql-pg runs on), a pool of 32, 32 workers. */
+const floorPostgres = async (): Promise<number> => {
+  const pg = require("pg")
+  const pool = new pg.Pool({
+    connectionString: process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test",
+    max: IN_FLIGHT
+  })
+  try {
+    for (const statement of schema("bench_idempotency_floor", "BYTEA")) await pool.query(statement)
+    const claim = upsert("bench_idempotency_floor", (n) => `$${n}`)
+    const complete = completion("bench_idempotency_floor", (n) => `$${n}`)
+    const run = `${process.pid}-${Date.now()}-`
+    return await pairsPerSecond(IN_FLIGHT, async (i) => {
+      const key = run + i
+      const now = Date.now()
+      const token = randomUUID()
+      await pool.query(claim, [scope, key, fingerprint, token, now + 60_000, now + 86_400_000, now])
+      await pool.query(complete, [201, headers, body, now + 86_400_000, scope, key, token, now])
+    })
+  } finally {
+    await pool.end()
+  }
+}
+
+/** ioredis, one connection, 32 workers, two `EVALSHA` per pair doing the store's scripts' work. */
+const floorRedis = async (): Promise<number> => {
+  const client = new Redis(process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379", { lazyConnect: true })
+  try {
+    await client.connect()
+    const claim = `local r = redis.call("HMGET", KEYS[1], "fp", "done", "lease", "exp")
+redis.call("DEL", KEYS[1])
+redis.call("HSET", KEYS[1], "fp", ARGV[1], "tok", ARGV[2], "done", "0", "lease", ARGV[3], "exp", ARGV[4])
+redis.call("PEXPIRE", KEYS[1], 90000000)
+return {0}`
+    const complete = `local r = redis.call("HMGET", KEYS[1], "tok", "done", "exp")
+if r[1] ~= ARGV[1] then return 0 end
+redis.call("HSET", KEYS[1], "done", "1", "lease", "0", "exp", ARGV[2], "status", ARGV[3], "headers", ARGV[4], "body", ARGV[5])
+redis.call("PEXPIRE", KEYS[1], 90000000)
+return 1`
+    const claimSha = String(await client.script("LOAD", claim))
+    const completeSha = String(await client.script("LOAD", complete))
+    const prefix = `bench-idem-floor-${process.pid}:`
+    return await pairsPerSecond(IN_FLIGHT, async (i) => {
+      const key = prefix + i
+      const now = Date.now()
+      const token = randomUUID()
+      await client.evalsha(claimSha, 1, key, fingerprint, token, String(now + 60_000), String(now + 86_400_000))
+      await client.evalsha(completeSha, 1, key, token, String(now + 86_400_000), "201", headers, body)
+    })
+  } finally {
+    client.disconnect()
+  }
+}
+
+const floors: ReadonlyArray<readonly [string, string, () => Promise<number>]> = [
+  ["http: idempotency (sqlite)", "floor: better-sqlite3 claim+complete pair", floorSqlite],
+  ["http: idempotency (postgres)", "floor: node-postgres claim+complete pair", floorPostgres],
+  ["http: idempotency (redis)", "floor: ioredis claim+complete pair", floorRedis]
 ]
 
 export const cases: ReadonlyArray<Case> = []
 export const targets: ReadonlyArray<readonly [string, string, number]> = []
 
 /** ns per request for each variant (so --json keeps its `{ cases: { name: nsPerOp } }` shape). */
+/**
+ * The no-middleware rate measured just before and just after each variant (their mean): on a shared
+ * machine the load drifts during a run, and a ratio is only as good as the baseline it is taken against.
+ */
+const baselines = new Map<string, number>()
+
 export const extra = async (): Promise<Record<string, number>> => {
   const out: Record<string, number> = {}
-  for (const [name, withMiddleware, store] of variants) {
+  const [none, ...stores] = variants
+  const noneNs = async () => 1e9 / await Effect.runPromise(serveAndLoad(false, none![2]))
+  const nones: Array<number> = [await noneNs()]
+  for (const [name, withMiddleware, store] of stores) {
     const result = await Effect.runPromise(Effect.either(serveAndLoad(withMiddleware, store)))
-    if (result._tag === "Right") out[name] = 1e9 / result.right
-    else if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(result.left)})`)
+    if (result._tag === "Right") {
+      out[name] = 1e9 / result.right
+      nones.push(await noneNs())
+      baselines.set(name, (nones[nones.length - 2]! + nones[nones.length - 1]!) / 2)
+    } else if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(result.left)})`)
+  }
+  out[none![0]] = nones.reduce((a, b) => a + b, 0) / nones.length
+  for (const [store, name, floor] of floors) {
+    if (out[store] === undefined) continue
+    try {
+      out[name] = 1e9 / await floor()
+    } catch (e) {
+      if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(e)})`)
+    }
   }
   return out
 }
@@ -109,11 +272,27 @@ export const extra = async (): Promise<Record<string, number>> => {
 export const report = async (results: ReadonlyMap<string, number>): Promise<void> => {
   const base = results.get("http: no middleware")
   if (base === undefined) return
-  console.log(`\nidempotency middleware, requests/s (${IN_FLIGHT} in flight, a new key per request):`)
+  console.log(
+    `\nidempotency middleware, requests/s (${IN_FLIGHT} in flight, a new key per request; each ratio against ` +
+      "the no-middleware runs just before and after it):"
+  )
   for (const [name] of variants) {
     const ns = results.get(name)
     if (ns === undefined) continue
     const rps = 1e9 / ns
-    console.log(`  ${name.padEnd(34)} ${rps.toFixed(0).padStart(7)}/s  (${(base / ns).toFixed(2)}× of no middleware)`)
+    const ratio = (baselines.get(name) ?? base) / ns
+    const target = targets22[name]
+    const verdict = target === undefined ? "" : `  target ≥ ${target}× ${ratio >= target ? "ok" : "MISSED"}`
+    console.log(
+      `  ${name.padEnd(34)} ${rps.toFixed(0).padStart(7)}/s  (${ratio.toFixed(2)}× of no middleware)${verdict}`
+    )
+    const floor = floors.find(([store]) => store === name)
+    const floorNs = floor === undefined ? undefined : results.get(floor[1])
+    if (floorNs !== undefined) {
+      console.log(
+        `    ${floor![1].padEnd(40)} ${(1e9 / floorNs).toFixed(0).padStart(7)}/s  ` +
+          `(${(base / floorNs).toFixed(2)}× of no middleware: the most any middleware on it can reach)`
+      )
+    }
   }
 }

@@ -6,6 +6,7 @@ import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { currentDeadline } from "../deadline.js"
 import type { IdempotencyStoreError } from "../idempotencyStore/service.js"
 import { captureBody, pickHeaders, withBytes } from "./idempotencyHttp.js"
+import type { Leases } from "./idempotencyLeases.js"
 
 /** The idempotency middleware's options, validated, with their defaults filled in. */
 export interface Settings {
@@ -34,27 +35,27 @@ export interface Settings {
 /**
  * The admitted handler and everything after it, as one piece that no client can stop: once a handler has
  * started it may have had effects, so it runs to its end, and its answer is stored for the retry. Its lease
- * is renewed, and its scope stays open, until its answer is read and stored.
+ * is renewed (by `leases`, see `idempotencyLeases.ts`) until its answer is read and stored.
  */
 export const admitted = <E, R>(
   settings: Settings,
   store: Store,
+  leases: Leases,
   later: Recorder,
   ref: ClaimRef,
   request: HttpServerRequest.HttpServerRequest,
   app: HttpApp.Default<E, R>,
   waiter: { readonly gone: boolean }
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
-  const { lease, leaseMillis, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
+  const { lease, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
   const redact = decide.redactor(ref.key, ref.scope)
-  const release = Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
-  // One sleep, then a renewal, again while the claim is still ours: a plain loop, no schedule, and nothing
-  // but a sleeping fiber (one timer) for a handler that ends before its first renewal is due.
-  const pause = Effect.sleep(Duration.millis(leaseMillis / 3))
-  const renewed = Effect.catchAll(store.renew(ref, lease), (e) => Effect.as(logStoreFailure("renew", e, redact), true))
-  const heartbeat: Effect.Effect<void> = Effect.flatMap(
-    pause,
-    () => Effect.flatMap(renewed, (stillOwned) => stillOwned ? heartbeat : Effect.void)
+  // built when needed: most answers need neither a release nor a renewal
+  const release = Effect.suspend(() =>
+    Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
+  )
+  // renewed a third of a lease after the claim, and after each renewal, while the claim is still ours
+  const renewed = Effect.suspend(() =>
+    Effect.catchAll(store.renew(ref, lease), (e) => Effect.as(logStoreFailure("renew", e, redact), true))
   )
   // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
   // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
@@ -119,10 +120,7 @@ export const admitted = <E, R>(
     // interrupted from inside: it may have committed, so the claim is left to run out its lease
     return Effect.zipRight(unseen(cause), Effect.failCause(cause))
   })
-  return Effect.scoped(Effect.zipRight(
-    Effect.forkScoped(Effect.interruptible(heartbeat)), // the server may run handlers uninterruptibly
-    settle
-  ))
+  return leases.renewing(renewed, settle)
 }
 
 /**
