@@ -119,6 +119,23 @@ describe("ExecutionPlan with Backoff and Failure", () => {
       expect(primary.calls()).toBe(3) // a 400 sent three times
       expect(endedAt).toBe(300) // after 100 + 200 ms of backoff
     }))
+  it.effect("a later step's schedule is stepped first by the failure that ended the step before: it waits first", () =>
+    Effect.gen(function*() {
+      const fallback = provider((n) => n === 0 ? busy : 7)
+      const plan = ExecutionPlan.make(
+        { provide: serve(Effect.fail(bad)) },
+        {
+          provide: serve(fallback.get),
+          attempts: 2,
+          schedule: Backoff.exponential({ base: "100 millis", cap: "1 second" })
+        }
+      )
+      // the Fatal of the primary is the schedule's first input: 100 ms before the first call, 200 before the second
+      const { endedAt, exit } = yield* runFor(Effect.withExecutionPlan(price, plan), 10_000)
+      expect(outcome(exit)).toBe(7)
+      expect(endedAt).toBe(300)
+      expect(fallback.calls()).toBe(2)
+    }))
 })
 
 describe("ExecutionPlan with CircuitBreaker", () => {
