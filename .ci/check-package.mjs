@@ -60,6 +60,12 @@ const fail = (message) => failures.push(message)
 const specifier = (entry) => entry === "." ? "effect-resilience" : `effect-resilience/${entry.slice(2)}`
 
 const entries = Object.entries(pkg.exports).filter(([name]) => name !== "./package.json")
+// the editions share the npm name: the Effect 4 one (packages/effect4) is 1.x on `latest`, this one 0.x under the
+// `effect3` dist-tag, so that publishing it never moves `latest` back to Effect 3 (see docs/editions.md)
+if (pkg.name !== "effect-resilience" || !/^0\./.test(pkg.version) || pkg.publishConfig?.tag !== "effect3") {
+  fail(`package.json should be effect-resilience 0.x with publishConfig.tag "effect3", is ${pkg.name} ${pkg.version} ` +
+    `with tag ${pkg.publishConfig?.tag}`)
+}
 for (const name of Object.keys(backends)) {
   if (pkg.exports[name] === undefined) fail(`exports has no "${name}"`)
 }

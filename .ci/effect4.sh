@@ -40,7 +40,18 @@ install() {
   npm ci --no-audit --no-fund
   cp package-lock.json node_modules/.installed-lock.json
 }
-installed() { [ -f node_modules/.installed-lock.json ] && cmp -s package-lock.json node_modules/.installed-lock.json; }
+# installed when the lock file's tree is the one last installed (the package's own name and version aside: they change
+# on a release and install nothing)
+installed() {
+  [ -f node_modules/.installed-lock.json ] && node -e '
+    const { readFileSync } = require("node:fs")
+    const tree = (file) => {
+      const lock = JSON.parse(readFileSync(file, "utf8"))
+      delete lock.name, delete lock.version, delete lock.packages[""].name, delete lock.packages[""].version
+      return JSON.stringify(lock)
+    }
+    process.exit(tree("package-lock.json") === tree("node_modules/.installed-lock.json") ? 0 : 1)'
+}
 
 case "$command" in
   install) install ;;
