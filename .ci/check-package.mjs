@@ -7,10 +7,13 @@
 //   Node, with only `effect` and `@effect/platform` (and their own dependencies) in node_modules: a type or an
 //   import that reaches `ioredis`, `@effect/sql` or `@effect/platform-node` fails here;
 // - the backend entries type-check with their peers installed, so their declarations are whole too;
-// - every `npm i` line of README.md and docs/*.md works as written: it names each Effect package with a version
-//   (unversioned, npm takes the Effect 4 releases and fails with ERESOLVE), and, from the registry, it installs in
-//   a fresh project (the tarball in place of `effect-resilience`) with one copy of each Effect package, every
-//   entry point whose peers it installed loads in Node, and a line that installs vitest runs an `it.effect` test.
+// - the manifest is this edition's identity: `effect-resilience` 0.x, published under the `effect3` dist-tag;
+// - every `npm i` line of README.md and docs/*.md works as written (but the blocks marked `<!-- edition: effect4 -->`,
+//   which packages/effect4/scripts/package.mjs installs): it names the package `effect-resilience@effect3` and each
+//   Effect package with a version (unversioned, npm takes the Effect 4 releases and fails with ERESOLVE), and, from
+//   the registry, it installs in a fresh project (the tarball in place of `effect-resilience@effect3`) with one
+//   copy of each Effect package, every entry point whose peers it installed loads in Node, and a line that installs
+//   vitest runs an `it.effect` test.
 //   Every backend entry must be loaded by some line. Install scripts are not run (better-sqlite3 would compile for
 //   minutes): the packages load, the native SQLite binding is not built. EFFECT_RESILIENCE_OFFLINE=1 skips
 //   this part (it needs the registry) and says so.
@@ -63,8 +66,10 @@ const entries = Object.entries(pkg.exports).filter(([name]) => name !== "./packa
 // the editions share the npm name: the Effect 4 one (packages/effect4) is 1.x on `latest`, this one 0.x under the
 // `effect3` dist-tag, so that publishing it never moves `latest` back to Effect 3 (see docs/editions.md)
 if (pkg.name !== "effect-resilience" || !/^0\./.test(pkg.version) || pkg.publishConfig?.tag !== "effect3") {
-  fail(`package.json should be effect-resilience 0.x with publishConfig.tag "effect3", is ${pkg.name} ${pkg.version} ` +
-    `with tag ${pkg.publishConfig?.tag}`)
+  fail(
+    `package.json should be effect-resilience 0.x with publishConfig.tag "effect3", is ${pkg.name} ${pkg.version} ` +
+      `with tag ${pkg.publishConfig?.tag}`
+  )
 }
 for (const name of Object.keys(backends)) {
   if (pkg.exports[name] === undefined) fail(`exports has no "${name}"`)
@@ -242,7 +247,14 @@ function documentedInstallLines() {
   const sources = ["README.md", ...docs]
   const lines = new Map()
   for (const source of sources) {
-    for (const [, block] of readFileSync(join(root, source), "utf8").matchAll(/^```sh\n([\s\S]*?)^```/gm)) {
+    // a block marked `<!-- edition: effect4 -->` is the other edition's: packages/effect4/scripts/package.mjs
+    // installs it
+    for (
+      const [, marker, block] of readFileSync(join(root, source), "utf8").matchAll(
+        /^(<!--[^\n]*-->\n)?```sh\n([\s\S]*?)^```/gm
+      )
+    ) {
+      if (marker?.startsWith("<!-- edition: effect4") === true) continue
       for (const line of block.split("\n")) {
         const command = line.replace(/#.*$/, "").trim()
         if (/^npm (i|install) /.test(command) && !lines.has(command)) lines.set(command, source)
@@ -264,7 +276,14 @@ async function checkInstallLines(tarball, entryNames) {
       }
     }
   }
-  if (!lines.some((l) => l.command.includes(" effect-resilience "))) fail("README.md and docs/ give no install line")
+  for (const { command, source } of lines) {
+    if (command.split(/\s+/).includes("effect-resilience")) {
+      fail(
+        `${source}: "${command}" names effect-resilience without the effect3 tag: npm would take the Effect 4 edition`
+      )
+    }
+  }
+  if (!lines.some((l) => isThisPackage(l.command))) fail("README.md and docs/ give no install line")
   if (process.env["EFFECT_RESILIENCE_OFFLINE"] === "1") {
     console.log(`package check: EFFECT_RESILIENCE_OFFLINE=1, the ${lines.length} install lines were NOT installed`)
     return
@@ -272,13 +291,13 @@ async function checkInstallLines(tarball, entryNames) {
   const run = promisify(execFile)
   const npm = (dir, command) =>
     run("npm", [
-      ...command.split(/\s+/).slice(1).map((a) => a === "effect-resilience" ? tarball : a),
+      ...command.split(/\s+/).slice(1).map((a) => a === "effect-resilience@effect3" ? tarball : a),
       "--no-audit",
       "--no-fund",
       "--ignore-scripts",
       "--prefer-offline"
     ], { cwd: dir, maxBuffer: 16 << 20 })
-  const bases = lines.filter((l) => l.command.split(/\s+/).includes("effect-resilience"))
+  const bases = lines.filter((l) => isThisPackage(l.command))
   // a line without the package adds to a project that has it: the first (core) line's
   const additions = lines.filter((l) => !bases.includes(l))
   const loaded = new Set()
@@ -348,6 +367,11 @@ async function checkInstallLines(tarball, entryNames) {
     `package check: ${lines.length} install lines of the docs installed from the registry and their entry points ` +
       `loaded (${((Date.now() - started) / 1000).toFixed(0)} s)`
   )
+}
+
+/** Whether an `npm i` line installs this edition: `effect-resilience@effect3`. */
+function isThisPackage(command) {
+  return command.split(/\s+/).includes("effect-resilience@effect3")
 }
 
 /** The first `n` lines of `text` (the last ones when `n` is negative). */
