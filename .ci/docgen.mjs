@@ -125,17 +125,17 @@ if (check) {
     ...existing.filter((file) => !files.has(file))
   ]
   if (stale.length > 0) {
-    console.error(`${config.outDir} is stale (${stale.join(", ")}): run npm run docs`)
+    console.error(`${relative(repo, out)} is stale (${stale.join(", ")}): run npm run docs`)
     process.exit(1)
   }
-  console.log(`docgen: ${pages.size} module pages in ${config.outDir} are up to date`)
+  console.log(`docgen: ${pages.size} module pages in ${relative(repo, out)} are up to date`)
 } else {
   rmSync(out, { recursive: true, force: true })
   for (const [file, text] of files) {
     mkdirSync(dirname(join(out, file)), { recursive: true })
     writeFileSync(join(out, file), text)
   }
-  console.log(`docgen: wrote ${pages.size} module pages and README.md to ${config.outDir}`)
+  console.log(`docgen: wrote ${pages.size} module pages and README.md to ${relative(repo, out)}`)
 }
 rmSync(work, { recursive: true, force: true })
 
