@@ -35,9 +35,10 @@ import {
 } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
-import { dirname, join, normalize } from "node:path"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { checkListing, closure, head, namedPackages, npmArgs, pack, specifier, versionsIn } from "./tarball.mjs"
 
 const root = new URL("..", import.meta.url).pathname
 if (process.argv[2] === "--typecheck") process.exit(typecheck(process.argv[3]))
@@ -60,7 +61,6 @@ const required = ["effect", "@effect/platform"]
 
 const failures = []
 const fail = (message) => failures.push(message)
-const specifier = (entry) => entry === "." ? "effect-resilience" : `effect-resilience/${entry.slice(2)}`
 
 const entries = Object.entries(pkg.exports).filter(([name]) => name !== "./package.json")
 // the editions share the npm name: the Effect 4 one (packages/effect4) is 1.x on `latest`, this one 0.x under the
@@ -93,36 +93,9 @@ for (const name of Object.keys(paths)) {
 
 const work = mkdtempSync(join(tmpdir(), "effect-resilience-package-"))
 try {
-  execFileSync("npm", ["pack", "--pack-destination", work, "--silent"], {
-    cwd: root,
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const tarball = readdirSync(work).find((f) => f.endsWith(".tgz"))
-  if (tarball === undefined) throw new Error("npm pack produced no tarball")
-  const listing = new Set(
-    execFileSync("tar", ["-tzf", join(work, tarball)], { encoding: "utf8" })
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => l.replace(/^package\//, ""))
-  )
-
-  for (const file of ["package.json", "README.md", "LICENSE"]) {
-    if (!listing.has(file)) fail(`the tarball has no ${file}`)
-  }
-  for (const [name, target] of entries) {
-    for (const file of [target.types, target.default]) {
-      if (!listing.has(file.replace(/^\.\//, ""))) fail(`exports["${name}"]: ${file} is not in the tarball`)
-    }
-  }
+  const { tarball, listing } = pack(root, work)
   // relative links of the shipped markdown must resolve inside the tarball
-  for (const doc of [...listing].filter((f) => f.endsWith(".md"))) {
-    const text = readFileSync(join(root, doc), "utf8")
-    for (const [, target] of text.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)) {
-      if (/^[a-z]+:/i.test(target)) continue
-      const file = normalize(join(dirname(doc), target))
-      if (!listing.has(file)) fail(`${doc} links to ${target}, which is not in the tarball`)
-    }
-  }
+  checkListing(root, listing, entries, fail)
   if (failures.length > 0) throw new Error("the tarball is incomplete")
 
   const consumers = [
@@ -139,8 +112,8 @@ try {
     const dir = join(work, consumer.dir)
     const modules = join(dir, "node_modules")
     mkdirSync(join(modules, "effect-resilience"), { recursive: true })
-    execFileSync("tar", ["-xzf", join(work, tarball), "-C", join(modules, "effect-resilience"), "--strip-components=1"])
-    for (const name of closure(consumer.packages)) {
+    execFileSync("tar", ["-xzf", tarball, "-C", join(modules, "effect-resilience"), "--strip-components=1"])
+    for (const name of closure(join(root, "node_modules"), consumer.packages)) {
       mkdirSync(dirname(join(modules, name)), { recursive: true })
       symlinkSync(join(root, "node_modules", name), join(modules, name), "dir")
     }
@@ -183,7 +156,7 @@ try {
     }
   })
   await Promise.all(checks)
-  await checkInstallLines(join(work, tarball), entries.map(([n]) => n))
+  await checkInstallLines(tarball, entries.map(([n]) => n))
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error))
 }
@@ -222,23 +195,6 @@ function typecheck(dir) {
   const format = { getCanonicalFileName: (f) => f, getCurrentDirectory: () => dir, getNewLine: () => "\n" }
   if (diagnostics.length > 0) console.log(ts.formatDiagnostics(diagnostics, format))
   return diagnostics.length === 0 ? 0 : 1
-}
-
-/** `names` and every package they depend on (dependencies, required peers), as installed at the top level. */
-function closure(names) {
-  const seen = new Set()
-  const visit = (name) => {
-    if (seen.has(name)) return
-    const manifest = join(root, "node_modules", name, "package.json")
-    if (!existsSync(manifest)) return // nested under its parent, which carries it
-    seen.add(name)
-    const p = JSON.parse(readFileSync(manifest, "utf8"))
-    const optional = p.peerDependenciesMeta ?? {}
-    const peers = Object.keys(p.peerDependencies ?? {}).filter((n) => optional[n]?.optional !== true)
-    for (const dep of [...Object.keys(p.dependencies ?? {}), ...peers]) visit(dep)
-  }
-  names.forEach(visit)
-  return [...seen]
 }
 
 /** The `npm i` / `npm install` lines of the ```sh blocks of README.md and docs/*.md, each once, in order. */
@@ -290,13 +246,7 @@ async function checkInstallLines(tarball, entryNames) {
   }
   const run = promisify(execFile)
   const npm = (dir, command) =>
-    run("npm", [
-      ...command.split(/\s+/).slice(1).map((a) => a === "effect-resilience@effect3" ? tarball : a),
-      "--no-audit",
-      "--no-fund",
-      "--ignore-scripts",
-      "--prefer-offline"
-    ], { cwd: dir, maxBuffer: 16 << 20 })
+    run("npm", npmArgs(command, "effect-resilience@effect3", tarball), { cwd: dir, maxBuffer: 16 << 20 })
   const bases = lines.filter((l) => isThisPackage(l.command))
   // a line without the package adds to a project that has it: the first (core) line's
   const additions = lines.filter((l) => !bases.includes(l))
@@ -322,7 +272,7 @@ async function checkInstallLines(tarball, entryNames) {
       }
     }
     const usable = entryNames.filter((e) => (backends[e] ?? []).every(has))
-    const named = command.split(/\s+/).slice(2).filter((a) => !a.startsWith("-")).map((a) => a.replace(/(.)@.*$/, "$1"))
+    const named = namedPackages(command)
     const imports = [
       ...usable.map(specifier),
       ...named.filter((n) => n !== "effect-resilience" && n !== "vitest" && n !== "@effect/vitest")
@@ -372,22 +322,4 @@ async function checkInstallLines(tarball, entryNames) {
 /** Whether an `npm i` line installs this edition: `effect-resilience@effect3`. */
 function isThisPackage(command) {
   return command.split(/\s+/).includes("effect-resilience@effect3")
-}
-
-/** The first `n` lines of `text` (the last ones when `n` is negative). */
-function head(text, n) {
-  const lines = String(text).split("\n")
-  return (n < 0 ? lines.slice(n) : lines.slice(0, n)).join("\n")
-}
-
-/** name → the versions installed, from `npm ls --all --json`. */
-function versionsIn(tree, found = new Map()) {
-  for (const [name, node] of Object.entries(tree.dependencies ?? {})) {
-    if (node.version !== undefined) {
-      if (!found.has(name)) found.set(name, new Set())
-      found.get(name).add(node.version)
-    }
-    versionsIn(node, found)
-  }
-  return found
 }

@@ -21,21 +21,22 @@
 // does. They need `lib: ["DOM"]` (effect 4's declarations name `CryptoKey` and `JsonWebKey`). Exits non-zero on any
 // failure.
 import { execFile, execFileSync } from "node:child_process"
-import {
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync
-} from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
-import { dirname, join, normalize } from "node:path"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import {
+  checkListing,
+  closure,
+  head,
+  namedPackages,
+  npmArgs,
+  pack,
+  specifier,
+  versionsIn
+} from "../../../.ci/tarball.mjs"
 
 const here = fileURLToPath(new URL("..", import.meta.url))
 if (process.argv[2] === "--typecheck") process.exit(typecheck(process.argv[3]))
@@ -54,7 +55,6 @@ const backends = {
 
 const failures = []
 const fail = (message) => failures.push(message)
-const specifier = (entry) => entry === "." ? "effect-resilience" : `effect-resilience/${entry.slice(2)}`
 const entries = Object.entries(pkg.exports).filter(([name]) => name !== "./package.json")
 const entryNames = entries.map(([name]) => name)
 const plain = entryNames.filter((name) => !(name in backends))
@@ -70,13 +70,8 @@ for (const name of Object.keys(backends)) {
 const readme = readmeParts()
 const work = mkdtempSync(join(tmpdir(), "effect-resilience-effect4-package-"))
 try {
-  execFileSync("npm", ["pack", "--pack-destination", work, "--silent"], {
-    cwd: here,
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const tarball = join(work, readdirSync(work).find((f) => f.endsWith(".tgz")) ?? "none.tgz")
-  if (!existsSync(tarball)) throw new Error("npm pack produced no tarball")
-  checkListing(tarball)
+  const { tarball, listing } = pack(here, work)
+  checkListing(here, listing, entries, fail)
   if (failures.length > 0) throw new Error("the tarball is incomplete")
   await checkLinked(tarball)
   if (offline) {
@@ -116,40 +111,15 @@ function readmeParts() {
   return { example: example ?? "", lines }
 }
 
-/** The tarball has the manifest, the readme, the license and every entry; the shipped markdown's links resolve. */
-function checkListing(tarball) {
-  const listing = new Set(
-    execFileSync("tar", ["-tzf", tarball], { encoding: "utf8" })
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => l.replace(/^package\//, ""))
-  )
-  for (const file of ["package.json", "README.md", "LICENSE"]) {
-    if (!listing.has(file)) fail(`the tarball has no ${file}`)
-  }
-  for (const [name, target] of entries) {
-    for (const file of [target.types, target.default]) {
-      if (!listing.has(file.replace(/^\.\//, ""))) fail(`exports["${name}"]: ${file} is not in the tarball`)
-    }
-  }
-  for (const doc of [...listing].filter((f) => f.endsWith(".md"))) {
-    const text = readFileSync(join(here, doc), "utf8")
-    for (const [, target] of text.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)) {
-      if (/^[a-z]+:/i.test(target)) continue
-      if (!listing.has(normalize(join(dirname(doc), target)))) {
-        fail(`${doc} links to ${target}, which is not in the tarball`)
-      }
-    }
-  }
-}
-
 /** A project of the tarball and this edition's installed packages, symlinked: type-check, run, load. */
 async function checkLinked(tarball) {
   const dir = join(work, "linked")
   const modules = join(dir, "node_modules")
   unpack(tarball, modules)
   writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "linked", private: true, type: "module" }))
-  for (const name of closure(["effect", "@effect/platform-node", "ioredis", "@types/node"])) {
+  for (
+    const name of closure(join(here, "node_modules"), ["effect", "@effect/platform-node", "ioredis", "@types/node"])
+  ) {
     mkdirSync(dirname(join(modules, name)), { recursive: true })
     symlinkSync(join(here, "node_modules", name), join(modules, name), "dir")
   }
@@ -218,13 +188,7 @@ async function checkInstallLines(tarball) {
   const started = Date.now()
   const failedBefore = failures.length
   const npm = (dir, command) =>
-    run("npm", [
-      ...command.split(/\s+/).slice(1).map((a) => a === "effect-resilience" ? tarball : a),
-      "--no-audit",
-      "--no-fund",
-      "--ignore-scripts",
-      "--prefer-offline"
-    ], { cwd: dir, maxBuffer: 16 << 20 })
+    run("npm", npmArgs(command, "effect-resilience", tarball), { cwd: dir, maxBuffer: 16 << 20 })
   const bases = readme.lines.filter((l) => l.split(/\s+/).includes("effect-resilience"))
   const additions = readme.lines.filter((l) => !bases.includes(l))
   const loaded = new Set()
@@ -259,7 +223,7 @@ async function checkInstallLines(tarball) {
     const usable = entryNames.filter((e) => (backends[e] ?? []).every(has))
     const mine = core ? plain : usable.filter((e) => e in backends)
     await checkProject(dir, what, { entries: mine, example: core })
-    const named = command.split(/\s+/).slice(2).filter((a) => !a.startsWith("-")).map((a) => a.replace(/(.)@.*$/, "$1"))
+    const named = namedPackages(command)
     const others = named.filter((n) => n !== "effect-resilience" && n !== "vitest" && n !== "@effect/vitest")
     try {
       const script = [...usable.map(specifier), ...others].map((m) => `await import(${JSON.stringify(m)})`).join("\n")
@@ -336,39 +300,4 @@ function typecheck(dir) {
 function unpack(tarball, modules) {
   mkdirSync(join(modules, "effect-resilience"), { recursive: true })
   execFileSync("tar", ["-xzf", tarball, "-C", join(modules, "effect-resilience"), "--strip-components=1"])
-}
-
-/** `names` and every package they depend on (dependencies, required peers), as installed at the top level. */
-function closure(names) {
-  const seen = new Set()
-  const visit = (name) => {
-    if (seen.has(name)) return
-    const manifest = join(here, "node_modules", name, "package.json")
-    if (!existsSync(manifest)) return // nested under its parent, which carries it
-    seen.add(name)
-    const p = JSON.parse(readFileSync(manifest, "utf8"))
-    const optional = p.peerDependenciesMeta ?? {}
-    const peers = Object.keys(p.peerDependencies ?? {}).filter((n) => optional[n]?.optional !== true)
-    for (const dep of [...Object.keys(p.dependencies ?? {}), ...peers]) visit(dep)
-  }
-  names.forEach(visit)
-  return [...seen]
-}
-
-/** The first `n` lines of `text` (the last ones when `n` is negative). */
-function head(text, n) {
-  const lines = String(text).split("\n")
-  return (n < 0 ? lines.slice(n) : lines.slice(0, n)).join("\n")
-}
-
-/** name → the versions installed, from `npm ls --all --json`. */
-function versionsIn(tree, found = new Map()) {
-  for (const [name, node] of Object.entries(tree.dependencies ?? {})) {
-    if (node.version !== undefined) {
-      if (!found.has(name)) found.set(name, new Set())
-      found.get(name).add(node.version)
-    }
-    versionsIn(node, found)
-  }
-  return found
 }
