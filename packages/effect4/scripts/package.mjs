@@ -50,6 +50,7 @@ const backends = {
   "./CircuitBreaker/Redis": ["ioredis"],
   "./IdempotencyStore/Redis": ["ioredis"],
   "./RateLimiterStore/Redis": ["ioredis"],
+  "./RedisStreamQueue": ["ioredis"],
   "./ResilientHttpClient/Node": ["@effect/platform-node"]
 }
 
