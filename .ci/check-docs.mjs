@@ -3,6 +3,8 @@
 // "effect-resilience" from src/. Exits non-zero when a block does not compile, or when a block marked as a copy
 // of a test file (`<!-- the block below is test/… (importing "…") -->`) differs from that file. A block that is a
 // test of the Effect 4 edition (packages/effect4/test/…) is only compared: the edition's own check compiles it.
+// A block marked `<!-- edition: effect4 -->` is left to the Effect 4 edition's check
+// (packages/effect4/scripts/examples.mjs); one marked `<!-- edition: both -->` is checked here and there.
 import { execFileSync } from "node:child_process"
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
@@ -25,6 +27,8 @@ for (const source of sources) {
   let i = 0
   while ((match = fence.exec(text)) !== null) {
     const line = text.slice(0, match.index).split("\n").length
+    // a block marked `<!-- edition: effect4 -->` is Effect 4 code: packages/effect4/scripts/examples.mjs checks it
+    if (/<!-- edition: effect4\b[^\n]*-->\n$/.test(text.slice(0, match.index))) continue
     // a block that is a test file, shown as a user writes it: the test runs it, so the two must stay equal
     const mirror = /<!-- the block below is (\S+) \(importing "([^"]+)"\)[^\n]*-->\n$/.exec(text.slice(0, match.index))
     if (mirror !== null) {

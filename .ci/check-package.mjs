@@ -7,10 +7,13 @@
 //   Node, with only `effect` and `@effect/platform` (and their own dependencies) in node_modules: a type or an
 //   import that reaches `ioredis`, `@effect/sql` or `@effect/platform-node` fails here;
 // - the backend entries type-check with their peers installed, so their declarations are whole too;
-// - every `npm i` line of README.md and docs/*.md works as written: it names each Effect package with a version
-//   (unversioned, npm takes the Effect 4 releases and fails with ERESOLVE), and, from the registry, it installs in
-//   a fresh project (the tarball in place of `effect-resilience`) with one copy of each Effect package, every
-//   entry point whose peers it installed loads in Node, and a line that installs vitest runs an `it.effect` test.
+// - the manifest is this edition's identity: `effect-resilience` 0.x, published under the `effect3` dist-tag;
+// - every `npm i` line of README.md and docs/*.md works as written (but the blocks marked `<!-- edition: effect4 -->`,
+//   which packages/effect4/scripts/package.mjs installs): it names the package `effect-resilience@effect3` and each
+//   Effect package with a version (unversioned, npm takes the Effect 4 releases and fails with ERESOLVE), and, from
+//   the registry, it installs in a fresh project (the tarball in place of `effect-resilience@effect3`) with one
+//   copy of each Effect package, every entry point whose peers it installed loads in Node, and a line that installs
+//   vitest runs an `it.effect` test.
 //   Every backend entry must be loaded by some line. Install scripts are not run (better-sqlite3 would compile for
 //   minutes): the packages load, the native SQLite binding is not built. EFFECT_RESILIENCE_OFFLINE=1 skips
 //   this part (it needs the registry) and says so.
@@ -32,9 +35,10 @@ import {
 } from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
-import { dirname, join, normalize } from "node:path"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
+import { checkListing, closure, head, namedPackages, npmArgs, pack, specifier, versionsIn } from "./tarball.mjs"
 
 const root = new URL("..", import.meta.url).pathname
 if (process.argv[2] === "--typecheck") process.exit(typecheck(process.argv[3]))
@@ -57,9 +61,16 @@ const required = ["effect", "@effect/platform"]
 
 const failures = []
 const fail = (message) => failures.push(message)
-const specifier = (entry) => entry === "." ? "effect-resilience" : `effect-resilience/${entry.slice(2)}`
 
 const entries = Object.entries(pkg.exports).filter(([name]) => name !== "./package.json")
+// the editions share the npm name: the Effect 4 one (packages/effect4) is 1.x on `latest`, this one 0.x under the
+// `effect3` dist-tag, so that publishing it never moves `latest` back to Effect 3 (see docs/editions.md)
+if (pkg.name !== "effect-resilience" || !/^0\./.test(pkg.version) || pkg.publishConfig?.tag !== "effect3") {
+  fail(
+    `package.json should be effect-resilience 0.x with publishConfig.tag "effect3", is ${pkg.name} ${pkg.version} ` +
+      `with tag ${pkg.publishConfig?.tag}`
+  )
+}
 for (const name of Object.keys(backends)) {
   if (pkg.exports[name] === undefined) fail(`exports has no "${name}"`)
 }
@@ -82,36 +93,9 @@ for (const name of Object.keys(paths)) {
 
 const work = mkdtempSync(join(tmpdir(), "effect-resilience-package-"))
 try {
-  execFileSync("npm", ["pack", "--pack-destination", work, "--silent"], {
-    cwd: root,
-    stdio: ["ignore", "ignore", "inherit"]
-  })
-  const tarball = readdirSync(work).find((f) => f.endsWith(".tgz"))
-  if (tarball === undefined) throw new Error("npm pack produced no tarball")
-  const listing = new Set(
-    execFileSync("tar", ["-tzf", join(work, tarball)], { encoding: "utf8" })
-      .split("\n")
-      .filter((l) => l !== "")
-      .map((l) => l.replace(/^package\//, ""))
-  )
-
-  for (const file of ["package.json", "README.md", "LICENSE"]) {
-    if (!listing.has(file)) fail(`the tarball has no ${file}`)
-  }
-  for (const [name, target] of entries) {
-    for (const file of [target.types, target.default]) {
-      if (!listing.has(file.replace(/^\.\//, ""))) fail(`exports["${name}"]: ${file} is not in the tarball`)
-    }
-  }
+  const { tarball, listing } = pack(root, work)
   // relative links of the shipped markdown must resolve inside the tarball
-  for (const doc of [...listing].filter((f) => f.endsWith(".md"))) {
-    const text = readFileSync(join(root, doc), "utf8")
-    for (const [, target] of text.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)) {
-      if (/^[a-z]+:/i.test(target)) continue
-      const file = normalize(join(dirname(doc), target))
-      if (!listing.has(file)) fail(`${doc} links to ${target}, which is not in the tarball`)
-    }
-  }
+  checkListing(root, listing, entries, fail)
   if (failures.length > 0) throw new Error("the tarball is incomplete")
 
   const consumers = [
@@ -128,8 +112,8 @@ try {
     const dir = join(work, consumer.dir)
     const modules = join(dir, "node_modules")
     mkdirSync(join(modules, "effect-resilience"), { recursive: true })
-    execFileSync("tar", ["-xzf", join(work, tarball), "-C", join(modules, "effect-resilience"), "--strip-components=1"])
-    for (const name of closure(consumer.packages)) {
+    execFileSync("tar", ["-xzf", tarball, "-C", join(modules, "effect-resilience"), "--strip-components=1"])
+    for (const name of closure(join(root, "node_modules"), consumer.packages)) {
       mkdirSync(dirname(join(modules, name)), { recursive: true })
       symlinkSync(join(root, "node_modules", name), join(modules, name), "dir")
     }
@@ -172,7 +156,7 @@ try {
     }
   })
   await Promise.all(checks)
-  await checkInstallLines(join(work, tarball), entries.map(([n]) => n))
+  await checkInstallLines(tarball, entries.map(([n]) => n))
 } catch (error) {
   fail(error instanceof Error ? error.message : String(error))
 }
@@ -213,30 +197,20 @@ function typecheck(dir) {
   return diagnostics.length === 0 ? 0 : 1
 }
 
-/** `names` and every package they depend on (dependencies, required peers), as installed at the top level. */
-function closure(names) {
-  const seen = new Set()
-  const visit = (name) => {
-    if (seen.has(name)) return
-    const manifest = join(root, "node_modules", name, "package.json")
-    if (!existsSync(manifest)) return // nested under its parent, which carries it
-    seen.add(name)
-    const p = JSON.parse(readFileSync(manifest, "utf8"))
-    const optional = p.peerDependenciesMeta ?? {}
-    const peers = Object.keys(p.peerDependencies ?? {}).filter((n) => optional[n]?.optional !== true)
-    for (const dep of [...Object.keys(p.dependencies ?? {}), ...peers]) visit(dep)
-  }
-  names.forEach(visit)
-  return [...seen]
-}
-
 /** The `npm i` / `npm install` lines of the ```sh blocks of README.md and docs/*.md, each once, in order. */
 function documentedInstallLines() {
   const docs = readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)
   const sources = ["README.md", ...docs]
   const lines = new Map()
   for (const source of sources) {
-    for (const [, block] of readFileSync(join(root, source), "utf8").matchAll(/^```sh\n([\s\S]*?)^```/gm)) {
+    // a block marked `<!-- edition: effect4 -->` is the other edition's: packages/effect4/scripts/package.mjs
+    // installs it
+    for (
+      const [, marker, block] of readFileSync(join(root, source), "utf8").matchAll(
+        /^(<!--[^\n]*-->\n)?```sh\n([\s\S]*?)^```/gm
+      )
+    ) {
+      if (marker?.startsWith("<!-- edition: effect4") === true) continue
       for (const line of block.split("\n")) {
         const command = line.replace(/#.*$/, "").trim()
         if (/^npm (i|install) /.test(command) && !lines.has(command)) lines.set(command, source)
@@ -258,21 +232,22 @@ async function checkInstallLines(tarball, entryNames) {
       }
     }
   }
-  if (!lines.some((l) => l.command.includes(" effect-resilience "))) fail("README.md and docs/ give no install line")
+  for (const { command, source } of lines) {
+    if (command.split(/\s+/).includes("effect-resilience")) {
+      fail(
+        `${source}: "${command}" names effect-resilience without the effect3 tag: npm would take the Effect 4 edition`
+      )
+    }
+  }
+  if (!lines.some((l) => isThisPackage(l.command))) fail("README.md and docs/ give no install line")
   if (process.env["EFFECT_RESILIENCE_OFFLINE"] === "1") {
     console.log(`package check: EFFECT_RESILIENCE_OFFLINE=1, the ${lines.length} install lines were NOT installed`)
     return
   }
   const run = promisify(execFile)
   const npm = (dir, command) =>
-    run("npm", [
-      ...command.split(/\s+/).slice(1).map((a) => a === "effect-resilience" ? tarball : a),
-      "--no-audit",
-      "--no-fund",
-      "--ignore-scripts",
-      "--prefer-offline"
-    ], { cwd: dir, maxBuffer: 16 << 20 })
-  const bases = lines.filter((l) => l.command.split(/\s+/).includes("effect-resilience"))
+    run("npm", npmArgs(command, "effect-resilience@effect3", tarball), { cwd: dir, maxBuffer: 16 << 20 })
+  const bases = lines.filter((l) => isThisPackage(l.command))
   // a line without the package adds to a project that has it: the first (core) line's
   const additions = lines.filter((l) => !bases.includes(l))
   const loaded = new Set()
@@ -297,7 +272,7 @@ async function checkInstallLines(tarball, entryNames) {
       }
     }
     const usable = entryNames.filter((e) => (backends[e] ?? []).every(has))
-    const named = command.split(/\s+/).slice(2).filter((a) => !a.startsWith("-")).map((a) => a.replace(/(.)@.*$/, "$1"))
+    const named = namedPackages(command)
     const imports = [
       ...usable.map(specifier),
       ...named.filter((n) => n !== "effect-resilience" && n !== "vitest" && n !== "@effect/vitest")
@@ -344,20 +319,7 @@ async function checkInstallLines(tarball, entryNames) {
   )
 }
 
-/** The first `n` lines of `text` (the last ones when `n` is negative). */
-function head(text, n) {
-  const lines = String(text).split("\n")
-  return (n < 0 ? lines.slice(n) : lines.slice(0, n)).join("\n")
-}
-
-/** name → the versions installed, from `npm ls --all --json`. */
-function versionsIn(tree, found = new Map()) {
-  for (const [name, node] of Object.entries(tree.dependencies ?? {})) {
-    if (node.version !== undefined) {
-      if (!found.has(name)) found.set(name, new Set())
-      found.get(name).add(node.version)
-    }
-    versionsIn(node, found)
-  }
-  return found
+/** Whether an `npm i` line installs this edition: `effect-resilience@effect3`. */
+function isThisPackage(command) {
+  return command.split(/\s+/).includes("effect-resilience@effect3")
 }

@@ -1,8 +1,11 @@
 // The API reference: @effect/docgen reads the JSDoc of the public modules (docgen.json) and writes one page per
 // module into docs/api/modules/, with docs/api/README.md as the index.
 //
-//   node .ci/docgen.mjs          (npm run docs)   writes docs/api/
-//   node .ci/docgen.mjs --check  (npm run check)  writes nothing; fails when docgen fails or docs/api/ is stale
+//   node .ci/docgen.mjs                  (npm run docs)   writes docs/api/
+//   node .ci/docgen.mjs --check          (npm run check)  writes nothing; fails when docgen fails or docs/api/ is stale
+//   node .ci/docgen.mjs [--check] <dir>  the same for the package in <dir>, with its own docgen.json, tsconfig.json
+//                                        and node_modules: packages/effect4 (the Effect 4 edition) writes
+//                                        packages/effect4/docs/api/, its examples compiled against its effect 4
 //
 // docgen fails when an export has no `@since` or a JSDoc `@example` does not compile: it writes every example to
 // a file and runs `tsc` on them with the project's compiler options (tsconfig.json, so `effect-resilience/...`
@@ -25,10 +28,12 @@
 // that front matter (docgen writes a blank line before it) and turn it into text.
 import { execFileSync } from "node:child_process"
 import { chmodSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
-import { delimiter, dirname, join, relative } from "node:path"
+import { delimiter, dirname, join, relative, resolve } from "node:path"
 
-const root = new URL("..", import.meta.url).pathname
-const check = process.argv[2] === "--check"
+const repo = new URL("..", import.meta.url).pathname
+const args = process.argv.slice(2)
+const check = args.includes("--check")
+const root = resolve(repo, args.find((a) => a !== "--check") ?? ".")
 const read = (file) => readFileSync(join(root, file), "utf8")
 const config = JSON.parse(read("docgen.json"))
 const pkg = JSON.parse(read("package.json"))
@@ -62,12 +67,14 @@ writeFileSync(
 )
 
 try {
-  execFileSync(process.execPath, [join(root, "node_modules/@effect/docgen/bin.cjs")], {
+  execFileSync(process.execPath, [join(repo, "node_modules/@effect/docgen/bin.cjs")], {
     cwd: work,
     stdio: "inherit",
     env: {
       ...process.env,
-      PATH: [join(work, "bin"), join(root, "node_modules/.bin"), process.env.PATH].join(delimiter)
+      // the package's own tsc first: it compiles the examples against the package's effect
+      PATH: [join(work, "bin"), join(root, "node_modules/.bin"), join(repo, "node_modules/.bin"), process.env.PATH]
+        .join(delimiter)
     }
   })
 } catch {
@@ -118,22 +125,32 @@ if (check) {
     ...existing.filter((file) => !files.has(file))
   ]
   if (stale.length > 0) {
-    console.error(`${config.outDir} is stale (${stale.join(", ")}): run npm run docs`)
+    console.error(`${relative(repo, out)} is stale (${stale.join(", ")}): run npm run docs`)
     process.exit(1)
   }
-  console.log(`docgen: ${pages.size} module pages in ${config.outDir} are up to date`)
+  console.log(`docgen: ${pages.size} module pages in ${relative(repo, out)} are up to date`)
 } else {
   rmSync(out, { recursive: true, force: true })
   for (const [file, text] of files) {
     mkdirSync(dirname(join(out, file)), { recursive: true })
     writeFileSync(join(out, file), text)
   }
-  console.log(`docgen: wrote ${pages.size} module pages and README.md to ${config.outDir}`)
+  console.log(`docgen: wrote ${pages.size} module pages and README.md to ${relative(repo, out)}`)
 }
 rmSync(work, { recursive: true, force: true })
 
 /** The index: each entry point, how to import it, and the first sentence of its overview. */
 function index(entries) {
+  // the edition: its required peers, and where its guides are listed
+  const optional = pkg.peerDependenciesMeta ?? {}
+  const needs = Object.keys(pkg.peerDependencies ?? {}).filter((n) => optional[n]?.optional !== true)
+    .sort((a, b) => a === "effect" ? -1 : b === "effect" ? 1 : a.localeCompare(b))
+    .map((n) => `\`${n}\``).join(" and ")
+  const effect = pkg.peerDependencies.effect
+  const edition = `the Effect ${/\d+/.exec(effect)?.[0]} edition (\`effect\` ${effect})`
+  const guides = root === resolve(repo)
+    ? `This is the reference of ${edition}; the guides are listed in the [README](../../README.md#modules).`
+    : `This is the reference of ${edition}; its [README](../../README.md) says where it differs from the Effect 3 edition.`
   const reexported = new Map(
     [...read("src/index.ts").matchAll(/^export \* as (\w+) from "\.\/(.+)\.js"$/gm)].map(([, name, path]) => [
       `modules/${path}.ts.md`,
@@ -157,9 +174,10 @@ function index(entries) {
     "",
     "One page per entry point of `effect-resilience`, generated from the JSDoc in `src/` by `npm run docs`",
     "([@effect/docgen](https://github.com/Effect-TS/docgen)). Do not edit these files: `npm run check` fails",
-    "when they differ from what the sources generate. The guides are listed in the [README](../../README.md#modules).",
+    "when they differ from what the sources generate.",
+    guides,
     "",
-    `The root, \`${pkg.name}\`, re-exports the modules that need only \`effect\` and \`@effect/platform\`, each as a`,
+    `The root, \`${pkg.name}\`, re-exports the modules that need only ${needs}, each as a`,
     "namespace; the backends that need an optional peer dependency are imported from their own entry points.",
     "",
     "| Module | Import | |",

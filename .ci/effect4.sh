@@ -2,7 +2,10 @@
 # Runs a command of the Effect 4 edition (packages/effect4) from the repository root, on any machine:
 #
 #   bash .ci/effect4.sh install   install its dependencies (npm ci in packages/effect4)
-#   bash .ci/effect4.sh check     its type-check and examples, and that its core is the root's, byte for byte
+#   bash .ci/effect4.sh check     its type-check and examples, that its core is the root's, byte for byte, that
+#                                 its docs/api/ is up to date, and its package in a fresh project
+#                                 (scripts/package.mjs; EFFECT_RESILIENCE_OFFLINE=1 skips the registry installs)
+#   bash .ci/effect4.sh docs      regenerate its API reference, packages/effect4/docs/api/ (root npm run docs does)
 #   bash .ci/effect4.sh test      its whole suite (unit, then integration)
 #   bash .ci/effect4.sh <script>  any other npm script of packages/effect4 (bench, bench:sqlite, demo, serve, ...)
 #
@@ -40,7 +43,18 @@ install() {
   npm ci --no-audit --no-fund
   cp package-lock.json node_modules/.installed-lock.json
 }
-installed() { [ -f node_modules/.installed-lock.json ] && cmp -s package-lock.json node_modules/.installed-lock.json; }
+# installed when the lock file's tree is the one last installed (the package's own name and version aside: they change
+# on a release and install nothing)
+installed() {
+  [ -f node_modules/.installed-lock.json ] && node -e '
+    const { readFileSync } = require("node:fs")
+    const tree = (file) => {
+      const lock = JSON.parse(readFileSync(file, "utf8"))
+      delete lock.name, delete lock.version, delete lock.packages[""].name, delete lock.packages[""].version
+      return JSON.stringify(lock)
+    }
+    process.exit(tree("package-lock.json") === tree("node_modules/.installed-lock.json") ? 0 : 1)'
+}
 
 case "$command" in
   install) install ;;
@@ -49,6 +63,10 @@ case "$command" in
     npm run -s check
     # the edition is tested over a copy of the one core: prove it is still that core
     node scripts/core.mjs --check
+    # its API reference (docs/api/, committed) is what its JSDoc generates
+    node ../../.ci/docgen.mjs --check packages/effect4
+    # the packed edition in a fresh project: the README's Effect 4 install lines, example and entry points
+    node scripts/package.mjs
     ;;
   test)
     installed || install

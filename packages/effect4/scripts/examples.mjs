@@ -1,6 +1,6 @@
-// Extracts every ```ts example of the public modules' JSDoc (src/**/*.ts but the core and internal/) and of the README
-// into .examples/ (git-ignored), one file per example, for `tsc -p tsconfig.examples.json` to type-check: an example
-// that does not compile fails `npm run check`. The examples import the library as users do, `effect-resilience` and
+// Extracts every ```ts example of the public modules' JSDoc (src/**/*.ts but the core and internal/), of the README and
+// of the Effect 4 blocks of the repository's README.md and docs/ (below) into .examples/ (git-ignored), one file per
+// example, for `tsc -p tsconfig.examples.json` to type-check: an example that does not compile fails `npm run check`. The examples import the library as users do, `effect-resilience` and
 // its entry points (`effect-resilience/RateLimiterStore/Redis`), mapped to src/ by tsconfig.json's paths.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
@@ -42,6 +42,20 @@ for (const path of modules(src)) {
   }
 }
 extract("README", readFileSync(join(pkg, "README.md"), "utf8").split("\n"))
+// the repository's README.md and docs/: the blocks marked as Effect 4 code (`<!-- edition: effect4 -->`) or as code
+// of both editions (`<!-- edition: both -->`); the root's check-docs.mjs checks the others against the Effect 3 edition
+const repo = join(pkg, "../..")
+for (
+  const doc of [
+    "README.md",
+    ...readdirSync(join(repo, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)
+  ]
+) {
+  const text = readFileSync(join(repo, doc), "utf8")
+  for (const [, body] of text.matchAll(/^<!-- edition: (?:effect4|both)\b[^\n]*-->\n```ts\n([\s\S]*?)^```/gm)) {
+    extract(`repo-${basename(doc, ".md")}`, ["```ts", ...body.split("\n"), "```"])
+  }
+}
 if (count === 0) {
   console.error("scripts/examples.mjs: no examples found")
   process.exit(1)
