@@ -318,6 +318,43 @@ describe("Consumer.run (memory)", () => {
       expect(left.every((m) => m.receiveCount === 1)).toBe(true)
     }))
 
+  it.effect("a worker takes the next message while the last acknowledgement is under way; closing waits for it", () =>
+    Effect.gen(function*() {
+      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      const gate = yield* Deferred.make<void>()
+      const acks: Array<string> = []
+      // an engine that answers acks only when the gate opens
+      const source: QueueSource.QueueSource<Body> = {
+        ...memory,
+        ack: (m) => Effect.andThen(Deferred.await(gate), Effect.tap(memory.ack(m), () => Effect.sync(() => acks.push(m.id))))
+      }
+      yield* source.send([msg("a"), msg("b"), msg("c")])
+      const handled: Array<string> = []
+      const scope = yield* Scope.make()
+      const consumer = yield* Scope.provide(
+        Consumer.run({
+          source,
+          handler: (m) => Effect.sync(() => handled.push(m.id)),
+          concurrency: 1,
+          bufferSize: 2,
+          maxReceiveCount: 3
+        }),
+        scope
+      )
+      yield* settle
+      // all three handled by the one worker, none acknowledged yet: each still holds its slot
+      expect(handled).toEqual(["a", "b", "c"])
+      expect(yield* consumer.stats).toMatchObject({ received: 3, processed: 0, handling: 0 })
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* settle
+      expect(Option.isNone(yield* poll(closing))).toBe(true)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(closing)
+      expect(acks.sort()).toEqual(["a", "b", "c"])
+      expect((yield* consumer.stats).processed).toBe(3)
+      expect(yield* memory.receive(10)).toEqual([])
+    }))
+
   it.effect("orderedByKey: messages of one key are handled one at a time, in order", () =>
     Effect.gen(function*() {
       const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
