@@ -326,7 +326,8 @@ describe("Consumer.run (memory)", () => {
       // an engine that answers acks only when the gate opens
       const source: QueueSource.QueueSource<Body> = {
         ...memory,
-        ack: (m) => Effect.andThen(Deferred.await(gate), Effect.tap(memory.ack(m), () => Effect.sync(() => acks.push(m.id))))
+        ack: (m) =>
+          Effect.andThen(Deferred.await(gate), Effect.tap(memory.ack(m), () => Effect.sync(() => acks.push(m.id))))
       }
       yield* source.send([msg("a"), msg("b"), msg("c")])
       const handled: Array<string> = []
