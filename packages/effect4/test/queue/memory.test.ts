@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, Metric, Option, Schedule, Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Metric, Option, References, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as ConsumerSql from "../../src/Consumer/Sql.js"
 import { Consumer, DeadLetter, Failure, QueueSource } from "../../src/index.js"
@@ -354,6 +354,24 @@ describe("Consumer.run (memory)", () => {
       expect(acks.sort()).toEqual(["a", "b", "c"])
       expect((yield* consumer.stats).processed).toBe(3)
       expect(yield* memory.receive(10)).toEqual([])
+    }))
+
+  it.effect("the handler runs in a queue.handle span that captures no stack trace (it would point at the consumer)", () =>
+    Effect.gen(function*() {
+      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      yield* source.send([msg("a")])
+      const frames: Array<References.StackFrame | undefined> = []
+      const consumer = yield* Consumer.run({
+        source,
+        handler: () =>
+          Effect.gen(function*() {
+            frames.push(yield* References.CurrentStackFrame)
+          }),
+        maxReceiveCount: 3
+      })
+      yield* until(Effect.map(consumer.stats, (s) => s.processed === 1))
+      expect(frames.map((frame) => frame?.name)).toEqual(["queue.handle"])
+      expect(frames[0]!.stack()).toBeUndefined()
     }))
 
   it.effect("orderedByKey: messages of one key are handled one at a time, in order", () =>
