@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, Metric, Option, Schedule, Scope } from "effect"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Metric, Option, References, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as ConsumerSql from "../../src/Consumer/Sql.js"
 import { Consumer, DeadLetter, Failure, QueueSource } from "../../src/index.js"
@@ -316,6 +316,62 @@ describe("Consumer.run (memory)", () => {
       const left = yield* source.receive(100)
       expect(left.map((m) => m.id).sort()).toEqual(["m2", "m3", "m4", "m5", "m6", "m7", "m8", "m9"])
       expect(left.every((m) => m.receiveCount === 1)).toBe(true)
+    }))
+
+  it.effect("a worker takes the next message while the last acknowledgement is under way; closing waits for it", () =>
+    Effect.gen(function*() {
+      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      const gate = yield* Deferred.make<void>()
+      const acks: Array<string> = []
+      // an engine that answers acks only when the gate opens
+      const source: QueueSource.QueueSource<Body> = {
+        ...memory,
+        ack: (m) =>
+          Effect.andThen(Deferred.await(gate), Effect.tap(memory.ack(m), () => Effect.sync(() => acks.push(m.id))))
+      }
+      yield* source.send([msg("a"), msg("b"), msg("c")])
+      const handled: Array<string> = []
+      const scope = yield* Scope.make()
+      const consumer = yield* Scope.provide(
+        Consumer.run({
+          source,
+          handler: (m) => Effect.sync(() => handled.push(m.id)),
+          concurrency: 1,
+          bufferSize: 2,
+          maxReceiveCount: 3
+        }),
+        scope
+      )
+      yield* settle
+      // all three handled by the one worker, none acknowledged yet: each still holds its slot
+      expect(handled).toEqual(["a", "b", "c"])
+      expect(yield* consumer.stats).toMatchObject({ received: 3, processed: 0, handling: 0 })
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      yield* settle
+      expect(Option.isNone(yield* poll(closing))).toBe(true)
+      yield* Deferred.succeed(gate, undefined)
+      yield* Fiber.join(closing)
+      expect(acks.sort()).toEqual(["a", "b", "c"])
+      expect((yield* consumer.stats).processed).toBe(3)
+      expect(yield* memory.receive(10)).toEqual([])
+    }))
+
+  it.effect("the handler runs in a queue.handle span that captures no stack trace (it would point at the consumer)", () =>
+    Effect.gen(function*() {
+      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      yield* source.send([msg("a")])
+      const frames: Array<References.StackFrame | undefined> = []
+      const consumer = yield* Consumer.run({
+        source,
+        handler: () =>
+          Effect.gen(function*() {
+            frames.push(yield* References.CurrentStackFrame)
+          }),
+        maxReceiveCount: 3
+      })
+      yield* until(Effect.map(consumer.stats, (s) => s.processed === 1))
+      expect(frames.map((frame) => frame?.name)).toEqual(["queue.handle"])
+      expect(frames[0]!.stack()).toBeUndefined()
     }))
 
   it.effect("orderedByKey: messages of one key are handled one at a time, in order", () =>

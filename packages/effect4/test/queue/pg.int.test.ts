@@ -79,6 +79,30 @@ describePg("PgQueue", () => {
         expect(yield* source.ack(late!)).toBe(false)
       }))
 
+    it.effect("concurrent acks share one statement, each fenced on its own: stale and repeated receipts match nothing", () =>
+      Effect.gen(function*() {
+        const table = fresh("q")
+        const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "1 second" })
+        yield* source.send([msg("a"), msg("b"), msg("c"), msg("d")])
+        const first = yield* source.receive(4)
+        yield* TestClock.adjust("1 second")
+        const [again] = yield* source.receive(1) // a second delivery of the oldest: its first receipt is stale
+        const stale = first.find((m) => m.id === again!.id)!
+        const others = first.filter((m) => m !== stale)
+        const results = yield* Effect.all([
+          source.ack(stale),
+          source.ack(again!),
+          source.ack(again!),
+          ...others.map((m) => source.ack(m)),
+          Effect.exit(source.ack({ ...stale, receipt: "not-a-seq:1" }))
+        ], { concurrency: "unbounded" })
+        expect(results[0]).toBe(false)
+        expect(results.slice(1, 3).filter((acked) => acked === true)).toHaveLength(1)
+        expect(results.slice(3, 6)).toEqual([true, true, true])
+        expect(Exit.isFailure(results[6] as Exit.Exit<boolean, unknown>)).toBe(true)
+        expect(yield* count(table)).toBe(0)
+      }))
+
     it.effect("dead letters: atomic move, list, inspect, redrive, purge, depth", () =>
       Effect.gen(function*() {
         const table = fresh("q")

@@ -135,4 +135,32 @@ describeRedis("RedisStreamQueue: time limits and visibility renewal", () => {
       expect(yield* alive.ack(again[0]!)).toBe(true)
       expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
     }).pipe(Effect.scoped))
+
+  it.live("concurrent acks share a script call, each fenced on its own: stale and repeated receipts match nothing", () =>
+    Effect.gen(function*() {
+      const redis = yield* connect
+      const stream = freshStream()
+      const options = { redis, stream, visibilityTimeout: "200 millis", reclaimInterval: "1 millis" } as const
+      const dead = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "dead" })
+      const alive = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "alive" })
+      yield* dead.send(["a", "b", "c", "d"].map(msg))
+      const first = yield* dead.receive(4)
+      let taken: ReadonlyArray<(typeof first)[number]> = []
+      yield* eventually(Effect.map(alive.receive(1), (got) => (taken = got).length > 0))
+      const a = first.find((m) => m.id === taken[0]!.id)!
+      const others = first.filter((m) => m !== a)
+      // the taken-over delivery (stale), its current one twice, the other three (still "dead"'s), a bad receipt
+      const [stale, current, repeated, ...rest] = yield* Effect.all([
+        dead.ack(a),
+        alive.ack(taken[0]!),
+        alive.ack(taken[0]!),
+        ...others.map((m) => dead.ack(m)),
+        Effect.exit(dead.ack({ ...a, receipt: "not-an-entry:1" }))
+      ], { concurrency: "unbounded" })
+      expect(stale).toBe(false)
+      expect([current, repeated].filter((acked) => acked === true)).toHaveLength(1)
+      expect(rest.slice(0, 3)).toEqual([true, true, true])
+      expect(Exit.isFailure(rest[3] as Exit.Exit<boolean, unknown>)).toBe(true)
+      expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
+    }).pipe(Effect.scoped))
 })

@@ -32,6 +32,13 @@ export interface RedisQueue {
     keys: ReadonlyArray<string>,
     args: ReadonlyArray<string>
   ) => Effect.Effect<number, QueueError>
+  /** As `run`, for a script that answers a list of numbers. */
+  readonly runMany: (
+    operation: string,
+    script: redisClient.Script,
+    keys: ReadonlyArray<string>,
+    args: ReadonlyArray<string>
+  ) => Effect.Effect<ReadonlyArray<number>, QueueError>
 }
 
 export const context = (options: RedisOptions): RedisQueue => {
@@ -62,9 +69,13 @@ export const context = (options: RedisOptions): RedisQueue => {
     call: <T>(operation: string, f: () => Promise<unknown>) =>
       redisClient.call(f, timeout, (reply) => reply as T, fail(operation)),
     run: (operation, s, scriptKeys, args) =>
-      redisClient.runScript(client, s, scriptKeys, args, false, timeout, Number, fail(operation))
+      redisClient.runScript(client, s, scriptKeys, args, false, timeout, Number, fail(operation)),
+    runMany: (operation, s, scriptKeys, args) =>
+      redisClient.runScript(client, s, scriptKeys, args, false, timeout, numbers, fail(operation))
   }
 }
+
+const numbers = (reply: unknown): ReadonlyArray<number> => Array.isArray(reply) ? reply.map(Number) : []
 
 export const fieldsOf = (list: ReadonlyArray<string>): Record<string, string> => {
   const out: Record<string, string> = {}

@@ -2,14 +2,18 @@ import { Clock, Duration, Effect } from "effect"
 import type { Message, QueueSource, ReleaseOptions } from "../../QueueSource.js"
 import type { RedisOptions } from "../../RedisStreamQueue.js"
 import * as redisClient from "../redis/client.js"
+import { ackBatcher } from "./ackBatch.js"
 import type { QueueError } from "./queueSource.js"
 import { chunk, context, type RedisQueue } from "./redisStreamContext.js"
 import { redisDeadLetters, redisMoveToDlq } from "./redisStreamDeadLetters.js"
 import { makeReceive } from "./redisStreamReceive.js"
-import { ACK, CREATE_GROUP, EXTEND, RELEASE } from "./redisStreamScripts.js"
+import { ACK, ACK_MANY, CREATE_GROUP, EXTEND, RELEASE } from "./redisStreamScripts.js"
 import { randomId, serialize, serializedPairs, splitReceipt } from "./shared.js"
 
 export { type StreamKeys, streamKeys } from "./redisStreamKeys.js"
+
+/** At most this many acks share one script call. */
+const ACK_BATCH = 128
 
 /**
  * Visibility is Redis's: a pending entry whose idle time (since its last delivery, by the server's clock)
@@ -46,6 +50,19 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
     )
   }
 
+  // concurrent acks share one script call; a receipt that is not ours goes alone, so that its error is its own
+  const ackMany = ackBatcher<readonly [string, string], QueueError>(ACK_BATCH, (items) =>
+    Effect.map(
+      q.runMany("ack", ACK_MANY, [stream, errors], [q.group, consumer, ...items.flat()]),
+      (replies) => items.map((_, i) => replies[i] === 1)
+    ))
+  const ack = (message: Message<A>) => {
+    const [entryId, count] = splitReceipt(message.receipt)
+    return /^\d{1,20}-\d{1,20}$/.test(entryId) && Number.isSafeInteger(count)
+      ? ackMany([entryId, String(count)])
+      : fenced("ack", ACK, [stream, errors], message)
+  }
+
   const release = (message: Message<A>, opts?: ReleaseOptions) => {
     // whole milliseconds, never shorter than asked
     const delay = opts?.delay === undefined ? 0 : Math.ceil(Duration.toMillis(opts.delay))
@@ -71,7 +88,7 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
     visibilityTimeout: Duration.millis(q.visibility),
     send: (messages) => send(q, messages),
     receive,
-    ack: (message) => fenced("ack", ACK, [stream, errors], message),
+    ack,
     extend: (message) => fenced("extend", EXTEND, [stream], message),
     release,
     deadLetter,

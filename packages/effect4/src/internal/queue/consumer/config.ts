@@ -12,6 +12,12 @@ export interface Config<A, E, R, R2> {
   readonly concurrency: number
   readonly maxReceiveCount: number
   readonly batchSize: number
+  /**
+   * The poller claims once at least this many slots are free: half the buffer (at most a batch), so that
+   * a claim fetches a batch instead of one message per slot freed, while the buffered half keeps every worker
+   * busy; 1 with `orderedByKey`, where one partition may run dry while the others are full.
+   */
+  readonly claimAtLeast: number
   readonly pollInterval: Duration.Duration
   /** The handler's time limit per delivery (ms), retries included. */
   readonly timeLimit: number
@@ -58,6 +64,7 @@ export const compile = <A, E, R, R2>(options: Options<A, E, R, R2>): Config<A, E
     concurrency,
     maxReceiveCount,
     batchSize,
+    claimAtLeast: options.orderedByKey === true ? 1 : Math.max(1, Math.min(batchSize, Math.floor(bufferSize / 2))),
     pollInterval,
     timeLimit,
     shutdownGrace,

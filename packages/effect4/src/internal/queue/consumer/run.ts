@@ -17,11 +17,16 @@ export const ABANDON_AFTER_MILLIS = 1_000
  * buffer long enough for their visibility timeout to run out. Workers take from one shared buffer, or,
  * with `orderedByKey`, each from its own partition so that one key is handled by one worker in order.
  * Each handler runs under its time limit while its message's visibility is extended (`runDelivery`).
+ * A worker does not wait for the acknowledgement of the message it handled: the ack runs in a fiber of its
+ * own (its message keeps its slot until the source answered) while the worker takes the next message, so
+ * acks are pipelined, and a source that groups concurrent acks (PgQueue, RedisStreamQueue) sends them in
+ * one call even at concurrency 1. Only a message whose handler succeeded is ever acknowledged.
  *
  * Shutdown (the scope closes): the poller stops, buffered messages are released unprocessed (their
  * receive is undone), and the consumer waits, for at most the shutdown grace, for the messages being handled
- * to finish and be settled; then it interrupts those handlers (their messages stay in flight, to come back
- * after the visibility timeout) and waits at most `ABANDON_AFTER_MILLIS` more.
+ * to finish and be settled (acknowledgements under way included); then it interrupts those handlers and
+ * acknowledgements (their messages stay in flight, to come back after the visibility timeout) and waits at
+ * most `ABANDON_AFTER_MILLIS` more.
  */
 export const run = <A, E, R, R2>(
   options: Options<A, E, R, R2>
@@ -37,8 +42,30 @@ export const run = <A, E, R, R2>(
     const held = { n: 0, stopped: false }
     const done = Effect.andThen(Effect.sync(() => held.n--), slots.release(1))
     const process = processor(config, stats, () => held.stopped)
+    const acking = new Set<Fiber.Fiber<void>>()
+    // the acknowledgement of a handled message goes on without its worker, which takes the next message
+    // meanwhile; its slot is freed once the source answered. The fiber starts at once, with the worker's
+    // interruptibility (none, inside the mask; the settle itself runs interruptibly)
+    const ackLater = (ack: Effect.Effect<void>) =>
+      Effect.flatMap(
+        Effect.forkDetach(Effect.ensuring(ack, done), { startImmediately: true, uninterruptible: "inherit" }),
+        (fiber) =>
+          Effect.sync(() => {
+            if (fiber.pollUnsafe() !== undefined) return
+            acking.add(fiber)
+            fiber.addObserver(() => acking.delete(fiber))
+          })
+      )
     const worker = (buffer: Queue.Queue<Message<A>>) =>
-      Effect.forever(Effect.flatMap(Queue.take(buffer), (message) => Effect.ensuring(process(message), done)))
+      Effect.forever(
+        Effect.flatMap(Queue.take(buffer), (message) =>
+          Effect.uninterruptibleMask((restore) =>
+            Effect.flatMap(
+              Effect.exit(restore(process(message))),
+              (exit) => exit._tag === "Success" && exit.value !== undefined ? ackLater(exit.value) : done
+            )
+          ))
+      )
     const poller = Effect.forever(
       Effect.flatMap(
         pollOnce(config, stats, slots, buffers, held),
@@ -55,7 +82,7 @@ export const run = <A, E, R, R2>(
         )
         const pollerFiber = yield* Effect.forkDetach(restore(poller))
         yield* Effect.addFinalizer(() =>
-          shutdown(config, buffers, pollerFiber, workers, done, () => void (held.stopped = true))
+          shutdown(config, buffers, pollerFiber, workers, acking, done, () => void (held.stopped = true))
         )
       })
     )
@@ -70,7 +97,9 @@ export const run = <A, E, R, R2>(
 /**
  * Handles one claimed message: skipped when it waited past its visibility timeout, dead-lettered unrun when
  * it was received too often, otherwise run (retry, time limit, renewal) and settled. An interruption of the
- * worker (shutdown) while the handler runs leaves the message in flight, counted as abandoned.
+ * worker (shutdown) while the handler runs leaves the message in flight, counted as abandoned. A handler
+ * that succeeded is not acknowledged here: its acknowledgement is returned, for the worker to start without
+ * waiting for it (only a message whose handler has ended is ever acknowledged).
  */
 const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, stopped: () => boolean) => {
   const { handler, source } = config.options
@@ -79,17 +108,25 @@ const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, st
     let effect: Effect.Effect<unknown, unknown, R | R2> = Effect.suspend(() => handler(message))
     if (config.withRetry !== undefined) effect = config.withRetry(effect)
     return runDelivery(source, config.timeLimit, stats, stopped, message, effect).pipe(
+      // no stack trace (Effect 4 takes it as the trace options, the third argument): it would point here, not
+      // at the user's code, and capturing one costs more than the span
       Effect.withSpan("queue.handle", {
         attributes: {
           "queue.name": source.name,
           "message.id": message.id,
           "message.receive_count": message.receiveCount
         }
-      })
+      }, { captureStackTrace: false })
     )
   }
-  const processFresh = (message: Message<A>): Effect.Effect<void, never, R | R2> => {
-    if (visibilityRules.overLimit(message.receiveCount, config.maxReceiveCount)) return settler.overLimit(message)
+  type Later = Effect.Effect<void> | undefined
+  const logFailure = Effect.catchCause((cause) =>
+    Effect.as(Effect.logError(`queue ${source.name}: settling a message failed`, cause), undefined)
+  )
+  const processFresh = (message: Message<A>): Effect.Effect<Later, never, R | R2> => {
+    if (visibilityRules.overLimit(message.receiveCount, config.maxReceiveCount)) {
+      return Effect.as(settler.overLimit(message), undefined)
+    }
     const abandoned = Effect.sync(() => void stats.abandoned++)
     return Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
@@ -97,28 +134,31 @@ const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, st
         return Effect.flatMap(Effect.exit(restore(handle(message))), (exit) => {
           stats.handling--
           // interrupted: a handler of its own accord, or the worker at shutdown: the message stays in flight
-          if (exit._tag === "Failure" && Cause.hasInterruptsOnly(exit.cause)) return abandoned
-          return Effect.onInterrupt(restore(settler.settle(message, exit)), () => abandoned)
+          if (exit._tag === "Failure" && Cause.hasInterruptsOnly(exit.cause)) return Effect.as(abandoned, undefined)
+          // (`onInterrupt` outside `restore`: an interruption already pending counts too)
+          const settle = (run: (effect: Effect.Effect<void>) => Effect.Effect<void>) =>
+            Effect.onInterrupt(run(settler.settle(message, exit)), () => abandoned)
+          return exit._tag === "Success"
+            ? Effect.succeed<Later>(Effect.asVoid(logFailure(settle(Effect.interruptible))))
+            : Effect.as(settle(restore), undefined)
         })
       })
-    ).pipe(
-      Effect.catchCause((cause) => Effect.logError(`queue ${source.name}: settling a message failed`, cause))
-    )
+    ).pipe(logFailure)
   }
-  return (message: Message<A>): Effect.Effect<void, never, R | R2> =>
+  return (message: Message<A>): Effect.Effect<Later, never, R | R2> =>
     Effect.flatMap(
       Clock.currentTimeMillis,
       (now) =>
         visibilityRules.isExpired(message.receivedAt, config.visibility, now)
-          ? settler.abandonStale(message)
+          ? Effect.as(settler.abandonStale(message), undefined)
           : processFresh(message)
     )
 }
 
 /**
- * Claims as many messages as there is room for (at least one slot, waited for interruptibly) and hands them
- * to the workers' buffers. Receive-and-dispatch is uninterruptible: a claimed message is never lost between
- * the two. Returns how many messages came.
+ * Claims as many messages as there is room for (at least `claimAtLeast` slots, waited for interruptibly) and
+ * hands them to the workers' buffers. Receive-and-dispatch is uninterruptible: a claimed message is never
+ * lost between the two. Returns how many messages came.
  */
 const pollOnce = <A, E, R, R2>(
   config: Config<A, E, R, R2>,
@@ -130,11 +170,12 @@ const pollOnce = <A, E, R, R2>(
   const { source } = config.options
   return Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
-      yield* restore(slots.take(1))
-      const extra = Math.min(config.batchSize - 1, config.capacity - held.n - 1)
+      const first = config.claimAtLeast
+      yield* restore(slots.take(first))
+      const extra = Math.min(config.batchSize - first, config.capacity - held.n - first)
       if (extra > 0) yield* slots.take(extra)
-      held.n += 1 + extra
-      const wanted = 1 + extra
+      held.n += first + extra
+      const wanted = first + extra
       const messages = yield* source.receive(wanted).pipe(
         Effect.catchCause((cause) =>
           Effect.as(Effect.logWarning(`queue ${source.name}: receive failed`, cause), [] as ReadonlyArray<Message<A>>)
@@ -159,13 +200,16 @@ const shutdown = <A, E, R, R2>(
   buffers: ReadonlyArray<Queue.Queue<Message<A>>>,
   pollerFiber: Fiber.Fiber<never>,
   workers: ReadonlyArray<Fiber.Fiber<never>>,
+  acking: ReadonlySet<Fiber.Fiber<void>>,
   done: Effect.Effect<void>,
   stop: () => void
 ): Effect.Effect<void> => {
   const { source } = config.options
-  // the waits run interruptibly (a finalizer does not), so that their timeouts can end them
+  // the waits run interruptibly (a finalizer does not), so that their timeouts can end them: the workers,
+  // then the acknowledgements they left under way (once the workers ended, no more start)
   const awaitWorkers = (millis: number) =>
-    Effect.interruptible(Fiber.awaitAll(workers)).pipe(Effect.timeoutOption(millis), Effect.map(Option.isSome))
+    Effect.interruptible(Effect.andThen(Fiber.awaitAll(workers), Effect.suspend(() => Fiber.awaitAll([...acking]))))
+      .pipe(Effect.timeoutOption(millis), Effect.map(Option.isSome))
   return Effect.gen(function*() {
     yield* Fiber.interrupt(pollerFiber)
     for (const buffer of buffers) {
@@ -182,7 +226,7 @@ const shutdown = <A, E, R, R2>(
       `queue ${source.name}: handlers still running ${config.shutdownGrace} ms after close: interrupting them ` +
         `(their messages come back after the visibility timeout)`
     )
-    for (const worker of workers) worker.interruptUnsafe()
+    for (const fiber of [...workers, ...acking]) fiber.interruptUnsafe()
     if (yield* awaitWorkers(ABANDON_AFTER_MILLIS)) return
     stop()
     yield* Effect.logWarning(
