@@ -83,14 +83,17 @@ export class Leases {
 
   /** One renewal, forked in the context of the lease's handler; the lease waits again if it is still owned. */
   private renewal(lease: Lease): Effect.Effect<void> {
-    const renewed = Effect.flatMap(lease.renew, (owned) =>
-      Clock.clockWith((clock) =>
-        Effect.suspend(() =>
-          this.queue.renewed(lease, owned, clock.currentTimeMillisUnsafe()) && !this.running
-            ? this.start
-            : Effect.void
+    const renewed = Effect.flatMap(
+      lease.renew,
+      (owned) =>
+        Clock.clockWith((clock) =>
+          Effect.suspend(() =>
+            this.queue.renewed(lease, owned, clock.currentTimeMillisUnsafe()) && !this.running
+              ? this.start
+              : Effect.void
+          )
         )
-      ))
+    )
     // the handler's context exactly, not merged with the renewing fiber's (it may be another request's)
     return Effect.asVoid(Effect.updateContext(
       Effect.forkDetach(renewed, { startImmediately: true, uninterruptible: false }),
