@@ -131,3 +131,22 @@ export const clientAddress = (
   if (isIp(client) === 0) return none(`a trusted proxy forwarded no address (${shown(client)})`)
   return { _tag: "Address", address: normalise(client, isIp) }
 }
+
+/** Addresses whose digests {@link rememberedDigests} keeps at most; past that it starts again, empty. */
+export const REMEMBERED_ADDRESSES = 1024
+
+/**
+ * `digest`, remembering its answers for up to {@link REMEMBERED_ADDRESSES} scopes (a few clients send most
+ * requests). Only for addresses: a scope function's values may be credentials, and are never kept.
+ */
+export const rememberedDigests = (digest: (scope: string) => string): (scope: string) => string => {
+  const known = new Map<string, string>()
+  return (scope) => {
+    let d = known.get(scope)
+    if (d === undefined) {
+      if (known.size >= REMEMBERED_ADDRESSES) known.clear()
+      known.set(scope, d = digest(scope))
+    }
+    return d
+  }
+}

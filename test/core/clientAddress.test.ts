@@ -1,7 +1,13 @@
 import { describe, expect, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
 import { isIP } from "node:net"
-import { clientAddress, forwarded, xForwardedFor } from "../../src/core/clientAddress.js"
+import {
+  clientAddress,
+  forwarded,
+  REMEMBERED_ADDRESSES,
+  rememberedDigests,
+  xForwardedFor
+} from "../../src/core/clientAddress.js"
 
 const ipv4 = fc.ipV4()
 const junk = fc.array(fc.string().filter((s) => !s.includes(",")), { maxLength: 4 })
@@ -44,5 +50,24 @@ describe("core/clientAddress", () => {
       _tag: "Address",
       address: client
     })
+  })
+})
+
+describe("core/clientAddress rememberedDigests", () => {
+  it("digests each address once while it is remembered, and forgets all past the bound", () => {
+    const digested: Array<string> = []
+    const digest = rememberedDigests((s) => {
+      digested.push(s)
+      return `d(${s})`
+    })
+    expect([digest("a"), digest("b"), digest("a")]).toEqual(["d(a)", "d(b)", "d(a)"])
+    expect(digested).toEqual(["a", "b"])
+    for (let i = 2; i < REMEMBERED_ADDRESSES; i++) digest(`x${i}`)
+    expect(digest("a")).toBe("d(a)")
+    expect(digested).toHaveLength(REMEMBERED_ADDRESSES)
+    // full: the next new address starts the memory again, so "a" is digested anew
+    digest("new")
+    expect(digest("a")).toBe("d(a)")
+    expect(digested.slice(-2)).toEqual(["new", "a"])
   })
 })

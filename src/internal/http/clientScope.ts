@@ -4,7 +4,7 @@ import { createHash, createHmac } from "node:crypto"
 import { isIP } from "node:net"
 import type { AddressOptions, ClientScope } from "../../ClientScope.js"
 import type * as Api from "../../ClientScope.js"
-import { clientAddress } from "../../core/clientAddress.js"
+import { clientAddress, rememberedDigests } from "../../core/clientAddress.js"
 import type { Fields } from "../errorFields.js"
 import * as validate from "../validate.js"
 import { problem } from "./problem.js"
@@ -56,21 +56,6 @@ export const digester = (secret: Redacted.Redacted<string> | string | undefined)
     createHash("sha256").update("effect-resilience/scope\u0000").update(scope).digest("hex")
 }
 
-/** Addresses whose digests are remembered at most; past that the memory starts again, empty. */
-const REMEMBERED = 1024
-
-const remembered = (digest: (scope: string) => string) => {
-  const known = new Map<string, string>()
-  return (scope: string): string => {
-    let d = known.get(scope)
-    if (d === undefined) {
-      if (known.size >= REMEMBERED) known.clear()
-      known.set(scope, d = digest(scope))
-    }
-    return d
-  }
-}
-
 /**
  * The digest of the request's scope, or `NoClientIdentity`. An empty scope is no identity: two clients
  * without one would share a scope.
@@ -83,7 +68,7 @@ export const resolver = <R>(
   if (typeof scopeOf !== "function") validate.invalid("scope must be a function of the request")
   // the default scope is the client's address, no secret: its digests are remembered (a few clients send
   // most requests); a scope function's values may be credentials, and are never kept
-  const digest = scope === undefined ? remembered(digester(secret)) : digester(secret)
+  const digest = scope === undefined ? rememberedDigests(digester(secret)) : digester(secret)
   return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, NoClientIdentity, R> =>
     Effect.flatMap(scopeOf(request), (s) =>
       typeof s === "string" && s !== ""

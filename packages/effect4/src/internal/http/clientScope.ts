@@ -4,7 +4,7 @@ import { createHash, createHmac } from "node:crypto"
 import { isIP } from "node:net"
 import type { AddressOptions, ClientScope } from "../../ClientScope.js"
 import type * as Api from "../../ClientScope.js"
-import { clientAddress } from "../../core/clientAddress.js"
+import { clientAddress, rememberedDigests } from "../../core/clientAddress.js"
 import type { Fields } from "../errorFields.js"
 import * as validate from "../validate.js"
 import { problem } from "./problem.js"
@@ -66,7 +66,9 @@ export const resolver = <R>(
 ) => {
   const scopeOf: ClientScope<R> = scope ?? (address() as ClientScope<R>)
   if (typeof scopeOf !== "function") validate.invalid("scope must be a function of the request")
-  const digest = digester(secret)
+  // the default scope is the client's address: its digests are remembered (a few clients send most
+  // requests); a scope function's values may be credentials, and are never kept
+  const digest = scope === undefined ? rememberedDigests(digester(secret)) : digester(secret)
   return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, NoClientIdentity, R> =>
     Effect.flatMap(scopeOf(request), (s) =>
       typeof s === "string" && s !== ""

@@ -4,6 +4,7 @@ import * as decide from "../../core/idempotencyResponse.js"
 import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { CurrentDeadline } from "../deadline.js"
 import { captureBody, pickHeaders, withBytes } from "./idempotencyHttp.js"
+import type { Leases } from "./idempotencyLeases.js"
 import { logStoreFailure, type Recorder } from "./idempotencyRecorder.js"
 
 /** The idempotency middleware's options, validated, with their defaults filled in. */
@@ -36,24 +37,25 @@ export type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, 
 /**
  * The admitted handler and everything after it, as one piece that no client can stop: once a handler has
  * started it may have had effects, so it runs to its end, and its answer is stored for the retry. Its lease
- * is renewed, and its scope stays open, until its answer is read and stored.
+ * is renewed (by `leases`, see `idempotencyLeases.ts`) until its answer is read and stored.
  */
 export const admitted = <E, R>(
   settings: Settings,
   store: Store,
+  leases: Leases,
   later: Recorder,
   ref: ClaimRef,
   request: HttpServerRequest.HttpServerRequest,
   app: App<E, R>,
   waiter: { readonly gone: boolean }
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, Exclude<R, HttpServerRequest.HttpServerRequest>> => {
-  const { lease, leaseMillis, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
+  const { lease, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
   const redact = decide.redactor(ref.key, ref.scope)
-  const release = Effect.catch(store.release(ref), (e) => logStoreFailure("release", e, redact))
-  const heartbeat = store.renew(ref, lease).pipe(
-    Effect.delay(Duration.millis(leaseMillis / 3)),
-    Effect.catch((e) => Effect.as(logStoreFailure("renew", e, redact), true)),
-    Effect.repeat({ while: (stillOwned) => stillOwned })
+  // built when needed: most answers need neither a release nor a renewal
+  const release = Effect.suspend(() => Effect.catch(store.release(ref), (e) => logStoreFailure("release", e, redact)))
+  // renewed a third of a lease after the claim, and after each renewal, while the claim is still ours
+  const renewed = Effect.suspend(() =>
+    Effect.catch(store.renew(ref, lease), (e) => Effect.as(logStoreFailure("renew", e, redact), true))
   )
   // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
   // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
@@ -117,10 +119,7 @@ export const admitted = <E, R>(
     // interrupted from inside: it may have committed, so the claim is left to run out its lease
     return Effect.andThen(unseen(cause), Effect.failCause(cause))
   })
-  return Effect.scoped(Effect.andThen(
-    Effect.forkScoped(Effect.interruptible(heartbeat)), // the server may run handlers uninterruptibly
-    settle
-  ))
+  return leases.renewing(renewed, settle)
 }
 
 /**

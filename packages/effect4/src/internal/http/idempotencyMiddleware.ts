@@ -12,6 +12,7 @@ import { holdUntil, unsampled } from "./admission.js"
 import { refuse, resolver } from "./clientScope.js"
 import { admitted, type App, type Settings } from "./idempotencyHandler.js"
 import { replay } from "./idempotencyHttp.js"
+import { Leases } from "./idempotencyLeases.js"
 import { logStoreFailure, type Recorder, recorder } from "./idempotencyRecorder.js"
 import { problem } from "./problem.js"
 import { readBody, withBody } from "./requestBody.js"
@@ -72,7 +73,8 @@ export const make = <RS>(options: Options<RS> = {}) => {
   const scopeOf = resolver(options.scope, options.scopeSecret)
   return Effect.gen(function*() {
     const store = yield* IdempotencyStore
-    return withStore(settings, scopeOf, store, yield* recorder(yield* Effect.serviceOption(Scope.Scope)))
+    const later = yield* recorder(yield* Effect.serviceOption(Scope.Scope))
+    return withStore(settings, scopeOf, store, new Leases(settings.leaseMillis / 3), later)
   })
 }
 
@@ -80,6 +82,7 @@ const withStore = <RS>(
   settings: Settings,
   scopeOf: ReturnType<typeof resolver<RS>>,
   store: Store,
+  leases: Leases,
   later: Recorder
 ) =>
 <E, R>(app: App<E, R>): App<E, R | RS | HttpServerRequest.HttpServerRequest> =>
@@ -118,6 +121,7 @@ const withStore = <RS>(
           const settle = admitted(
             settings,
             store,
+            leases,
             later,
             { ...ref, token: claimed.success.token },
             withBody(request, body),

@@ -8,7 +8,7 @@ import type { Readable } from "node:stream"
  * admission (an upload must not hold a slot), the idempotency middleware to fingerprint it.
  */
 
-/** The bytes a request made by {@link withBody} carries, so a later reader takes them as they are. */
+/** The body a request made by {@link withBody} carries, so a later reader takes its bytes as they are. */
 const buffered = Symbol.for("effect-resilience/http/bufferedBody")
 
 /**
@@ -31,7 +31,7 @@ export type Body = Uint8Array | "too-large" | "unreadable"
  * is read with the same bound. Otherwise the platform's (cached) reader is used, under `MaxBodySize`.
  */
 export const readBody = (request: HttpServerRequest.HttpServerRequest, max: number): Effect.Effect<Body> => {
-  const known = (request as { readonly [buffered]?: Uint8Array })[buffered]
+  const known = (request as Partial<Carrier>)[buffered]?.bytes
   if (known !== undefined) return Effect.succeed(known.byteLength > max ? "too-large" : known)
   const source = request.source as Partial<Readable> | undefined
   if (
@@ -101,35 +101,83 @@ const readWeb = (request: Request, max: number): Effect.Effect<Body> => {
 const multipartOf = (request: HttpServerRequest.HttpServerRequest, bytes: Uint8Array) =>
   Stream.pipeThroughChannel(Stream.succeed(bytes), Multipart.makeChannel(request.headers))
 
+/** What a request made by {@link withBody} keeps: the bytes, their text once decoded, and the request it wraps. */
+interface Buffered {
+  readonly bytes: Uint8Array
+  readonly request: HttpServerRequest.HttpServerRequest
+  text: string | undefined
+}
+interface Carrier {
+  readonly [buffered]: Buffered
+}
+
+const decodedOf = (self: Carrier): string => self[buffered].text ??= new TextDecoder().decode(self[buffered].bytes)
+const decodeError = (self: Carrier) => (cause: unknown) =>
+  new HttpServerError.HttpServerError({
+    reason: new HttpServerError.RequestParseError({ request: self[buffered].request, cause })
+  })
+
+/**
+ * The readers of a request made by {@link withBody}, defined once (getters of `this`), so a request costs an
+ * object and three fields instead of a set of closures and property descriptors.
+ */
+const readers: PropertyDescriptorMap = {
+  arrayBuffer: {
+    get(this: Carrier) {
+      const bytes = this[buffered].bytes
+      return Effect.succeed(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))
+    }
+  },
+  text: {
+    get(this: Carrier) {
+      return Effect.sync(() => decodedOf(this))
+    }
+  },
+  json: {
+    get(this: Carrier) {
+      return Effect.try({ try: () => JSON.parse(decodedOf(this)) as unknown, catch: decodeError(this) })
+    }
+  },
+  urlParamsBody: {
+    get(this: Carrier) {
+      return Effect.try({
+        try: () => UrlParams.fromInput(new URLSearchParams(decodedOf(this))),
+        catch: decodeError(this)
+      })
+    }
+  },
+  stream: {
+    get(this: Carrier) {
+      return Stream.succeed(this[buffered].bytes)
+    }
+  },
+  // multipart bodies too, parsed from the bytes already read (the connection's stream is spent)
+  multipartStream: {
+    get(this: Carrier) {
+      return multipartOf(this[buffered].request, this[buffered].bytes)
+    }
+  },
+  multipart: {
+    get(this: Carrier) {
+      return Multipart.toPersisted(multipartOf(this[buffered].request, this[buffered].bytes))
+    }
+  },
+  // routers with prefixes rewrite the url through `modify`: the copy must keep the body read here
+  modify: {
+    value(this: Carrier, options: Parameters<HttpServerRequest.HttpServerRequest["modify"]>[0]) {
+      return withBody(this[buffered].request.modify(options), this[buffered].bytes)
+    }
+  }
+}
+
 /** The request with its body already read, so the app can read it again. */
 export const withBody = (
   request: HttpServerRequest.HttpServerRequest,
   bytes: Uint8Array
 ): HttpServerRequest.HttpServerRequest => {
-  let text: string | undefined
-  const decoded = () => text ??= new TextDecoder().decode(bytes)
-  const decodeError = (cause: unknown) =>
-    new HttpServerError.HttpServerError({ reason: new HttpServerError.RequestParseError({ request, cause }) })
-  return Object.create(request, {
-    [buffered]: { value: bytes },
-    arrayBuffer: {
-      get: () => Effect.succeed(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength))
-    },
-    text: { get: () => Effect.sync(decoded) },
-    json: { get: () => Effect.try({ try: () => JSON.parse(decoded()) as unknown, catch: decodeError }) },
-    urlParamsBody: {
-      get: () => Effect.try({ try: () => UrlParams.fromInput(new URLSearchParams(decoded())), catch: decodeError })
-    },
-    stream: { get: () => Stream.succeed(bytes) },
-    // multipart bodies too, parsed from the bytes already read (the connection's stream is spent)
-    multipartStream: { get: () => multipartOf(request, bytes) },
-    multipart: { get: () => Multipart.toPersisted(multipartOf(request, bytes)) },
-    // routers with prefixes rewrite the url through `modify`: the copy must keep the body read here
-    modify: {
-      value: (options: Parameters<HttpServerRequest.HttpServerRequest["modify"]>[0]) =>
-        withBody(request.modify(options), bytes)
-    }
-  })
+  const self = Object.create(request, readers)
+  self[buffered] = { bytes, request, text: undefined } satisfies Buffered
+  return self
 }
 
 export const concat = (parts: ReadonlyArray<Uint8Array>): Uint8Array => {

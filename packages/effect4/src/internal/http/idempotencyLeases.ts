@@ -1,0 +1,103 @@
+import { Clock, type Context, Effect } from "effect"
+import { LeaseLink, LeaseQueue } from "../../core/leaseQueue.js"
+
+/**
+ * The lease renewals of one idempotency middleware's admitted handlers: one sleeping fiber for all of them,
+ * not one per request. A handler's claim is renewed `every` ms (a third of the lease) after it was claimed,
+ * then `every` ms after each renewal ended, while the store says the claim is still its own and until the
+ * handler's answer is stored: the same schedule as a loop of `sleep`, `renew` per handler.
+ *
+ * The claims wait in a {@link LeaseQueue} (`core/leaseQueue.ts`), in the order they are due. One fiber
+ * sleeps until the first is due (on the `Clock` of the request that woke it, as the per-request loop did),
+ * starts the renewals due, and sleeps again; it ends when nothing is waiting, and the next claim starts it
+ * again. A handler that ends before its first renewal costs a link and an unlink.
+ *
+ * Each renewal runs in a fiber of its own, with the context its handler had when its claim joined (its
+ * `Clock`, log annotations and span, as a fiber forked from it would), so a slow store delays no other
+ * claim's renewal. A renewal still running when its handler ends is not stopped (the store refuses it once
+ * the claim is completed or released, as it refuses any late write of a lost owner), but the claim is not
+ * renewed again.
+ */
+export class Lease extends LeaseLink {
+  constructor(
+    /** Renews the claim: whether it is still this handler's (a failure counts as still owned, logged). */
+    readonly renew: Effect.Effect<boolean>,
+    readonly context: Context.Context<never>
+  ) {
+    super()
+  }
+}
+
+export class Leases {
+  private readonly queue: LeaseQueue<Lease>
+  /** Whether the renewing fiber is alive (asleep until the first is due, or starting the renewals due). */
+  private running = false
+
+  constructor(readonly every: number) {
+    this.queue = new LeaseQueue(every)
+  }
+
+  /** Runs `effect` (a handler and the storing of its answer) with its claim renewed by `renew` meanwhile. */
+  renewing<A, E, R>(renew: Effect.Effect<boolean>, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
+    return Effect.withFiber((fiber) => {
+      const lease = new Lease(renew, fiber.context)
+      const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+      // the finalizer first: a lease that joined the list always leaves it
+      return Effect.ensuring(
+        Effect.andThen(Effect.suspend(() => this.enqueue(lease, now)), effect),
+        Effect.sync(() => this.queue.end(lease))
+      )
+    })
+  }
+
+  /** Puts `lease` at the end of the list; starts the renewing fiber if there is none. */
+  private enqueue(lease: Lease, now: number): Effect.Effect<void> {
+    this.queue.push(lease, now)
+    return this.running ? Effect.void : this.start
+  }
+
+  // A detached fiber, interruptible even when started from a handler that the server runs uninterruptibly.
+  private readonly start: Effect.Effect<void> = Effect.uninterruptible(Effect.suspend(() => {
+    if (this.running) return Effect.void
+    this.running = true
+    return Effect.asVoid(Effect.forkDetach(
+      Effect.onInterrupt(this.loop, () => Effect.sync(() => (this.running = false))),
+      { uninterruptible: false }
+    ))
+  }))
+
+  /** The renewing fiber: starts the renewals due, sleeps until the next one is, ends when none waits. */
+  private readonly loop: Effect.Effect<void> = Clock.clockWith((clock) =>
+    Effect.suspend(() => {
+      const now = clock.currentTimeMillisUnsafe()
+      const due = this.queue.takeDue(now)
+      const next = this.queue.first
+      // nothing else waits: this fiber ends, and a renewal that keeps its claim starts one again
+      if (next === undefined) this.running = false
+      const started = Effect.forEach(due, (lease) => this.renewal(lease), { discard: true })
+      return next === undefined
+        ? started
+        : Effect.andThen(started, Effect.andThen(Effect.sleep(next.due - now), this.loop))
+    })
+  )
+
+  /** One renewal, forked in the context of the lease's handler; the lease waits again if it is still owned. */
+  private renewal(lease: Lease): Effect.Effect<void> {
+    const renewed = Effect.flatMap(
+      lease.renew,
+      (owned) =>
+        Clock.clockWith((clock) =>
+          Effect.suspend(() =>
+            this.queue.renewed(lease, owned, clock.currentTimeMillisUnsafe()) && !this.running
+              ? this.start
+              : Effect.void
+          )
+        )
+    )
+    // the handler's context exactly, not merged with the renewing fiber's (it may be another request's)
+    return Effect.asVoid(Effect.updateContext(
+      Effect.forkDetach(renewed, { startImmediately: true, uninterruptible: false }),
+      () => lease.context
+    ))
+  }
+}
