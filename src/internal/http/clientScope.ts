@@ -66,7 +66,7 @@ export const resolver = <R>(
 ) => {
   const scopeOf: ClientScope<R> = scope ?? (address() as ClientScope<R>)
   if (typeof scopeOf !== "function") validate.invalid("scope must be a function of the request")
-  // the default scope is the client's address, no secret: its digests are remembered (a few clients send
+  // the default scope is the client's address, which is not a secret: its digests are remembered (a few clients send
   // most requests); a scope function's values may be credentials, and are never kept
   const digest = scope === undefined ? rememberedDigests(digester(secret)) : digester(secret)
   return (request: HttpServerRequest.HttpServerRequest): Effect.Effect<string, NoClientIdentity, R> =>
