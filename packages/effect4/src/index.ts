@@ -3,10 +3,9 @@
  * adaptive concurrency limits and client-side throttling, idempotency stores, at-least-once queue consumers with
  * dead-letter queues and the transactional outbox, and the HTTP header parsers they need.
  *
- * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. This
- * edition is being built: the modules below are ported; the durable queue sources follow. The backends are
- * entry points of their own (`effect-resilience/RateLimiterStore/Redis`, `effect-resilience/Outbox`), so this
- * root needs only `effect`.
+ * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. The
+ * backends are entry points of their own (`effect-resilience/RateLimiterStore/Redis`, `effect-resilience/PgQueue`,
+ * `effect-resilience/Outbox`), so this root needs only `effect`.
  *
  * @since 1.0.0
  */

@@ -75,7 +75,7 @@ const safeJson = (value: unknown): string => {
 
 /** A random 128-bit id in UUID form, from `Random` (so tests can seed it). */
 export const randomId: Effect.Effect<string> = Effect.map(
-  Effect.all(Array.from({ length: 8 }, () => Random.nextIntBetween(0, 0x10000))),
+  Effect.all(Array.from({ length: 8 }, () => Random.nextIntBetween(0, 0x10000, { halfOpen: true }))),
   (parts) => {
     const hex = parts.map((n) => n.toString(16).padStart(4, "0")).join("")
     return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`
