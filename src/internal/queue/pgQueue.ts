@@ -4,7 +4,6 @@ import type { SqlError } from "@effect/sql/SqlError"
 import { Clock, Duration, Effect } from "effect"
 import type { PgOptions } from "../../PgQueue.js"
 import type { Message, QueueSource, ReleaseOptions } from "../../QueueSource.js"
-import { ackBatcher } from "./ackBatch.js"
 import { labels, observeDepth } from "./metrics.js"
 import { failWith, pgDeadLetters, pgMoveToDlq, type PgTables } from "./pgDeadLetters.js"
 import { tableStatements } from "./pgQueueSchema.js"
@@ -30,29 +29,6 @@ interface JobRow {
 }
 
 const INSERT_CHUNK = 1000
-/** At most this many acks share one statement. */
-const ACK_BATCH = 256
-
-/**
- * One `DELETE` for a group of acks, each fenced by its own `seq` and `token`: which of them matched a row. A
- * receipt given twice matches once, as two deletes one after the other would.
- */
-const pgAckMany =
-  (sql: SqlClient.SqlClient, table: string) =>
-  (items: ReadonlyArray<readonly [string, number]>): Effect.Effect<ReadonlyArray<boolean>, SqlError> => {
-    const tuples = items.map((_, i) => `($${2 * i + 1}::bigint, $${2 * i + 2}::int)`).join(", ")
-    return Effect.map(
-      sql.unsafe<{ readonly seq: string; readonly token: number }>(
-        `DELETE FROM "${table}" WHERE (seq, token) IN (${tuples}) RETURNING seq::text AS seq, token`,
-        items.flat()
-      ),
-      (rows) => {
-        const matched = new Set(rows.map((row) => `${row.seq}:${row.token}`))
-        return items.map(([seq, token]) => matched.delete(`${seq}:${token}`))
-      }
-    )
-  }
-
 /**
  * Claiming is one statement: pick the oldest visible rows `FOR UPDATE SKIP LOCKED` (concurrent
  * receivers skip each other's rows instead of waiting), push their `visible_at` past the visibility
@@ -99,17 +75,10 @@ const operations = <A>(tables: PgTables, visibility: number): QueueSource<A> => 
     )
   }
 
-  const ackOne = (message: Message<A>) =>
+  // one fenced DELETE per ack, in the caller's context: inside the caller's transaction when it has one (a
+  // grouped statement sent from another fiber would not be), and interruptible with its caller
+  const ack = (message: Message<A>) =>
     fenced("ack", message, (seq, token) => sql`DELETE FROM ${t} WHERE seq = ${seq} AND token = ${token} RETURNING seq`)
-  const ackMany = ackBatcher(ACK_BATCH, pgAckMany(sql, tables.table))
-  // concurrent acks share one statement (and one commit); a receipt that is not ours goes alone, so that its
-  // error (it names no row) is its own
-  const ack = (message: Message<A>) => {
-    const [seq, token] = splitReceipt(message.receipt)
-    return /^(0|[1-9]\d{0,17})$/.test(seq) && Number.isSafeInteger(token) && Math.abs(token) <= 2 ** 31 - 1
-      ? Effect.mapError(ackMany([seq, token]), fail("ack"))
-      : ackOne(message)
-  }
 
   const extend = (message: Message<A>) =>
     Effect.flatMap(

@@ -79,7 +79,7 @@ describePg("PgQueue", () => {
         expect(yield* source.ack(late!)).toBe(false)
       }))
 
-    it.effect("concurrent acks share one statement, each fenced on its own: stale and repeated receipts match nothing", () =>
+    it.effect("concurrent acks, each fenced on its own: stale and repeated receipts match nothing", () =>
       Effect.gen(function*() {
         const table = fresh("q")
         const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "1 second" })
@@ -101,6 +101,25 @@ describePg("PgQueue", () => {
         expect(results.slice(3, 6)).toEqual([true, true, true])
         expect(Exit.isFailure(results[6] as Exit.Exit<boolean, unknown>)).toBe(true)
         expect(yield* count(table)).toBe(0)
+      }))
+
+    it.effect("an ack inside the caller's transaction rolls back with it, while other acks are under way", () =>
+      Effect.gen(function*() {
+        const table = fresh("q")
+        const sql = yield* SqlClient.SqlClient
+        const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "1 minute" })
+        yield* source.send(Array.from({ length: 21 }, (_, i) => msg(`m${i}`)))
+        const [mine, ...others] = yield* source.receive(21)
+        // the caller deletes its message and writes its own rows in one transaction, which then fails: neither
+        // may stay done, whatever other fibers ack at the same moment
+        const inTransaction = sql.withTransaction(Effect.andThen(source.ack(mine!), Effect.fail("rolled back")))
+        const results = yield* Effect.all([
+          Effect.exit(inTransaction),
+          ...others.map((m) => source.ack(m))
+        ], { concurrency: "unbounded" })
+        expect(results.slice(1)).toEqual(others.map(() => true))
+        expect(yield* count(table)).toBe(1)
+        expect((yield* source.receive(1)).map((m) => m.id)).toEqual([]) // still in flight, not lost
       }))
 
     it.effect("dead letters: atomic move, list, inspect, redrive, purge, depth", () =>
