@@ -75,7 +75,11 @@ export const context = (options: RedisOptions): RedisQueue => {
   }
 }
 
-const numbers = (reply: unknown): ReadonlyArray<number> => Array.isArray(reply) ? reply.map(Number) : []
+/** A script's list of answers; anything else is the script's failure, not a list of "not acked". */
+const numbers = (reply: unknown): ReadonlyArray<number> => {
+  if (!Array.isArray(reply)) throw new Error(`unexpected script reply: ${String(reply)}`)
+  return reply.map(Number)
+}
 
 export const fieldsOf = (list: ReadonlyArray<string>): Record<string, string> => {
   const out: Record<string, string> = {}
