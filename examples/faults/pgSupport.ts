@@ -8,21 +8,18 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Fiber, Random, Redacted, type Scope } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import {
+  databaseUrl,
+  describeTerminations,
+  redisUrl,
+  runName,
+  type Terminations,
+  type TerminatorOptions,
+  withApplicationName
+} from "./pgNames.js"
 
-export const databaseUrl = (): string => process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-export const redisUrl = (): string => process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379"
+export { databaseUrl, describeTerminations, redisUrl, runName, type Terminations, type TerminatorOptions, withApplicationName }
 
-/** The same database, with every connection made through this URL named `name` in `pg_stat_activity`. */
-export const withApplicationName = (url: string, name: string): string => {
-  const parsed = new URL(url)
-  parsed.searchParams.set("application_name", name)
-  return parsed.toString()
-}
-
-let names = 0
-/** A lower-case identifier no other run uses: table names, stream names, application names, keys. */
-export const runName = (what: string): string =>
-  `fault_${what}_${process.pid.toString(36)}${Date.now().toString(36)}_${++names}`
 
 /** The fault's own connections (checks and the terminator), never terminated: a different application name. */
 export const adminLayer = (url = databaseUrl()) =>
@@ -160,29 +157,6 @@ export const waitUntil = <E, R>(
     }
   })
 
-export interface TerminatorOptions {
-  /** The `application_name` of the backends to terminate (the processes under test connect with it). */
-  readonly applicationName: string
-  /**
-   * Tables to lock now and then (`SHARE ROW EXCLUSIVE`, which blocks inserts, updates and deletes but not
-   * reads) so that the statements touching them queue up; the backends waiting are then terminated, each
-   * one certainly in the middle of its statement (its transaction, if any, open).
-   */
-  readonly lockTables: ReadonlyArray<string>
-  /** Names what a backend was doing from its current (or, when idle, last) statement. */
-  readonly classify: (query: string) => string
-  /** The pause between rounds, in milliseconds: drawn from [min, max]. Default: [30, 120]. */
-  readonly pauseMillis?: readonly [number, number]
-}
-
-export interface Terminations {
-  /** Backends terminated, by what they were doing: `mid-<kind>` for a running statement, `idle`, `idle-in-tx`. */
-  readonly byKind: Readonly<Record<string, number>>
-  readonly total: number
-  /** Rounds that locked a table first. */
-  readonly lockRounds: number
-}
-
 /**
  * Terminates the backends named `applicationName` until interrupted, in rounds `pauseMillis` apart: every
  * other round locks one of `lockTables` for 50 to 150 ms and terminates the backends waiting on it (or on
@@ -246,9 +220,3 @@ export const startTerminator = (options: TerminatorOptions) =>
       stop: Effect.as(Fiber.interrupt(fiber), undefined).pipe(Effect.map(() => snapshot()))
     }
   })
-
-/** `mid-claim 12, idle 40, ...`, largest first. */
-export const describeTerminations = (t: Terminations): string =>
-  `${t.total} backends terminated (${
-    Object.entries(t.byKind).sort(([, a], [, b]) => b - a).map(([k, n]) => `${k} ${n}`).join(", ")
-  })`
