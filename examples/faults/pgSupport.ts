@@ -18,8 +18,15 @@ import {
   withApplicationName
 } from "./pgNames.js"
 
-export { databaseUrl, describeTerminations, redisUrl, runName, type Terminations, type TerminatorOptions, withApplicationName }
-
+export {
+  databaseUrl,
+  describeTerminations,
+  redisUrl,
+  runName,
+  type Terminations,
+  type TerminatorOptions,
+  withApplicationName
+}
 
 /** The fault's own connections (checks and the terminator), never terminated: a different application name. */
 export const adminLayer = (url = databaseUrl()) =>

@@ -15,9 +15,9 @@ import { pathToFileURL } from "node:url"
 import type { RunningCluster } from "./cluster.js"
 import {
   describe,
+  lossCli,
   type LossFigures,
   type LossOptions,
-  lossCli,
   measure as measureWith,
   type OpenWrites,
   replicaLagFault
@@ -43,7 +43,13 @@ export const openWrites: OpenWrites = async (client, waitReplicas) => {
       }, lease)),
     sender: async (stream) => {
       const source = await runtime.runPromise(
-        RedisStreamQueue.make<number>({ redis: client, stream, visibilityTimeout: "1 minute", timeout: "2 seconds", ...wait })
+        RedisStreamQueue.make<number>({
+          redis: client,
+          stream,
+          visibilityTimeout: "1 minute",
+          timeout: "2 seconds",
+          ...wait
+        })
       )
       return (id, body) => runtime.runPromise(source.send([{ id, body }]))
     },

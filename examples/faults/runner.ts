@@ -83,4 +83,3 @@ export const cli = async (faults: ReadonlyArray<Fault>): Promise<never> => {
   if (json) console.log(JSON.stringify(rows))
   return process.exit(bad.length === 0 ? 0 : 1) // without waiting for idle keep-alive sockets
 }
-

@@ -6,13 +6,13 @@
  * against this edition's programs.
  */
 import { pathToFileURL } from "node:url"
-import { consumerKillPg, consumerKillRedis } from "./faults/consumerKill.js"
 import type { Fault } from "../../../examples/faults/fault.js"
 import { redisFailover } from "../../../examples/faults/redisFailover.js"
 import { redisKill } from "../../../examples/faults/redisKill.js"
 import { cli } from "../../../examples/faults/runner.js"
 import { clockSkew } from "../../../examples/faults/skew.js"
 import { useServeProgram } from "../../../examples/faults/support.js"
+import { consumerKillPg, consumerKillRedis } from "./faults/consumerKill.js"
 import { pgTerminateClaim } from "./faults/pgTerminateClaim.js"
 import { pgTerminateConsume } from "./faults/pgTerminateConsume.js"
 import { redisReplicaLag } from "./faults/replicationLoss.js"

@@ -8,8 +8,8 @@
  * handled exactly once: one row in the effects table.
  */
 import { Effect, Layer } from "effect"
-import { countLines, makeQueue, sendMessages, type SourceKind, startWorker } from "./consumerSupport.js"
 import type { Fault, FaultRow } from "../../../../examples/faults/fault.js"
+import { countLines, makeQueue, sendMessages, type SourceKind, startWorker } from "./consumerSupport.js"
 import { adminLayer, runName, waitUntil } from "./pgSupport.js"
 
 const MESSAGES = 200

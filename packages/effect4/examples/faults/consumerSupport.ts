@@ -4,11 +4,11 @@
  * What the queue-consumer faults share: a queue of either durable source with its tables and keys, the
  * worker processes (examples/faults/consumerWorker.ts), and the count of effects per message.
  */
-import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, type Scope } from "effect"
 import * as PgQueue from "effect-resilience/PgQueue"
 import type * as QueueSource from "effect-resilience/QueueSource"
 import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
+import * as SqlClient from "effect/sql/SqlClient"
 import { Redis } from "ioredis"
 import type { WorkBody } from "./consumerWorker.js"
 import { type Child, redisUrl, spawnScript } from "./pgSupport.js"

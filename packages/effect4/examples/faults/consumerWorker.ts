@@ -18,7 +18,6 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, Layer, Option, Redacted, type Scope } from "effect"
 import * as Backoff from "effect-resilience/Backoff"
 import * as Consumer from "effect-resilience/Consumer"
@@ -27,6 +26,7 @@ import * as Failure from "effect-resilience/Failure"
 import * as PgQueue from "effect-resilience/PgQueue"
 import type * as QueueSource from "effect-resilience/QueueSource"
 import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
+import * as SqlClient from "effect/sql/SqlClient"
 import { Redis } from "ioredis"
 import { databaseUrl, redisUrl } from "./pgSupport.js"
 

@@ -6,8 +6,8 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Fiber, Random, Redacted, type Scope } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import * as SqlClient from "effect/sql/SqlClient"
+import { type ChildProcess, spawn } from "node:child_process"
 import {
   databaseUrl,
   describeTerminations,
@@ -19,8 +19,15 @@ import {
 } from "../../../../examples/faults/pgNames.js"
 import { nodeArgs, pkg } from "../support/node.js"
 
-export { databaseUrl, describeTerminations, redisUrl, runName, type Terminations, type TerminatorOptions, withApplicationName }
-
+export {
+  databaseUrl,
+  describeTerminations,
+  redisUrl,
+  runName,
+  type Terminations,
+  type TerminatorOptions,
+  withApplicationName
+}
 
 /** The fault's own connections (checks and the terminator), never terminated: a different application name. */
 export const adminLayer = (url = databaseUrl()) =>
@@ -92,23 +99,20 @@ export const spawnScript = (
           const finish = (effect: Effect.Effect<string, Error>) => {
             if (done) return
             done = true
-            clearTimeout(timer)
             child.off("exit", onExit)
             resume(effect)
           }
           const onExit = () => finish(Effect.fail(new Error(`${label} exited before printing ${pattern}\n${output()}`)))
-          const timer = setTimeout(
-            () => finish(Effect.fail(new Error(`${label} printed no ${pattern} within ${Duration.toMillis(within)} ms`))),
-            Duration.toMillis(within)
-          )
           listeners.push((line) => pattern.test(line) && finish(Effect.succeed(line)))
           child.once("exit", onExit)
           return Effect.sync(() => {
             done = true
-            clearTimeout(timer)
             child.off("exit", onExit)
           })
-        })
+        }).pipe(Effect.timeoutOrElse({
+          duration: within,
+          orElse: () => Effect.fail(new Error(`${label} printed no ${pattern} within ${Duration.toMillis(within)} ms`))
+        }))
       const awaitExit = Effect.callback<void>((resume) => {
         if (exited()) return resume(Effect.void)
         const onExit = () => resume(Effect.void)

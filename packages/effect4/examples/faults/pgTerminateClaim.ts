@@ -6,8 +6,8 @@
  * completion. The client retries every order with its own key until it gets its 201 (or a replay of it);
  * afterwards every logical order must exist exactly once across the three processes.
  */
-import * as SqlClient from "effect/sql/SqlClient"
 import { Effect, Layer } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
 import type { Fault, FaultRow } from "../../../../examples/faults/fault.js"
 import {
   adminLayer,

@@ -8,8 +8,8 @@
  * message dead-lettered exactly once and none of its effects committed, no good message dead-lettered.
  */
 import { Effect, Layer } from "effect"
-import { countLines, makeQueue, sendMessages, startWorker } from "./consumerSupport.js"
 import type { Fault, FaultRow } from "../../../../examples/faults/fault.js"
+import { countLines, makeQueue, sendMessages, startWorker } from "./consumerSupport.js"
 import {
   adminLayer,
   databaseUrl,

@@ -37,7 +37,13 @@ export const openWrites: OpenWrites = async (client, waitReplicas) => {
       }, lease)).catch(described),
     sender: async (stream) => {
       const source = await runtime.runPromise(
-        RedisStreamQueue.make<number>({ redis: client, stream, visibilityTimeout: "1 minute", timeout: "2 seconds", ...wait })
+        RedisStreamQueue.make<number>({
+          redis: client,
+          stream,
+          visibilityTimeout: "1 minute",
+          timeout: "2 seconds",
+          ...wait
+        })
       )
       return (id, body) => runtime.runPromise(source.send([{ id, body }])).catch(described)
     },
