@@ -7,7 +7,7 @@
 import { PgClient } from "@effect/sql-pg"
 import { Duration, Effect, Fiber, Random, Redacted, type Scope } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
-import { type ChildProcess, spawn } from "node:child_process"
+import { type LineChild, spawnLines } from "../../../../examples/faults/lineChild.js"
 import {
   databaseUrl,
   describeTerminations,
@@ -33,16 +33,7 @@ export {
 export const adminLayer = (url = databaseUrl()) =>
   PgClient.layer({ url: Redacted.make(url), connectTimeout: "5 seconds", maxConnections: 4 })
 
-export interface Child {
-  readonly label: string
-  readonly child: ChildProcess
-  /** Every line written to stdout so far. */
-  readonly lines: ReadonlyArray<string>
-  /** stdout and stderr, for a failure's message. */
-  readonly output: () => string
-  /** Calls `f` with every later stdout line, synchronously as it arrives (so it can kill the child at once). */
-  readonly onLine: (f: (line: string) => void) => void
-  readonly exited: () => boolean
+export interface Child extends LineChild {
   /** Waits for a stdout line matching `pattern` (one already written counts); fails if the child exits first. */
   readonly waitFor: (pattern: RegExp, within?: Duration.Input) => Effect.Effect<string, Error>
   /** Waits for the child to exit by itself (or by a signal sent elsewhere). */
@@ -52,8 +43,8 @@ export interface Child {
 }
 
 /**
- * Starts `<script> ...args` of this edition as its examples run (plain node over packages/effect4) (one process, so a signal reaches
- * the program itself); the child is SIGKILLed when the scope closes.
+ * Starts `<script> ...args` as this edition's examples run (plain node over packages/effect4) (lineChild.ts: one process, so a signal reaches the program
+ * itself); the child is SIGKILLed when the scope closes.
  */
 export const spawnScript = (
   label: string,
@@ -62,79 +53,27 @@ export const spawnScript = (
   env: Record<string, string> = {}
 ): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.sync(() => {
-      const child = spawn(process.execPath, [...nodeArgs, script, ...args], {
-        cwd: pkg,
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      const lines: Array<string> = []
-      const listeners: Array<(line: string) => void> = []
-      let all = ""
-      let partial = ""
-      child.stdout!.on("data", (chunk: Buffer) => {
-        const text = chunk.toString()
-        all += text
-        const parts = (partial + text).split("\n")
-        partial = parts.pop()!
-        for (const line of parts) {
-          lines.push(line)
-          for (const f of listeners) f(line)
-        }
-      })
-      child.stderr!.on("data", (chunk: Buffer) => {
-        all = (all + chunk.toString()).slice(-20_000)
-      })
-      child.on("error", (error) => {
-        all += `\nspawn failed: ${error.message}`
-      })
-      const exited = () => child.exitCode !== null || child.signalCode !== null
-      const output = () => `${label}: ${all.slice(-4000)}`
+    Effect.sync((): Child => {
+      const lines = spawnLines(label, { cwd: pkg, nodeArgs }, script, args, env)
       const waitFor = (pattern: RegExp, within: Duration.Input = "30 seconds") =>
         Effect.callback<string, Error>((resume) => {
-          const found = lines.find((line) => pattern.test(line))
-          if (found !== undefined) return resume(Effect.succeed(found))
-          if (exited()) return resume(Effect.fail(new Error(`${label} exited before printing ${pattern}\n${output()}`)))
-          let done = false
-          const finish = (effect: Effect.Effect<string, Error>) => {
-            if (done) return
-            done = true
-            child.off("exit", onExit)
-            resume(effect)
-          }
-          const onExit = () => finish(Effect.fail(new Error(`${label} exited before printing ${pattern}\n${output()}`)))
-          listeners.push((line) => pattern.test(line) && finish(Effect.succeed(line)))
-          child.once("exit", onExit)
-          return Effect.sync(() => {
-            done = true
-            child.off("exit", onExit)
-          })
+          const stop = lines.onceLine(pattern, (line) =>
+            resume(typeof line === "string" ? Effect.succeed(line) : Effect.fail(line)))
+          return Effect.sync(stop)
         }).pipe(Effect.timeoutOrElse({
           duration: within,
-          orElse: () => Effect.fail(new Error(`${label} printed no ${pattern} within ${Duration.toMillis(within)} ms`))
+          orElse: () =>
+            Effect.fail(new Error(`${label} printed no ${pattern} within ${Duration.toMillis(within)} ms`))
         }))
       const awaitExit = Effect.callback<void>((resume) => {
-        if (exited()) return resume(Effect.void)
-        const onExit = () => resume(Effect.void)
-        child.once("exit", onExit)
-        return Effect.sync(() => child.off("exit", onExit))
+        const stop = lines.onExit(() => resume(Effect.void))
+        return Effect.sync(stop)
       })
       const kill = Effect.callback<void>((resume) => {
-        if (exited()) return resume(Effect.void)
-        child.once("exit", () => resume(Effect.void))
-        child.kill("SIGKILL")
+        lines.onExit(() => resume(Effect.void))
+        lines.child.kill("SIGKILL")
       })
-      return {
-        label,
-        child,
-        lines,
-        output,
-        onLine: (f: (line: string) => void) => void listeners.push(f),
-        exited,
-        waitFor,
-        awaitExit,
-        kill
-      } satisfies Child
+      return { ...lines, waitFor, awaitExit, kill }
     }),
     (child) => child.kill
   )
