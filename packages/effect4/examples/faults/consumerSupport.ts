@@ -10,7 +10,7 @@ import type * as QueueSource from "effect-resilience/QueueSource"
 import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
 import * as SqlClient from "effect/sql/SqlClient"
 import { Redis } from "ioredis"
-import type { WorkBody } from "./consumerWorker.js"
+import type { WorkBody } from "../../../../examples/faults/consumerWorkerArgs.js"
 import { type Child, redisUrl, spawnScript } from "./pgSupport.js"
 
 export type SourceKind = "pg" | "redis"
