@@ -8,7 +8,7 @@ import * as PgQueue from "effect-resilience/PgQueue"
 import type * as QueueSource from "effect-resilience/QueueSource"
 import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
 import { Redis } from "ioredis"
-import type { WorkBody } from "./consumerWorker.js"
+import type { WorkBody } from "./consumerWorkerArgs.js"
 import { type Child, redisUrl, spawnScript } from "./pgSupport.js"
 
 export type SourceKind = "pg" | "redis"

@@ -26,46 +26,20 @@ import * as PgQueue from "effect-resilience/PgQueue"
 import type * as QueueSource from "effect-resilience/QueueSource"
 import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
 import { Redis } from "ioredis"
+import {
+  ackDelayMs,
+  concurrency,
+  effects,
+  handleMs,
+  maxReceives,
+  name,
+  processed,
+  queue,
+  sourceKind,
+  visibilityMs,
+  type WorkBody
+} from "./consumerWorkerArgs.js"
 import { databaseUrl, redisUrl } from "./pgSupport.js"
-
-export interface WorkBody {
-  readonly n: number
-  readonly poison?: "fatal" | "fail"
-}
-
-const argv = process.argv.slice(2)
-const arg = (name: string, fallback?: string): string => {
-  const i = argv.indexOf(`--${name}`)
-  const value = i === -1 ? fallback : argv[i + 1]
-  if (value === undefined) {
-    console.error(`consumerWorker: --${name} is required`)
-    process.exit(2)
-  }
-  return value
-}
-const int = (name: string, fallback: number): number => {
-  const value = Number(arg(name, String(fallback)))
-  if (!Number.isInteger(value) || value < 0) {
-    console.error(`consumerWorker: --${name} takes a whole number`)
-    process.exit(2)
-  }
-  return value
-}
-
-const sourceKind = arg("source")
-if (sourceKind !== "pg" && sourceKind !== "redis") {
-  console.error("consumerWorker: --source is pg or redis")
-  process.exit(2)
-}
-const queue = arg("queue")
-const effects = arg("effects")
-const processed = arg("processed")
-const name = arg("name")
-const concurrency = int("concurrency", 4)
-const visibilityMs = int("visibility-ms", 3000)
-const maxReceives = int("max-receives", 10)
-const handleMs = int("handle-ms", 0)
-const ackDelayMs = int("ack-delay-ms", 0)
 
 const say = (line: string) => Effect.sync(() => process.stdout.write(`${line}\n`))
 

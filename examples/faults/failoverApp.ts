@@ -37,32 +37,7 @@ import * as RateLimiterStoreRedis from "effect-resilience/RateLimiterStore/Redis
 import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
 import { Cluster } from "ioredis"
 import { createServer } from "node:http"
-import { parseArgs } from "node:util"
-
-const { values } = parseArgs({
-  options: {
-    nodes: { type: "string" },
-    breaker: { type: "string" },
-    stream: { type: "string" },
-    lease: { type: "string", default: "3000" },
-    "rate-on-error": { type: "string", default: "deny" },
-    consume: { type: "boolean", default: false },
-    id: { type: "string", default: String(process.pid) },
-    "wait-replicas": { type: "string" }
-  }
-})
-const onError = values["rate-on-error"]
-if (
-  values.nodes === undefined || values.breaker === undefined || values.stream === undefined ||
-  (onError !== "allow" && onError !== "deny")
-) {
-  console.error("usage: failoverApp.ts --nodes <port,…> --breaker <name> --stream <name> [options]")
-  process.exit(2)
-}
-const nodes = values.nodes.split(",").map((port) => ({ host: "127.0.0.1", port: Number(port) }))
-const breakerName = values.breaker
-const waitMillis = values["wait-replicas"] === undefined ? undefined : Number(values["wait-replicas"])
-const waitReplicas = waitMillis === undefined ? undefined : { replicas: 1, timeout: waitMillis }
+import { breakerName, nodes, onError, values, waitReplicas } from "./failoverArgs.js"
 
 /** The customers: `X-Api-Key: k<i>` is customer `c<i>`; anything else has no identity (the middlewares: 500). */
 const customerOf: ClientScope.ClientScope = (request) => {

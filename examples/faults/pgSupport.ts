@@ -6,23 +6,27 @@
 import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { Duration, Effect, Fiber, Random, Redacted, type Scope } from "effect"
-import { type ChildProcess, spawn } from "node:child_process"
 import { fileURLToPath } from "node:url"
+import { type LineChild, spawnLines } from "./lineChild.js"
+import {
+  databaseUrl,
+  describeTerminations,
+  redisUrl,
+  runName,
+  type Terminations,
+  type TerminatorOptions,
+  withApplicationName
+} from "./pgNames.js"
 
-export const databaseUrl = (): string => process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
-export const redisUrl = (): string => process.env["REDIS_URL"] ?? "redis://127.0.0.1:6379"
-
-/** The same database, with every connection made through this URL named `name` in `pg_stat_activity`. */
-export const withApplicationName = (url: string, name: string): string => {
-  const parsed = new URL(url)
-  parsed.searchParams.set("application_name", name)
-  return parsed.toString()
+export {
+  databaseUrl,
+  describeTerminations,
+  redisUrl,
+  runName,
+  type Terminations,
+  type TerminatorOptions,
+  withApplicationName
 }
-
-let names = 0
-/** A lower-case identifier no other run uses: table names, stream names, application names, keys. */
-export const runName = (what: string): string =>
-  `fault_${what}_${process.pid.toString(36)}${Date.now().toString(36)}_${++names}`
 
 /** The fault's own connections (checks and the terminator), never terminated: a different application name. */
 export const adminLayer = (url = databaseUrl()) =>
@@ -30,16 +34,7 @@ export const adminLayer = (url = databaseUrl()) =>
 
 const root = fileURLToPath(new URL("../..", import.meta.url))
 
-export interface Child {
-  readonly label: string
-  readonly child: ChildProcess
-  /** Every line written to stdout so far. */
-  readonly lines: ReadonlyArray<string>
-  /** stdout and stderr, for a failure's message. */
-  readonly output: () => string
-  /** Calls `f` with every later stdout line, synchronously as it arrives (so it can kill the child at once). */
-  readonly onLine: (f: (line: string) => void) => void
-  readonly exited: () => boolean
+export interface Child extends LineChild {
   /** Waits for a stdout line matching `pattern` (one already written counts); fails if the child exits first. */
   readonly waitFor: (pattern: RegExp, within?: Duration.DurationInput) => Effect.Effect<string, Error>
   /** Waits for the child to exit by itself (or by a signal sent elsewhere). */
@@ -49,8 +44,8 @@ export interface Child {
 }
 
 /**
- * Starts `node --import tsx <script> ...args` from the repository root (one process, so a signal reaches
- * the program itself); the child is SIGKILLed when the scope closes.
+ * Starts `<script> ...args` from the repository root, with tsx (lineChild.ts: one process, so a signal reaches the program
+ * itself); the child is SIGKILLed when the scope closes.
  */
 export const spawnScript = (
   label: string,
@@ -59,82 +54,27 @@ export const spawnScript = (
   env: Record<string, string> = {}
 ): Effect.Effect<Child, never, Scope.Scope> =>
   Effect.acquireRelease(
-    Effect.sync(() => {
-      const child = spawn(process.execPath, ["--import", "tsx", script, ...args], {
-        cwd: root,
-        env: { ...process.env, ...env },
-        stdio: ["ignore", "pipe", "pipe"]
-      })
-      const lines: Array<string> = []
-      const listeners: Array<(line: string) => void> = []
-      let all = ""
-      let partial = ""
-      child.stdout!.on("data", (chunk: Buffer) => {
-        const text = chunk.toString()
-        all += text
-        const parts = (partial + text).split("\n")
-        partial = parts.pop()!
-        for (const line of parts) {
-          lines.push(line)
-          for (const f of listeners) f(line)
-        }
-      })
-      child.stderr!.on("data", (chunk: Buffer) => {
-        all = (all + chunk.toString()).slice(-20_000)
-      })
-      child.on("error", (error) => {
-        all += `\nspawn failed: ${error.message}`
-      })
-      const exited = () => child.exitCode !== null || child.signalCode !== null
-      const output = () => `${label}: ${all.slice(-4000)}`
+    Effect.sync((): Child => {
+      const lines = spawnLines(label, { cwd: root, nodeArgs: ["--import", "tsx"] }, script, args, env)
       const waitFor = (pattern: RegExp, within: Duration.DurationInput = "30 seconds") =>
         Effect.async<string, Error>((resume) => {
-          const found = lines.find((line) => pattern.test(line))
-          if (found !== undefined) return resume(Effect.succeed(found))
-          if (exited()) return resume(Effect.fail(new Error(`${label} exited before printing ${pattern}\n${output()}`)))
-          let done = false
-          const finish = (effect: Effect.Effect<string, Error>) => {
-            if (done) return
-            done = true
-            clearTimeout(timer)
-            child.off("exit", onExit)
-            resume(effect)
-          }
-          const onExit = () => finish(Effect.fail(new Error(`${label} exited before printing ${pattern}\n${output()}`)))
-          const timer = setTimeout(
-            () => finish(Effect.fail(new Error(`${label} printed no ${pattern} within ${Duration.format(within)}`))),
-            Duration.toMillis(within)
-          )
-          listeners.push((line) => pattern.test(line) && finish(Effect.succeed(line)))
-          child.once("exit", onExit)
-          return Effect.sync(() => {
-            done = true
-            clearTimeout(timer)
-            child.off("exit", onExit)
-          })
-        })
+          const stop = lines.onceLine(pattern, (line) =>
+            resume(typeof line === "string" ? Effect.succeed(line) : Effect.fail(line)))
+          return Effect.sync(stop)
+        }).pipe(Effect.timeoutFail({
+          duration: within,
+          onTimeout: () =>
+            new Error(`${label} printed no ${pattern} within ${Duration.format(within)}`)
+        }))
       const awaitExit = Effect.async<void>((resume) => {
-        if (exited()) return resume(Effect.void)
-        const onExit = () => resume(Effect.void)
-        child.once("exit", onExit)
-        return Effect.sync(() => child.off("exit", onExit))
+        const stop = lines.onExit(() => resume(Effect.void))
+        return Effect.sync(stop)
       })
       const kill = Effect.async<void>((resume) => {
-        if (exited()) return resume(Effect.void)
-        child.once("exit", () => resume(Effect.void))
-        child.kill("SIGKILL")
+        lines.onExit(() => resume(Effect.void))
+        lines.child.kill("SIGKILL")
       })
-      return {
-        label,
-        child,
-        lines,
-        output,
-        onLine: (f: (line: string) => void) => void listeners.push(f),
-        exited,
-        waitFor,
-        awaitExit,
-        kill
-      } satisfies Child
+      return { ...lines, waitFor, awaitExit, kill }
     }),
     (child) => child.kill
   )
@@ -159,29 +99,6 @@ export const waitUntil = <E, R>(
       yield* Effect.sleep(options.every ?? "100 millis")
     }
   })
-
-export interface TerminatorOptions {
-  /** The `application_name` of the backends to terminate (the processes under test connect with it). */
-  readonly applicationName: string
-  /**
-   * Tables to lock now and then (`SHARE ROW EXCLUSIVE`, which blocks inserts, updates and deletes but not
-   * reads) so that the statements touching them queue up; the backends waiting are then terminated, each
-   * one certainly in the middle of its statement (its transaction, if any, open).
-   */
-  readonly lockTables: ReadonlyArray<string>
-  /** Names what a backend was doing from its current (or, when idle, last) statement. */
-  readonly classify: (query: string) => string
-  /** The pause between rounds, in milliseconds: drawn from [min, max]. Default: [30, 120]. */
-  readonly pauseMillis?: readonly [number, number]
-}
-
-export interface Terminations {
-  /** Backends terminated, by what they were doing: `mid-<kind>` for a running statement, `idle`, `idle-in-tx`. */
-  readonly byKind: Readonly<Record<string, number>>
-  readonly total: number
-  /** Rounds that locked a table first. */
-  readonly lockRounds: number
-}
 
 /**
  * Terminates the backends named `applicationName` until interrupted, in rounds `pauseMillis` apart: every
@@ -246,9 +163,3 @@ export const startTerminator = (options: TerminatorOptions) =>
       stop: Effect.as(Fiber.interrupt(fiber), undefined).pipe(Effect.map(() => snapshot()))
     }
   })
-
-/** `mid-claim 12, idle 40, ...`, largest first. */
-export const describeTerminations = (t: Terminations): string =>
-  `${t.total} backends terminated (${
-    Object.entries(t.byKind).sort(([, a], [, b]) => b - a).map(([k, n]) => `${k} ${n}`).join(", ")
-  })`

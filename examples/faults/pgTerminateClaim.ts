@@ -16,63 +16,17 @@ import {
   startTerminator,
   withApplicationName
 } from "./pgSupport.js"
-
-const ORDERS = 400
-const CONCURRENCY = 24
-/** A claim whose answer was lost stays in progress for this long: short, so retries get through in the run. */
-const LEASE_MILLIS = 1500
-/** The client gives an order up after this long (it then counts as lost). */
-const CLIENT_DEADLINE_MILLIS = 45_000
-
-/** The terminator's pause between rounds (every other round locks the table first), in milliseconds. */
-const PAUSE_MILLIS = [100, 300] as const
-
-/** The idempotency table of `serve --store postgres` (the store's default). */
-const TABLE = "effect_resilience_idempotency"
-
-const classify = (text: string): string => {
-  const query = text.trim()
-  return query.startsWith(`INSERT INTO "${TABLE}"`)
-    ? "claim"
-    : query.includes("SET state =")
-    ? "complete"
-    : query.includes("SET lease_until")
-    ? "renew"
-    : query.startsWith("DELETE")
-    ? "release"
-    : query.slice(0, 40)
-}
-
-interface Attempt {
-  readonly status: number | "client-timeout" | "network-error"
-  readonly replayed: boolean
-}
-
-const post = (base: string, key: string, logical: string, timeoutMillis: number) =>
-  Effect.promise(async (): Promise<Attempt> => {
-    try {
-      const response = await fetch(`${base}/orders`, {
-        method: "POST",
-        headers: { "content-type": "application/json", "idempotency-key": key },
-        body: JSON.stringify({ sku: "FAULT-1", qty: 1, logical }),
-        signal: AbortSignal.timeout(timeoutMillis)
-      })
-      await response.arrayBuffer()
-      return { status: response.status, replayed: response.headers.get("idempotent-replayed") === "true" }
-    } catch (error) {
-      const timedOut = error instanceof Error && error.name === "TimeoutError"
-      return { status: timedOut ? "client-timeout" : "network-error", replayed: false }
-    }
-  })
-
-const listOrders = (base: string) =>
-  Effect.tryPromise({
-    try: async () => {
-      const response = await fetch(`${base}/orders`, { signal: AbortSignal.timeout(10_000) })
-      return (await response.json()) as ReadonlyArray<{ readonly logical?: string }>
-    },
-    catch: (cause) => new Error(`GET ${base}/orders failed: ${String(cause)}`)
-  })
+import {
+  classify,
+  CLIENT_DEADLINE_MILLIS,
+  CONCURRENCY,
+  LEASE_MILLIS,
+  listOrders,
+  ORDERS,
+  PAUSE_MILLIS,
+  post,
+  TABLE
+} from "./pgTerminateClaimPlan.js"
 
 export const run = (options: { readonly orders?: number } = {}): Promise<ReadonlyArray<FaultRow>> => {
   const offered = options.orders ?? ORDERS
@@ -123,7 +77,7 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
         for (let attempt = 0;; attempt++) {
           // one attempt in four gives up waiting early, as a client's timeout does: the answer is lost
           const timeout = Math.random() < 0.25 ? 1 + Math.floor(Math.random() * 30) : 10_000
-          const answer = yield* post(urls[(i + attempt) % urls.length]!, key, logical, timeout)
+          const answer = yield* Effect.promise(() => post(urls[(i + attempt) % urls.length]!, key, logical, timeout))
           seen(answer.status === 201 && answer.replayed ? "201-replayed" : String(answer.status))
           if (answer.status === 201) return true
           if (performance.now() - started > CLIENT_DEADLINE_MILLIS) return false
@@ -139,7 +93,7 @@ export const run = (options: { readonly orders?: number } = {}): Promise<Readonl
 
     const counts = new Map<string, number>()
     for (const url of urls) {
-      const orders = yield* listOrders(url).pipe(Effect.orElseSucceed(() => [] as const))
+      const orders = yield* Effect.promise(() => listOrders(url))
       for (const o of orders) {
         if (o.logical?.startsWith(`${app}-`)) counts.set(o.logical, (counts.get(o.logical) ?? 0) + 1)
       }

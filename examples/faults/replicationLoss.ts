@@ -1,20 +1,7 @@
 /**
- * How often a failover loses a write Redis acknowledged, and what `waitReplicas` (`WAIT`) changes.
- *
- * Redis replicates asynchronously: a master answers a write before its replica has it. A master that dies
- * in between takes the write with it, and the replica promoted in its place never had it. For the
- * idempotency store that is a claim or a completion gone (a retry then runs the handler again); for the
- * stream queue, a message its producer was told is enqueued.
- *
- * Each round, on a Cluster of 3 masters with one replica each: 32 writers claim and complete idempotency
- * keys (`IdempotencyStore/Redis`, keys spread over every master) and send messages to a stream
- * (`RedisStreamQueue`), each remembering what Redis acknowledged; the master of the round's stream is
- * SIGKILLed under that load; once its replica serves its slots and the writers' calls succeed again, every
- * acknowledged write is looked for. Then the old master is started again (it rejoins as a replica) for the
- * next round. With `stall`, the victim's replica is first stalled (`SIGSTOP`) and 48 MiB of other writes go to
- * its master — more than the kernel's socket buffers hold, so the replica is really behind — while the
- * writers go on; it resumes right after the kill: a replica behind its master when the master dies, as a
- * slow network or a busy replica makes it.
+ * How often a failover loses a write Redis acknowledged, and what `waitReplicas` (`WAIT`) changes: the rounds,
+ * figures and fault are ./replicaLag.ts (plain Node, shared with the Effect 4 edition); this file gives them the
+ * Effect 3 edition's `IdempotencyStore/Redis` and `RedisStreamQueue`.
  *
  *   node --import tsx examples/faults/replicationLoss.ts [--kills 20] [--stall] [--wait-replicas <ms>]
  *
@@ -24,263 +11,60 @@ import { Duration, Layer, ManagedRuntime } from "effect"
 import { IdempotencyStore } from "effect-resilience"
 import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
 import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
-import type { Cluster } from "ioredis"
 import { pathToFileURL } from "node:url"
-import { ready, type RunningCluster, startCluster } from "./cluster.js"
-import type { Fault, FaultRow } from "./fault.js"
-import { until } from "./support.js"
+import type { RunningCluster } from "./cluster.js"
+import {
+  describe,
+  lossCli,
+  type LossFigures,
+  type LossOptions,
+  measure as measureWith,
+  type OpenWrites,
+  replicaLagFault
+} from "./replicaLag.js"
 
-export interface LossOptions {
-  /** Rounds: one master killed in each (default 20). */
-  readonly kills?: number
-  /** Stall the victim's replica behind 48 MiB before the kill (default false). */
-  readonly stall?: boolean
-  /** `waitReplicas: { replicas: 1, timeout }` on the store and the queue, in ms; default off. */
-  readonly waitReplicasMs?: number
-  /** Concurrent writers (default 32). */
-  readonly writers?: number
-}
-
-export interface LossFigures {
-  readonly kills: number
-  /** Rounds in which at least one acknowledged write was missing afterwards. */
-  readonly killsWithLoss: number
-  readonly acknowledged: { readonly claims: number; readonly completions: number; readonly sends: number }
-  readonly lost: { readonly claims: number; readonly completions: number; readonly sends: number }
-  /** Calls that failed (Redis down, or with `waitReplicas` too few replicas in time): never acknowledged. */
-  readonly failed: number
-  /** Of those, the ones `waitReplicas` refused: executed, but not replicated in time. */
-  readonly notReplicated: number
-  /** Kill to promotion (a running node's view shows the replica serving the slots), per round. */
-  readonly promotedMs: ReadonlyArray<number>
-}
+export { describe, type LossFigures, type LossOptions }
 
 const lease = Duration.hours(1)
 
-const isNotReplicated = (error: unknown): boolean => String(error).includes("NotReplicated")
-
-/** One round: load, kill, promotion, the check; the old master is back as a replica at the end. */
-const round = async (
-  cluster: RunningCluster,
-  client: Cluster,
-  store: IdempotencyStore.Store,
-  runtime: ManagedRuntime.ManagedRuntime<never, never>,
-  options: LossOptions,
-  name: string
-) => {
-  const stream = `loss-${name}`
-  const slot = Number(await client.cluster("KEYSLOT", stream))
-  const victim = await cluster.masterOf(slot)
-  const wait = options.waitReplicasMs === undefined
-    ? {}
-    : { waitReplicas: { replicas: 1, timeout: options.waitReplicasMs } }
-  const source = await runtime.runPromise(
-    RedisStreamQueue.make<number>({
-      redis: client,
-      stream,
-      visibilityTimeout: "1 minute",
-      timeout: "2 seconds",
-      ...wait
-    })
-  )
-  const claimed = new Map<string, string>() // key → token: the claim was acknowledged
-  const completed = new Set<string>() // keys whose completion was acknowledged
-  const sent = new Set<string>()
-  let failed = 0
-  let notReplicated = 0
-  let afterPromotion = 0
-  let promoted = false
-  let stopped = false
-  let n = 0
-  const fail = (error: unknown) => {
-    failed++
-    if (isNotReplicated(error)) notReplicated++
-  }
-  const request = (key: string) => ({ scope: "loss", key, fingerprint: "f", ttl: lease, lease })
-  const writer = async () => {
-    while (!stopped) {
-      const i = n++
-      const key = `${name}-${i}`
-      const work = i % 3 === 2
-        ? runtime.runPromise(source.send([{ id: key, body: i }])).then(() => void sent.add(key))
-        : runtime.runPromise(store.claim(request(key))).then(async (result) => {
-          if (result._tag !== "Claimed") throw new Error(`a fresh key was ${result._tag}`)
-          claimed.set(key, result.token)
-          const done = await runtime.runPromise(store.complete({ scope: "loss", key, token: result.token }, {
-            status: 201,
-            headers: {},
-            body: new Uint8Array([1])
-          }, lease))
-          if (!done) throw new Error("the owner's completion was refused")
-          completed.add(key)
+/** The Effect 3 edition's writes: one runtime for the queue's sends, one holding the store's layer. */
+export const openWrites: OpenWrites = async (client, waitReplicas) => {
+  const wait = waitReplicas === undefined ? {} : { waitReplicas }
+  const runtime = ManagedRuntime.make(Layer.empty)
+  const storeRuntime = ManagedRuntime.make(IdempotencyStoreRedis.layer({ client, ...wait }))
+  const store = await storeRuntime.runPromise(IdempotencyStore.IdempotencyStore)
+  return {
+    claim: (key) => runtime.runPromise(store.claim({ scope: "loss", key, fingerprint: "f", ttl: lease, lease })),
+    complete: (key, token) =>
+      runtime.runPromise(store.complete({ scope: "loss", key, token }, {
+        status: 201,
+        headers: {},
+        body: new Uint8Array([1])
+      }, lease)),
+    sender: async (stream) => {
+      const source = await runtime.runPromise(
+        RedisStreamQueue.make<number>({
+          redis: client,
+          stream,
+          visibilityTimeout: "1 minute",
+          timeout: "2 seconds",
+          ...wait
         })
-      await work.then(() => {
-        if (promoted) afterPromotion++
-      }, async (error: unknown) => {
-        fail(error)
-        await new Promise((resolve) => setTimeout(resolve, 10))
-      })
-    }
-  }
-  const acknowledged = () => claimed.size + sent.size
-  const writers = Array.from({ length: options.writers ?? 32 }, writer)
-  let replica: number | undefined
-  try {
-    await until("writes acknowledged before the kill", () => acknowledged() >= 600)
-    if (options.stall === true) {
-      const view = await cluster.view()
-      const victimId = view.find((node) => node.port === victim)!.id
-      replica = view.find((node) => node.masterId === victimId)!.port
-      cluster.signal(replica, "SIGSTOP")
-      // other writes on the victim, more than the kernel buffers between it and its stalled replica
-      await client.set(`{${stream}}:filler`, Buffer.alloc(48 * 1024 * 1024, 1))
-      const before = acknowledged()
-      await until(
-        "writes acknowledged while the replica is stalled",
-        () => acknowledged() >= before + 300 || failed >= 300
       )
+      return (id, body) => runtime.runPromise(source.send([{ id, body }]))
+    },
+    dispose: async () => {
+      await storeRuntime.dispose()
+      await runtime.dispose()
     }
-    const killedAt = performance.now()
-    await cluster.kill(victim)
-    if (replica !== undefined) cluster.signal(replica, "SIGCONT")
-    await until("the replica promoted", () => cluster.masterOf(slot).then((port) => port !== victim, () => false))
-    const promotedMs = performance.now() - killedAt
-    promoted = true
-    // the old master started again, as an operator (or an orchestrator) would: it rejoins as the replica
-    // of the promoted one, which until then has none — with waitReplicas, no write on its slots succeeds
-    await cluster.restart(victim)
-    await cluster.healthy("the old master rejoined as a replica")
-    // the writers' calls succeed again, on the victim's slots too (a third of the writes are its stream's)
-    await until("writes acknowledged after the promotion", () => afterPromotion >= 600)
-    stopped = true
-    await Promise.all(writers)
-
-    // every acknowledged write, looked for on the cluster as it is now
-    let lostClaims = 0
-    let lostCompletions = 0
-    for (const key of claimed.keys()) {
-      const now = await runtime.runPromise(store.claim(request(key)))
-      if (now._tag === "Claimed") lostClaims++
-      else if (completed.has(key) && now._tag !== "Completed") lostCompletions++
-    }
-    const ids = new Set<string>()
-    let cursor = "-"
-    for (;;) {
-      const page = await client.xrange(stream, cursor, "+", "COUNT", 1000)
-      for (const [, fields] of page) ids.add(fields[fields.indexOf("id") + 1]!)
-      if (page.length < 1000) break
-      cursor = `(${page[page.length - 1]![0]}`
-    }
-    const lostSends = [...sent].filter((id) => !ids.has(id)).length
-    await client.del(stream, `{${stream}}:filler`)
-    return {
-      promotedMs,
-      acknowledged: { claims: claimed.size, completions: completed.size, sends: sent.size },
-      lost: { claims: lostClaims, completions: lostCompletions, sends: lostSends },
-      failed,
-      notReplicated
-    }
-  } finally {
-    stopped = true
-    if (replica !== undefined) cluster.signal(replica, "SIGCONT")
   }
 }
 
 /** Runs the rounds on `on` (a Cluster with one replica per master, left running), or on a Cluster of its own. */
-export const measure = async (options: LossOptions = {}, on?: RunningCluster): Promise<LossFigures> => {
-  const kills = options.kills ?? 20
-  const cluster = on ?? await startCluster({ replicas: 1, nodeTimeoutMs: 1000 })
-  const client = await ready(cluster.connect())
-  const wait = options.waitReplicasMs === undefined
-    ? {}
-    : { waitReplicas: { replicas: 1, timeout: options.waitReplicasMs } }
-  const runtime = ManagedRuntime.make(Layer.empty)
-  const storeRuntime = ManagedRuntime.make(IdempotencyStoreRedis.layer({ client, ...wait }))
-  try {
-    const store = await storeRuntime.runPromise(IdempotencyStore.IdempotencyStore)
-    const run = Date.now().toString(36)
-    const totals = {
-      acknowledged: { claims: 0, completions: 0, sends: 0 },
-      lost: { claims: 0, completions: 0, sends: 0 },
-      failed: 0,
-      notReplicated: 0,
-      killsWithLoss: 0,
-      promotedMs: [] as Array<number>
-    }
-    for (let k = 0; k < kills; k++) {
-      const r = await round(cluster, client, store, runtime, options, `${run}-${k}`)
-      for (const what of ["claims", "completions", "sends"] as const) {
-        totals.acknowledged[what] += r.acknowledged[what]
-        totals.lost[what] += r.lost[what]
-      }
-      totals.failed += r.failed
-      totals.notReplicated += r.notReplicated
-      totals.promotedMs.push(Math.round(r.promotedMs))
-      if (r.lost.claims + r.lost.completions + r.lost.sends > 0) totals.killsWithLoss++
-      if (process.env["FAULTS_VERBOSE"] !== undefined) console.error(`round ${k + 1}/${kills}: ${JSON.stringify(r)}`)
-    }
-    return { kills, ...totals }
-  } finally {
-    await storeRuntime.dispose()
-    await runtime.dispose()
-    client.disconnect()
-    if (on === undefined) await cluster.stop()
-  }
-}
+export const measure = (options: LossOptions = {}, on?: RunningCluster): Promise<LossFigures> =>
+  measureWith(openWrites, options, on)
 
-const lostOf = (f: LossFigures) => f.lost.claims + f.lost.completions + f.lost.sends
+/** Fault "redis-replica-lag" (./replicaLag.ts) on the Effect 3 edition. */
+export const redisReplicaLag = replicaLagFault(openWrites)
 
-/** One line of figures: what was acknowledged, what of it was lost, in how many of the kills. */
-export const describe = (f: LossFigures): string =>
-  `${f.kills} kills, ${f.killsWithLoss} with a loss; acknowledged claims ${f.acknowledged.claims}, completions ` +
-  `${f.acknowledged.completions}, sends ${f.acknowledged.sends}; lost ${f.lost.claims}, ${f.lost.completions}, ` +
-  `${f.lost.sends}; ${f.failed} calls failed (${f.notReplicated} not replicated in time); promoted after ` +
-  `${f.promotedMs.join("/")} ms`
-
-/**
- * Fault "redis-replica-lag": a stalled replica's master killed, once without and once with `waitReplicas`.
- * Without it the writes acknowledged while the replica was behind are lost (the fault checks that some
- * are: the lag was real); with it none is, and the ones the replica did not have were refused instead.
- */
-export const redisReplicaLag: Fault = {
-  name: "redis-replica-lag",
-  run: async () => {
-    const cluster = await startCluster({ replicas: 1, nodeTimeoutMs: 1000 })
-    const [without, withWait] = await (async () => {
-      try {
-        return [
-          await measure({ kills: 1, stall: true }, cluster),
-          await measure({ kills: 1, stall: true, waitReplicasMs: 100 }, cluster)
-        ]
-      } finally {
-        await cluster.stop()
-      }
-    })()
-    const row: FaultRow = {
-      fault: "Redis Cluster master SIGKILLed while its replica lags, with waitReplicas 100 ms (1 replica)",
-      offered: withWait.acknowledged.claims + withWait.acknowledged.sends,
-      lost: lostOf(withWait),
-      duplicated: 0,
-      ok: lostOf(without) > 0 && withWait.notReplicated > 0,
-      notes: `with waitReplicas: ${describe(withWait)} — without: ${describe(without)}`
-    }
-    return [row]
-  }
-}
-
-const main = async () => {
-  const argv = process.argv.slice(2)
-  const at = (name: string) => argv.indexOf(`--${name}`)
-  const kills = at("kills") === -1 ? 20 : Number(argv[at("kills") + 1])
-  const waitMs = at("wait-replicas") === -1 ? undefined : Number(argv[at("wait-replicas") + 1])
-  const figures = await measure({
-    kills,
-    stall: argv.includes("--stall"),
-    ...(waitMs === undefined ? {} : { waitReplicasMs: waitMs })
-  })
-  console.log(describe(figures))
-  console.log(JSON.stringify(figures))
-  process.exit(0)
-}
-
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await main()
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) await lossCli(openWrites)

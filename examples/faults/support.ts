@@ -132,12 +132,16 @@ export const useServeProgram = (program: Program): void => {
 export const startServe = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Served> =>
   startProgram(serveProgram, serveProgram.serve, ["--port", "0", ...args], env)
 
-/** Starts a server script (a path from the repository's root) and waits for its "listening on" line. */
+/**
+ * Starts another server script of the same edition (a path from its directory, run as {@link startServe} runs
+ * `serve`: the root's examples/faults/failoverApp.ts, or the Effect 4 edition's) and waits for its "listening on"
+ * line.
+ */
 export const startServer = (
   script: string,
   args: ReadonlyArray<string>,
   env: Record<string, string> = {}
-): Promise<Served> => startProgram({ cwd: root, nodeArgs: ["--import", "tsx"], serve: script }, script, args, env)
+): Promise<Served> => startProgram(serveProgram, script, args, env)
 
 const startProgram = async (
   program: Program,
