@@ -1,48 +1,27 @@
 /**
- * The SQL rate-limit store: one upsert per decision (see `sqlStatements.ts`), the reported decision computed
+ * The SQL rate-limit store: one upsert per decision (see `core/rateLimiterSql.ts`), the reported decision computed
  * by the core from the state the database decided on, a background sweep of rows back to the fresh state,
  * and the Redis store's outage policy (deny or allow, marked `outage: true`, a warning at most every 10 s).
  */
 import { Clock, Duration, Effect, Layer, Schedule, type Scope } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { SqlError, UnknownError } from "effect/sql/SqlError"
-import { EPS } from "../../core/rateLimit.js"
-import * as RateWindows from "../../core/rateWindows.js"
-import * as TokenBucket from "../../core/tokenBucket.js"
+import {
+  bind,
+  type Call,
+  decide,
+  type Dialect,
+  reconcile,
+  type Row,
+  stored,
+  tokenBucketCall,
+  windowCall
+} from "../../core/rateLimiterSql.js"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
 import type { Options } from "../../RateLimiterStore/Sql.js"
 import { disconnect } from "../idempotencyStore/sql.js"
 import { RateLimiterStore } from "./service.js"
 import { resolve, type Resolved, sqlSchema } from "./sqlOptions.js"
-import { type Algorithm, bind, decide, type Dialect } from "./sqlStatements.js"
-
-interface Row {
-  readonly admitted: unknown
-  readonly was_at_ms: unknown
-  readonly was_units: unknown
-  readonly was_previous_units: unknown
-}
-
-type Values = Record<string, string | number | null>
-
-/** A stored double, or `null` for the fresh state; drivers may hand back strings for numeric columns. */
-const stored = (value: unknown): number | null => {
-  if (value === null || value === undefined) return null
-  const n = Number(value)
-  if (Number.isNaN(n)) throw new Error(`corrupt rate-limit row: ${String(value)}`)
-  return n
-}
-
-/**
- * The core's decision on the state the statement found. Its `allowed` is the database's: they are the same
- * arithmetic on the same doubles, and should a database ever round otherwise, what it wrote is what counts.
- */
-const reconcile = (decision: StoreDecision, admitted: boolean): StoreDecision =>
-  decision.allowed === admitted ? decision : {
-    ...decision,
-    allowed: admitted,
-    retryAfterMillis: admitted ? 0 : Math.max(1, decision.retryAfterMillis)
-  }
 
 /**
  * Fails after `millis` of real time. A real timer on purpose, as the Redis store's: it bounds I/O, which
@@ -80,32 +59,6 @@ const migrate = (sql: SqlClient.SqlClient, dialect: Dialect, table: string): Eff
     : Effect.all(statements, { discard: true })
 }
 
-/**
- * The insert of a key never seen: the core's step on the fresh state. A denial stores the fresh state,
- * already expired (a row must exist for `RETURNING`; the sweep takes it).
- */
-const inserted = (step: { readonly decision: StoreDecision; readonly expiresAt: number }, now: number, state: {
-  readonly at: number
-  readonly units: number | null
-  readonly previous: number | null
-}) =>
-  step.decision.allowed
-    ? {
-      ins_at: state.at,
-      ins_units: state.units,
-      ins_previous: state.previous,
-      ins_admitted: 1,
-      ins_expires: step.expiresAt
-    }
-    : { ins_at: null, ins_units: null, ins_previous: null, ins_admitted: 0, ins_expires: now }
-
-const windowState = (row: Row): RateWindows.State => {
-  const start = stored(row.was_at_ms)
-  return start === null
-    ? RateWindows.fresh
-    : { start, current: stored(row.was_units) ?? 0, previous: stored(row.was_previous_units) ?? 0 }
-}
-
 export const make = (options?: Options): Effect.Effect<Store, SqlError, SqlClient.SqlClient | Scope.Scope> => {
   const config = resolve(options)
   return Effect.gen(function*() {
@@ -123,17 +76,14 @@ export const make = (options?: Options): Effect.Effect<Store, SqlError, SqlClien
     }
     const outage = outagePolicy(config)
 
-    const run = (
-      algorithm: Algorithm,
-      limit: number,
-      nowMillis: number,
-      values: Values,
-      decision: (row: Row) => StoreDecision
-    ): Effect.Effect<StoreDecision> =>
-      Effect.suspend(() => sql.unsafe<Row>(statements[algorithm].text, bind(statements[algorithm], values))).pipe(
+    // the values and the core's decision on the row: core/rateLimiterSql.ts; here only the I/O and the outage policy
+    const run = (call: Call, nowMillis: number): Effect.Effect<StoreDecision> =>
+      Effect.suspend(() =>
+        sql.unsafe<Row>(statements[call.algorithm].text, bind(statements[call.algorithm], call.values))
+      ).pipe(
         Effect.flatMap((rows) =>
           rows.length === 1
-            ? Effect.try(() => reconcile(decision(rows[0]!), stored(rows[0]!.admitted) === 1))
+            ? Effect.try(() => reconcile(call.decision(rows[0]!), stored(rows[0]!.admitted) === 1))
             : Effect.fail(new Error(`the upsert returned ${rows.length} rows`))
         ),
         Effect.catchDefect((defect) => Effect.fail(defect)),
@@ -141,49 +91,16 @@ export const make = (options?: Options): Effect.Effect<Store, SqlError, SqlClien
         disconnect,
         Effect.interruptible,
         Effect.raceFirst(timeout(config.timeoutMillis)),
-        Effect.catch((cause) => outage(limit, nowMillis, cause))
+        Effect.catch((cause) => outage(call.limit, nowMillis, cause))
       )
 
-    const tokenBucket = (key: string, cost: number, params: TokenBucketParams, nowMillis: number) => {
-      const core = { capacity: params.capacity, refillPerSecond: params.refillPerSecond }
-      const interval = 1000 / params.refillPerSecond
-      const first = TokenBucket.take(TokenBucket.fresh, cost, core, nowMillis)
-      return run("tb", params.capacity, nowMillis, {
-        algorithm: "tb",
-        name: params.name,
-        key,
-        ...inserted(first, nowMillis, { at: first.state, units: null, previous: null }),
-        now: nowMillis,
-        cost,
-        capacity: params.capacity,
-        cost_interval: cost * interval,
-        tau: params.capacity * interval,
-        eps: EPS
-      }, (row) => TokenBucket.take(stored(row.was_at_ms) ?? TokenBucket.fresh, cost, core, nowMillis).decision)
-    }
-
-    const window = (algorithm: "fw" | "sw") => (key: string, cost: number, params: WindowParams, nowMillis: number) => {
-      const step = algorithm === "fw" ? RateWindows.fixedWindow : RateWindows.slidingWindow
-      const core = { limit: params.limit, windowMillis: params.windowMillis }
-      const w = params.windowMillis
-      const start = Math.floor(nowMillis / w) * w
-      const index = Math.round(start / w)
-      const first = step(RateWindows.fresh, cost, core, nowMillis)
-      const s = first.state
-      return run(algorithm, params.limit, nowMillis, {
-        algorithm,
-        name: params.name,
-        key,
-        ...inserted(first, nowMillis, { at: s.start, units: s.current, previous: s.previous }),
-        now: nowMillis,
-        cost,
-        limit: params.limit,
-        start,
-        window: w,
-        eps: EPS,
-        lo: index - 1.5,
-        hi: index - 0.5
-      }, (row) => step(windowState(row), cost, core, nowMillis).decision)
+    const store: Store = {
+      tokenBucket: (key: string, cost: number, params: TokenBucketParams, nowMillis: number) =>
+        run(tokenBucketCall(key, cost, params, nowMillis), nowMillis),
+      fixedWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
+        run(windowCall("fw", key, cost, params, nowMillis), nowMillis),
+      slidingWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
+        run(windowCall("sw", key, cost, params, nowMillis), nowMillis)
     }
 
     if (config.cleanup) {
@@ -196,7 +113,6 @@ export const make = (options?: Options): Effect.Effect<Store, SqlError, SqlClien
       )
     }
 
-    const store: Store = { tokenBucket, fixedWindow: window("fw"), slidingWindow: window("sw") }
     return store
   })
 }

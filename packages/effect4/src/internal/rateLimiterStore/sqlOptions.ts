@@ -1,8 +1,8 @@
 // No effect/sql import here: the public module loads this eagerly to check options and print the schema.
 import type { Duration } from "effect"
+import { defaultTable, type Dialect, schema, tableRule, validTable } from "../../core/rateLimiterSql.js"
 import type { Options } from "../../RateLimiterStore/Sql.js"
 import * as validate from "../validate.js"
-import { defaultTable, type Dialect, schema, tableRule, validTable } from "./sqlStatements.js"
 
 /** Options with defaults applied, durations in milliseconds; checked when the layer is built. */
 export interface Resolved {

@@ -1,5 +1,6 @@
 /**
- * The SQL rate-limit store's statements: one `INSERT … ON CONFLICT DO UPDATE … RETURNING` per decision, the
+ * The SQL rate-limit store's statements (plain text and functions, shared by both editions), and the values each
+ * decision binds: one `INSERT … ON CONFLICT DO UPDATE … RETURNING` per decision, the
  * arithmetic of `core/tokenBucket.ts` and `core/rateWindows.ts` restated in SQL (IEEE doubles in both
  * PostgreSQL and SQLite, the same operations in the same order). Keep the three in step.
  *
@@ -16,6 +17,9 @@
  * arithmetic is done on integers. No statement needs `floor`, which not every SQLite build has: window
  * starts and indexes are computed by the caller.
  */
+import { type Decision, EPS } from "./rateLimit.js"
+import * as RateWindows from "./rateWindows.js"
+import * as TokenBucket from "./tokenBucket.js"
 
 export type Dialect = "pg" | "sqlite"
 export type Algorithm = "tb" | "fw" | "sw"
@@ -170,3 +174,127 @@ export const bind = (compiled: Compiled, values: Readonly<Record<string, string 
     if (value === undefined) throw new Error(`rate-limit statement: no value for :${name}`)
     return value
   })
+
+/** What the upsert returns: the state it found (`was_*`) and whether it admitted. */
+export interface Row {
+  readonly admitted: unknown
+  readonly was_at_ms: unknown
+  readonly was_units: unknown
+  readonly was_previous_units: unknown
+}
+
+/** A stored double, or `null` for the fresh state; drivers may hand back strings for numeric columns. */
+export const stored = (value: unknown): number | null => {
+  if (value === null || value === undefined) return null
+  const n = Number(value)
+  if (Number.isNaN(n)) throw new Error(`corrupt rate-limit row: ${String(value)}`)
+  return n
+}
+
+/**
+ * The core's decision on the state the statement found. Its `allowed` is the database's: they are the same
+ * arithmetic on the same doubles, and should a database ever round otherwise, what it wrote is what counts.
+ */
+export const reconcile = (decision: Decision, admitted: boolean): Decision =>
+  decision.allowed === admitted ? decision : {
+    ...decision,
+    allowed: admitted,
+    retryAfterMillis: admitted ? 0 : Math.max(1, decision.retryAfterMillis)
+  }
+
+const windowState = (row: Row): RateWindows.State => {
+  const start = stored(row.was_at_ms)
+  return start === null
+    ? RateWindows.fresh
+    : { start, current: stored(row.was_units) ?? 0, previous: stored(row.was_previous_units) ?? 0 }
+}
+
+/**
+ * The insert of a key never seen: the core's step on the fresh state. A denial stores the fresh state,
+ * already expired (a row must exist for `RETURNING`; the sweep takes it).
+ */
+const inserted = (step: { readonly decision: Decision; readonly expiresAt: number }, now: number, state: {
+  readonly at: number
+  readonly units: number | null
+  readonly previous: number | null
+}) =>
+  step.decision.allowed
+    ? {
+      ins_at: state.at,
+      ins_units: state.units,
+      ins_previous: state.previous,
+      ins_admitted: 1,
+      ins_expires: step.expiresAt
+    }
+    : { ins_at: null, ins_units: null, ins_previous: null, ins_admitted: 0, ins_expires: now }
+
+/** One decision to send: its statement, its limit, the values it binds, and the core's decision on the row. */
+export interface Call {
+  readonly algorithm: Algorithm
+  readonly limit: number
+  readonly values: Readonly<Record<string, string | number | null>>
+  readonly decision: (row: Row) => Decision
+}
+
+export const tokenBucketCall = (
+  key: string,
+  cost: number,
+  params: { readonly name: string; readonly capacity: number; readonly refillPerSecond: number },
+  nowMillis: number
+): Call => {
+  const core = { capacity: params.capacity, refillPerSecond: params.refillPerSecond }
+  const interval = 1000 / params.refillPerSecond
+  const first = TokenBucket.take(TokenBucket.fresh, cost, core, nowMillis)
+  return {
+    algorithm: "tb",
+    limit: params.capacity,
+    values: {
+      algorithm: "tb",
+      name: params.name,
+      key,
+      ...inserted(first, nowMillis, { at: first.state, units: null, previous: null }),
+      now: nowMillis,
+      cost,
+      capacity: params.capacity,
+      cost_interval: cost * interval,
+      tau: params.capacity * interval,
+      eps: EPS
+    },
+    decision: (row) => TokenBucket.take(stored(row.was_at_ms) ?? TokenBucket.fresh, cost, core, nowMillis).decision
+  }
+}
+
+export const windowCall = (
+  algorithm: "fw" | "sw",
+  key: string,
+  cost: number,
+  params: { readonly name: string; readonly limit: number; readonly windowMillis: number },
+  nowMillis: number
+): Call => {
+  const step = algorithm === "fw" ? RateWindows.fixedWindow : RateWindows.slidingWindow
+  const core = { limit: params.limit, windowMillis: params.windowMillis }
+  const w = params.windowMillis
+  const start = Math.floor(nowMillis / w) * w
+  const index = Math.round(start / w)
+  const first = step(RateWindows.fresh, cost, core, nowMillis)
+  const s = first.state
+  return {
+    algorithm,
+    limit: params.limit,
+    values: {
+      algorithm,
+      name: params.name,
+      key,
+      ...inserted(first, nowMillis, { at: s.start, units: s.current, previous: s.previous }),
+      now: nowMillis,
+      cost,
+      limit: params.limit,
+      start,
+      window: w,
+      eps: EPS,
+      lo: index - 1.5,
+      hi: index - 0.5
+    },
+    decision: (row) => step(windowState(row), cost, core, nowMillis).decision
+  }
+}
