@@ -55,7 +55,7 @@ export interface Faults {
  * ```ts
  * import { Effect } from "effect"
  * import { HttpClient } from "effect/http"
- * import { Chaos } from "effect-resilience"
+ * import * as Chaos from "effect-resilience/Chaos"
  *
  * const flaky = Effect.map(HttpClient.HttpClient, Chaos.client({
  *   errorResponse: { probability: 0.1, status: 503, retryAfter: "1 second" },

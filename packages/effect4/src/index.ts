@@ -5,7 +5,8 @@
  *
  * The same modules, names, error tags and semantics as the Effect 3 edition, over the same pure core. The
  * backends are entry points of their own (`effect-resilience/RateLimiterStore/Redis`, `effect-resilience/PgQueue`,
- * `effect-resilience/Outbox`), so this root needs only `effect`.
+ * `effect-resilience/Outbox`), so this root needs only `effect`. `effect-resilience/Chaos` (fault injection for tests
+ * and drills) is a subpath only, so that it is never one import away in production code.
  *
  * @since 1.0.0
  */
@@ -18,8 +19,6 @@ export * as AdaptiveThrottle from "./AdaptiveThrottle.js"
 export * as Backoff from "./Backoff.js"
 /** @since 1.0.0 */
 export * as Bulkhead from "./Bulkhead.js"
-/** @since 1.0.0 */
-export * as Chaos from "./Chaos.js"
 /** @since 1.0.0 */
 export * as CircuitBreaker from "./CircuitBreaker.js"
 /** @since 1.0.0 */

@@ -6,9 +6,9 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Layer, Option } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { TestClock } from "effect/testing"
+import * as Chaos from "../src/Chaos.js"
 import {
   AdaptiveThrottle,
-  Chaos,
   CircuitBreaker,
   RateLimiter,
   RateLimiterStore,

@@ -1,8 +1,8 @@
-import { Clock, Context, Data, Duration, Effect, Option, Predicate } from "effect"
+import { Clock, Context, Data, Duration, Effect, Fiber, Option, Predicate } from "effect"
 import type * as Api from "../Deadline.js"
 import { compiled } from "./dual.js"
 import type { Fields } from "./errorFields.js"
-import { timeoutWith } from "./timeout.js"
+import { startWatched, timeoutWith } from "./timeout.js"
 import * as validate from "./validate.js"
 
 /**
@@ -81,11 +81,20 @@ export const withDeadlineAt = compiled(withDeadlineAtOf)
 export const timeoutOf = (duration: Duration.Input) => {
   const own = validate.millis("Deadline.timeout duration", duration)
   const timeout = Duration.millis(own)
+  const timedOut = () => new AttemptTimeout({ timeout })
+  // one mask for the whole step: the deadline and the clock are read inside it, where the child starts
   return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline<A, E | AttemptTimeout | DeadlineExceeded, R>((deadline, now, clock) => {
-      if (deadline !== undefined && now + own >= deadline) return runUntil(self, deadline, now, clock)
-      if (own <= 0) return Effect.fail(new AttemptTimeout({ timeout }))
-      return timeoutWith(self, now + own, clock, () => new AttemptTimeout({ timeout }))
+    Effect.uninterruptibleMask((restore): Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R> => {
+      const fiber = Fiber.getCurrent()!
+      const clock = fiber.getRef(Clock.Clock)
+      const now = clock.currentTimeMillisUnsafe()
+      const deadline = fiber.getRef(CurrentDeadline)
+      // the caller's deadline comes first: the child runs under it already (it is in the caller's context)
+      if (deadline !== undefined && now + own >= deadline) {
+        return deadline <= now ? Effect.fail(exceeded()) : startWatched(self, deadline, clock, exceeded, restore)
+      }
+      if (own <= 0) return Effect.fail(timedOut())
+      return startWatched(self, now + own, clock, timedOut, restore)
     })
 }
 export const timeout = compiled(timeoutOf)

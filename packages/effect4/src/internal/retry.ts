@@ -1,4 +1,4 @@
-import { Data, Duration, Effect, Metric, Pull, Schedule } from "effect"
+import { Cause, Data, Duration, Effect, Fiber, Metric, Pull, Result, Schedule } from "effect"
 import type { Options, RetryEvent, StopReason } from "../Retry.js"
 import type * as Api from "../Retry.js"
 import type { Budget } from "../RetryBudget.js"
@@ -108,16 +108,24 @@ export const compile = <R2>(options: Options<R2>) => {
     })
   }
 
+  // The first attempt is one frame: the budget (the options' or the fiber's) is looked up only when the attempt
+  // ends, on the fiber that ran it, which is the caller's context again by then.
+  const budgetNow = (): Budget | undefined => ownBudget ?? fromContext(Fiber.getCurrent()!.context)
+  const firstSucceeded = (a: unknown) => {
+    budgetNow()?.unsafeRecordSuccess()
+    return Effect.succeed(a)
+  }
+
   return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R | R2> =>
-    Effect.withFiber((fiber) => {
-      const budget: Budget | undefined = ownBudget ?? fromContext(fiber.context)
-      if (budget === undefined) {
-        return Effect.catch(
-          self,
-          (e) => isRetryable(e) ? decide(self, undefined, e, undefined, 1) : Effect.fail(e)
-        )
+    Effect.matchCauseEffect(self, {
+      onSuccess: firstSucceeded as (a: A) => Effect.Effect<A>,
+      onFailure: (cause): Effect.Effect<A, unknown, R | R2> => {
+        // as `Effect.catch`: a defect or an interruption is not handled; only a typed failure is looked at
+        if (Cause.hasDies(cause)) return Effect.failCause(cause)
+        const found = Cause.findError(cause)
+        if (Result.isFailure(found) || !isRetryable(found.success)) return Effect.failCause(cause)
+        return decide(self, budgetNow(), found.success, undefined, 1)
       }
-      return attempt(self, budget, undefined, 1)
     })
 }
 

@@ -27,21 +27,39 @@ export const timeoutWith = <A, E, R, E2>(
   clock: Clock.Clock,
   onTimeout: () => E2
 ): Effect.Effect<A, E | E2, R> =>
-  Effect.uninterruptibleMask((restore): Effect.Effect<A, E | E2, R> => {
-    if (syncDepth >= MAX_SYNC_DEPTH) return scheduled(self, at, clock, onTimeout, restore)
-    const parent = Fiber.getCurrent()!
-    // the caller's interruptibility: restoring it is a no-op (the same effect) for an uninterruptible caller
-    const uninterruptible = restore(self) === self
-    syncDepth++
-    let child: Fiber.Fiber<A, E>
-    try {
-      child = Effect.runForkWith(parent.context as Context.Context<R>)(self, { uninterruptible })
-    } finally {
-      syncDepth--
-    }
-    const done = child.pollUnsafe()
-    return done !== undefined ? done : waitUntil(child, at, clock, onTimeout, restore)
-  })
+  Effect.uninterruptibleMask((restore): Effect.Effect<A, E | E2, R> =>
+    startWatched(self, at, clock, onTimeout, restore)
+  )
+
+const interruptibleChild = { uninterruptible: false } as const
+const uninterruptibleChild = { uninterruptible: true } as const
+
+/**
+ * The body of {@link timeoutWith}, for a caller already inside `Effect.uninterruptibleMask` (`restore` is its
+ * restore): `self` starts in a child with the current fiber's context, as interruptible as the caller was.
+ */
+export const startWatched = <A, E, R, E2>(
+  self: Effect.Effect<A, E, R>,
+  at: number,
+  clock: Clock.Clock,
+  onTimeout: () => E2,
+  restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>
+): Effect.Effect<A, E | E2, R> => {
+  if (syncDepth >= MAX_SYNC_DEPTH) return scheduled(self, at, clock, onTimeout, restore)
+  const parent = Fiber.getCurrent()!
+  // the caller's interruptibility: an interruptible caller's mask restores with `Effect.interruptible` (known without
+  // building an effect); otherwise restoring is a no-op (the same effect) for an uninterruptible caller
+  const options = restore === Effect.interruptible || restore(self) !== self ? interruptibleChild : uninterruptibleChild
+  syncDepth++
+  let child: Fiber.Fiber<A, E>
+  try {
+    child = Effect.runForkWith(parent.context as Context.Context<R>)(self, options)
+  } finally {
+    syncDepth--
+  }
+  const done = child.pollUnsafe()
+  return done !== undefined ? done : waitUntil(child, at, clock, onTimeout, restore)
+}
 
 /** Deep in synchronous nesting: the same, with `self` in a child fiber started from the scheduler. */
 const scheduled = <A, E, R, E2>(
