@@ -56,6 +56,34 @@ for (
     extract(`repo-${basename(doc, ".md")}`, ["```ts", ...body.split("\n"), "```"])
   }
 }
+// This README is what npm shows, but scripts/package.mjs runs the example and installs the lines of the repository's
+// README (its `<!-- edition: effect4 -->` blocks): the two must show the same example and the same install lines.
+const anyBlock = /^```(\w+)\n([\s\S]*?)^```/gm
+const effect4Block = /^<!-- edition: effect4\b[^\n]*-->\n```(\w+)\n([\s\S]*?)^```/gm
+const blocks = (text, pattern) => [...text.matchAll(pattern)]
+const installLines = (found) =>
+  found.filter(([, lang]) => lang === "sh").flatMap(([, , body]) =>
+    body.split("\n").map((line) => line.replace(/#.*$/, "").trim()).filter((line) => /^npm (i|install) /.test(line))
+  )
+const ours = blocks(readFileSync(join(pkg, "README.md"), "utf8"), anyBlock)
+const repos = blocks(readFileSync(join(repo, "README.md"), "utf8"), effect4Block)
+const mismatches = []
+if (ours.find(([, lang]) => lang === "ts")?.[2] !== repos.find(([, lang]) => lang === "ts")?.[2]) {
+  mismatches.push("its first ```ts block is not the Effect 4 example of the repository's README.md")
+}
+const [oursLines, reposLines] = [installLines(ours), installLines(repos)]
+for (const line of oursLines) {
+  if (!reposLines.includes(line)) {
+    mismatches.push(`"${line}" is not an Effect 4 install line of the repository's README.md`)
+  }
+}
+for (const line of reposLines) {
+  if (!oursLines.includes(line)) mismatches.push(`it lacks the repository README.md's Effect 4 install line "${line}"`)
+}
+if (mismatches.length > 0) {
+  for (const m of mismatches) console.error(`scripts/examples.mjs: packages/effect4/README.md: ${m}`)
+  process.exit(1)
+}
 if (count === 0) {
   console.error("scripts/examples.mjs: no examples found")
   process.exit(1)
