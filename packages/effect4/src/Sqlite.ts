@@ -1,6 +1,6 @@
 /**
  * An `effect/sql` client for SQLite on Node's built-in `node:sqlite`: the embedded database behind the
- * library's SQL backends (`IdempotencyStore/Sql` today) when one file on one machine is enough. Several
+ * library's SQL backends (`IdempotencyStore/Sql`, `RateLimiterStore/Sql`, `Consumer/Sql`, `Outbox`) when one file on one machine is enough. Several
  * processes may share the file: writes are serialised by SQLite's lock, and a statement waits up to
  * `busyTimeout` for it.
  *
