@@ -1,8 +1,8 @@
 /**
  * An `effect/sql` client for SQLite on Node's built-in `node:sqlite`: the embedded database behind the
- * library's SQL backends (`IdempotencyStore/Sql`, `RateLimiterStore/Sql`, `Consumer/Sql`, `Outbox`) when one file on one machine is enough. Several
- * processes may share the file: writes are serialised by SQLite's lock, and a statement waits up to
- * `busyTimeout` for it.
+ * library's SQL backends (`IdempotencyStore/Sql`, `RateLimiterStore/Sql`, `Consumer/Sql`, `Outbox`) when one
+ * file on one machine is enough. Several processes may share the file: writes are serialised by SQLite's lock,
+ * and a statement waits up to `busyTimeout` for it.
  *
  * Why it exists: Effect 4 has no working SQLite driver yet (`@effect/sql-sqlite-node` 4.x is a beta that does not
  * load with `effect` 4.1). This client provides the same `SqlClient` service, so replacing it with Effect's own
