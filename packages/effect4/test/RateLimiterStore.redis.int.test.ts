@@ -197,6 +197,48 @@ describeRedis("RateLimiterStore/Redis", () => {
       })))
 
   // Effect 4 passes a log's message as the array of what was logged: the first part is the text
+  it.effect("decisions sent in one tick leave in a few writes, each answered with its own reply", () =>
+    Effect.gen(function*() {
+      const client = yield* Effect.acquireRelease(
+        Effect.promise(async () => {
+          const c = new Redis(REDIS_URL)
+          await c.ping() // ready: the store writes straight to its socket
+          return c
+        }),
+        (c) => Effect.sync(() => c.disconnect())
+      )
+      // every write the socket makes: `_write` for one chunk, `_writev` for the chunks a cork held
+      const stream = client.stream as unknown as Record<"_write" | "_writev", (...args: Array<unknown>) => void>
+      let writes = 0
+      for (const method of ["_write", "_writev"] as const) {
+        const original = stream[method]!.bind(stream)
+        stream[method] = (...args) => {
+          writes++
+          original(...args)
+        }
+      }
+      const name = fresh("burst")
+      const decisions = yield* Effect.provide(
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter.tokenBucket({ capacity: 20, refillPerSecond: 0.001, name })
+          return yield* Effect.all(Array.from({ length: 64 }, () => limiter.tryAcquire("hot")), {
+            concurrency: "unbounded"
+          })
+        }).pipe(Effect.scoped),
+        RateLimiterStoreRedis.layer({ client, prefix, expiryMargin: "1 minute" })
+      )
+      // one call goes out at once, the other 63 at most 16 to a write
+      expect(writes).toBeGreaterThanOrEqual(2)
+      expect(writes).toBeLessThanOrEqual(1 + Math.ceil(63 / 16))
+      // the script still ran once per call, atomically, and each call got its own reply
+      const allowed = decisions.filter((d) => d.allowed)
+      expect(allowed).toHaveLength(20)
+      expect(allowed.map((d) => d.remaining).sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i))
+      expect(decisions.every((d) => d.outage === undefined)).toBe(true)
+      // and the client is uncorked: a plain command still goes out and comes back
+      expect(yield* Effect.promise(() => client.ping())).toBe("PONG")
+    }).pipe(Effect.scoped))
+
   const logged = (messages: Array<string>) =>
     Logger.layer([
       Logger.make(({ message }) => messages.push(String(Array.isArray(message) ? message[0] : message)))

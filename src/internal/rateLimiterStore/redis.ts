@@ -76,12 +76,11 @@ export const make = (
     nowMillis: number
   ): Effect.Effect<StoreDecision> =>
     // an error answers with the fallback decision in the same step (no catchAll frame per call)
-    redis.runScriptOr(
+    redis.runKeyScriptOr(
       client,
       f.script,
-      [lua.keyFor(f, key)],
+      lua.keyFor(f, key),
       lua.argsFor(f, cost, nowMillis, margin),
-      false,
       options.timeoutMillis,
       (reply) => lua.decode(f.limit, reply),
       (cause) => fallback(f.limit, nowMillis, cause)

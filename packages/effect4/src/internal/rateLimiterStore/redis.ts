@@ -76,12 +76,11 @@ export const make = (
     nowMillis: number
   ): Effect.Effect<StoreDecision> =>
     Effect.catch(
-      redis.runScript(
+      redis.runKeyScript(
         client,
         f.script,
-        [lua.keyFor(f, key)],
+        lua.keyFor(f, key),
         lua.argsFor(f, cost, nowMillis, margin),
-        false,
         options.timeoutMillis,
         (reply) => lua.decode(f.limit, reply),
         identity
