@@ -213,6 +213,7 @@ export const layer = (options: Options): Layer.Layer<IdempotencyStore> => {
   const wait = redis.resolveWaitReplicas("IdempotencyStore/Redis", options.waitReplicas, resolved.timeoutMillis)
   return Layer.scoped(
     IdempotencyStore,
-    Effect.map(redis.acquire(options), (client) => make(client, resolved, wait))
+    // the claims and completions of many requests at once: one write (and one wake-up of Redis) per batch
+    Effect.map(redis.acquire(options, { autoPipelining: true }), (client) => make(client, resolved, wait))
   )
 }
