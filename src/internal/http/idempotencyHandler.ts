@@ -73,11 +73,7 @@ export const admitted = <E, R>(
   // The request's deadline is not the handler's: a client's short Request-Timeout-Ms ends its wait, and must
   // not make a deadline-aware call inside fail after the commit (a typed failure releases the key).
   const answered = Effect.flatMap(
-    Effect.locally(
-      Effect.provideService(app, HttpServerRequest.HttpServerRequest, request),
-      currentDeadline,
-      undefined
-    ),
+    withoutDeadline(Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)),
     (response) =>
       Effect.flatMap(
         captureBody(response, maxResponseBytes),
@@ -122,6 +118,12 @@ export const admitted = <E, R>(
   })
   return leases.renewing(renewed, settle)
 }
+
+/** `effect` without the request's deadline; as it is when there is none (no FiberRef to set and restore). */
+const withoutDeadline = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) =>
+    fiber.getFiberRef(currentDeadline) === undefined ? effect : Effect.locally(effect, currentDeadline, undefined)
+  )
 
 /**
  * Records the answer of a handler that ran after `complete` failed: again and again, with a growing pause
