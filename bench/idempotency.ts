@@ -10,6 +10,7 @@
  */
 import { HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpServer } from "@effect/platform-node"
+import { SqlClient } from "@effect/sql"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Effect, Layer, Redacted } from "effect"
@@ -178,6 +179,39 @@ const floorSqlite = async (): Promise<number> => {
   }
 }
 
+/**
+ * The no-middleware server whose handler runs the SQL store's two statements itself through `@effect/sql`
+ * (`SqliteClient`, as the store does), in requests/s: what the SQL client costs a request before any store or
+ * middleware code, so no middleware on that client serves more than this.
+ */
+const floorSqliteHttp = async (): Promise<number> => {
+  const dir = mkdtempSync(join(tmpdir(), "bench-idem-floor-http-"))
+  try {
+    return await Effect.runPromise(
+      Effect.gen(function*() {
+        const sql = yield* SqlClient.SqlClient
+        for (const statement of schema("floor_http", "BLOB")) yield* sql.unsafe(statement)
+        const claim = upsert("floor_http", () => "?")
+        const complete = completion("floor_http", () => "?")
+        const run = `${process.pid}-`
+        let i = 0
+        const pair = Effect.suspend(() => {
+          const key = run + i++
+          const now = Date.now()
+          const token = randomUUID()
+          return Effect.zipRight(
+            sql.unsafe(claim, [scope, key, fingerprint, token, now + 60_000, now + 86_400_000, now]),
+            sql.unsafe(complete, [201, headers, body, now + 86_400_000, scope, key, token, now])
+          )
+        })
+        return yield* serveAndLoad(false, memory, Effect.zipRight(Effect.orDie(pair), handler))
+      }).pipe(Effect.provide(SqliteClient.layer({ filename: join(dir, "floor.db") })))
+    )
+  } finally {
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
+
 /** node-postgres (what @effect/sql-pg runs on), a pool of 32, 32 workers. */
 const floorPostgres = async (): Promise<number> => {
   const pg = require("pg")
@@ -266,6 +300,7 @@ const floorRedisHttp = async (): Promise<number> => {
 
 const floors: ReadonlyArray<readonly [string, string, () => Promise<number>]> = [
   ["http: idempotency (sqlite)", "floor: better-sqlite3 claim+complete pair", floorSqlite],
+  ["http: idempotency (sqlite)", "floor: no middleware + @effect/sql pair", floorSqliteHttp],
   ["http: idempotency (postgres)", "floor: node-postgres claim+complete pair", floorPostgres],
   ["http: idempotency (redis)", "floor: ioredis claim+complete pair", floorRedis],
   ["http: idempotency (redis)", "floor: no middleware + raw ioredis pair", floorRedisHttp]

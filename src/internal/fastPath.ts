@@ -32,7 +32,13 @@ let syncDepth = 0
  * levels their stacks are cut down to their current values: stacks stay short and nesting stays linear.
  */
 const COLLAPSE_EVERY = 16
-const levels = new WeakMap<FiberId.FiberId, number>()
+/**
+ * The nesting level of a fiber started here, kept on its id (known before it starts, see `updateRefs`): a
+ * property of one more hidden class instead of an entry per fiber in a WeakMap (slower to set, and traced
+ * again by every garbage collection while the fiber lives).
+ */
+const level = Symbol.for("effect-resilience/fastPath/level")
+const levelOf = (id: FiberId.FiberId): number => (id as { [level]?: number })[level] ?? 0
 
 const collapse = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => {
   const locals = new Map<any, readonly [readonly [FiberId.Runtime, unknown]]>()
@@ -55,7 +61,7 @@ export const startFrom = <A, E, R>(
     fiberRefs: parent.getFiberRefs(),
     runtimeFlags
   })
-  const level = (levels.get(parent.id()) ?? 0) + 1
+  const depth = levelOf(parent.id()) + 1
   const immediate = syncDepth < MAX_SYNC_DEPTH
   syncDepth++
   try {
@@ -63,8 +69,8 @@ export const startFrom = <A, E, R>(
       immediate,
       // the child's id is known here, before it starts: record its level for the fibers started inside it
       updateRefs: (refs, id) => {
-        levels.set(id, level)
-        return level % COLLAPSE_EVERY === 0 ? collapse(refs, id) : refs
+        ;(id as { [level]?: number })[level] = depth
+        return depth % COLLAPSE_EVERY === 0 ? collapse(refs, id) : refs
       }
     })
   } finally {
