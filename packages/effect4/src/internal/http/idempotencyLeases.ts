@@ -53,10 +53,31 @@ export class Leases {
     })
   }
 
+  /**
+   * The parts of {@link renewing} for a caller that holds the handler's fiber itself (the middleware): puts a
+   * claim, renewed by `renew` in `context`, at the end of the list, and returns its lease. The caller runs
+   * {@link started} next, and {@link end}s the lease when the handler's fiber ends.
+   */
+  join(renew: Effect.Effect<boolean>, context: Context.Context<never>, now: number): Lease {
+    const lease = new Lease(renew, context)
+    this.queue.push(lease, now)
+    return lease
+  }
+
+  /** Starts the renewing fiber if there is none (after a {@link join}). */
+  get started(): Effect.Effect<void> {
+    return this.running ? Effect.void : this.start
+  }
+
+  /** The handler of `lease` has ended: its claim is never renewed again. */
+  end(lease: Lease): void {
+    this.queue.end(lease)
+  }
+
   /** Puts `lease` at the end of the list; starts the renewing fiber if there is none. */
   private enqueue(lease: Lease, now: number): Effect.Effect<void> {
     this.queue.push(lease, now)
-    return this.running ? Effect.void : this.start
+    return this.started
   }
 
   // A detached fiber, interruptible even when started from a handler that the server runs uninterruptibly.
