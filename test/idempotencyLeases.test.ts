@@ -70,6 +70,24 @@ describe("idempotency lease renewals (one fiber for all claims)", () => {
       expect(slow.at).toEqual([4000, 5000])
     }))
 
+  it.effect("quick handlers, one after another, start one renewing fiber, not one each", () =>
+    Effect.gen(function*() {
+      const leases = new Leases(1000)
+      const quick = claim()
+      for (let i = 0; i < 50; i++) {
+        yield* leases.renewing(quick.renew, Effect.void)
+        yield* Effect.yieldNow() // the renewing fiber runs, and finds nothing waiting
+      }
+      expect(leases.starts).toBe(1)
+      // it ends a period later; a claim after that starts it again, on time
+      yield* seconds(2)
+      const slow = claim()
+      yield* holding(leases, slow.renew)
+      yield* seconds(2)
+      expect(quick.at).toEqual([])
+      expect(slow.at).toEqual([3000, 4000])
+    }))
+
   it.effect("an interrupted handler's claim is not renewed", () =>
     Effect.gen(function*() {
       const leases = new Leases(1000)

@@ -1,5 +1,5 @@
-import type { Context, Fiber, RuntimeFlags } from "effect"
-import { Effect, FiberId, FiberRefs, Runtime } from "effect"
+import type { Fiber, RuntimeFlags } from "effect"
+import { Context, Effect, FiberId, FiberRefs, Runtime } from "effect"
 
 /*
  * The one place where this library leans on how Effect's runtime behaves rather than only on what its API
@@ -32,7 +32,13 @@ let syncDepth = 0
  * levels their stacks are cut down to their current values: stacks stay short and nesting stays linear.
  */
 const COLLAPSE_EVERY = 16
-const levels = new WeakMap<FiberId.FiberId, number>()
+/**
+ * The nesting level of a fiber started here, kept on its id (known before it starts, see `updateRefs`): a
+ * property of one more hidden class instead of an entry per fiber in a WeakMap (slower to set, and traced
+ * again by every garbage collection while the fiber lives).
+ */
+const level = Symbol.for("effect-resilience/fastPath/level")
+const levelOf = (id: FiberId.FiberId): number => (id as { [level]?: number })[level] ?? 0
 
 const collapse = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.FiberRefs => {
   const locals = new Map<any, readonly [readonly [FiberId.Runtime, unknown]]>()
@@ -40,18 +46,22 @@ const collapse = (refs: FiberRefs.FiberRefs, id: FiberId.Runtime): FiberRefs.Fib
   return FiberRefs.unsafeMake(locals)
 }
 
-/** Starts `effect` in a fiber of its own, from `parent`'s context and FiberRefs and the given runtime flags. */
+/**
+ * Starts `effect` in a fiber of its own, from `parent`'s context (or `context`, when given) and FiberRefs and
+ * the given runtime flags.
+ */
 export const startFrom = <A, E, R>(
   parent: Fiber.RuntimeFiber<unknown, unknown>,
   runtimeFlags: RuntimeFlags.RuntimeFlags,
-  effect: Effect.Effect<A, E, R>
+  effect: Effect.Effect<A, E, R>,
+  context: Context.Context<never> = parent.currentContext
 ): Fiber.RuntimeFiber<A, E> => {
   const runtime = Runtime.make({
-    context: parent.currentContext as Context.Context<R>,
+    context: context as Context.Context<R>,
     fiberRefs: parent.getFiberRefs(),
     runtimeFlags
   })
-  const level = (levels.get(parent.id()) ?? 0) + 1
+  const depth = levelOf(parent.id()) + 1
   const immediate = syncDepth < MAX_SYNC_DEPTH
   syncDepth++
   try {
@@ -59,8 +69,8 @@ export const startFrom = <A, E, R>(
       immediate,
       // the child's id is known here, before it starts: record its level for the fibers started inside it
       updateRefs: (refs, id) => {
-        levels.set(id, level)
-        return level % COLLAPSE_EVERY === 0 ? collapse(refs, id) : refs
+        ;(id as { [level]?: number })[level] = depth
+        return depth % COLLAPSE_EVERY === 0 ? collapse(refs, id) : refs
       }
     })
   } finally {
@@ -75,15 +85,32 @@ export interface Implementation {
    * unless interrupted) and returns it. Its FiberRef changes stay inside it.
    */
   readonly forkDetached: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R>
+  /**
+   * {@link forkDetached} with `service` provided to `effect` as `tag`. With the fast path the fiber starts with
+   * it in its context (no `provideService` to set it and restore it), so joining that fiber hands it on to
+   * the joiner's context, as a join hands on the fiber's other changes.
+   */
+  readonly forkDetachedWith: <A, E, R, I, S>(
+    effect: Effect.Effect<A, E, R>,
+    tag: Context.Tag<I, S>,
+    service: NoInfer<S>
+  ) => Effect.Effect<Fiber.RuntimeFiber<A, E>, never, Exclude<R, I>>
 }
 
 export const fast: Implementation = {
   forkDetached: (effect) =>
-    Effect.withFiberRuntime((parent, status) => Effect.succeed(startFrom(parent, status.runtimeFlags, effect)))
+    Effect.withFiberRuntime((parent, status) => Effect.succeed(startFrom(parent, status.runtimeFlags, effect))),
+  forkDetachedWith: (effect, tag, service) =>
+    Effect.withFiberRuntime((parent, status) =>
+      Effect.succeed(
+        startFrom(parent, status.runtimeFlags, effect, Context.add(parent.currentContext, tag, service))
+      )
+    )
 }
 
 export const fallback: Implementation = {
-  forkDetached: Effect.forkDaemon
+  forkDetached: Effect.forkDaemon,
+  forkDetachedWith: (effect, tag, service) => Effect.forkDaemon(Effect.provideService(effect, tag, service))
 }
 
 /** The premise of the fast path: a fiber started with `immediate` has run synchronously when `runFork` returns. */
@@ -112,3 +139,10 @@ export const unsafeUse = (implementation: Implementation | undefined): void => {
 export const forkDetached = <A, E, R>(
   effect: Effect.Effect<A, E, R>
 ): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> => current().forkDetached(effect)
+
+/** See {@link Implementation.forkDetachedWith}. */
+export const forkDetachedWith = <A, E, R, I, S>(
+  effect: Effect.Effect<A, E, R>,
+  tag: Context.Tag<I, S>,
+  service: NoInfer<S>
+): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, Exclude<R, I>> => current().forkDetachedWith(effect, tag, service)

@@ -1,12 +1,12 @@
 import type { HttpApp } from "@effect/platform"
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import type { HttpServerRequest } from "@effect/platform"
+import { HttpServerResponse } from "@effect/platform"
 import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Random, Scope } from "effect"
 import * as decide from "../../core/idempotencyResponse.js"
 import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { currentDeadline } from "../deadline.js"
 import type { IdempotencyStoreError } from "../idempotencyStore/service.js"
-import { captureBody, pickHeaders, withBytes } from "./idempotencyHttp.js"
-import type { Leases } from "./idempotencyLeases.js"
+import { captureBody, type Captured, capturedNow, pickHeaders, withBytes } from "./idempotencyHttp.js"
 
 /** The idempotency middleware's options, validated, with their defaults filled in. */
 export interface Settings {
@@ -33,29 +33,37 @@ export interface Settings {
 }
 
 /**
+ * The renewal of `ref`'s claim, run (by the middleware's `Leases`, see `idempotencyLeases.ts`) a third of a
+ * lease after the claim, and after each renewal, while the claim is still ours and its handler runs: whether
+ * the store says it still is (a failure counts as still owned, logged).
+ */
+export const renewal = (settings: Settings, store: Store, ref: ClaimRef): Effect.Effect<boolean> =>
+  Effect.suspend(() =>
+    Effect.catchAll(
+      store.renew(ref, settings.lease),
+      (e) => Effect.as(logStoreFailure("renew", e, decide.redactor(ref.key, ref.scope)), true)
+    )
+  )
+
+/**
  * The admitted handler and everything after it, as one piece that no client can stop: once a handler has
- * started it may have had effects, so it runs to its end, and its answer is stored for the retry. Its lease
- * is renewed (by `leases`, see `idempotencyLeases.ts`) until its answer is read and stored.
+ * started it may have had effects, so it runs to its end, and its answer is stored for the retry. The caller
+ * runs it in a fiber of its own, with the request (its body read) in its context, and renews its lease (see
+ * {@link renewal}) until that fiber ends: its answer has been read and stored.
  */
 export const admitted = <E, R>(
   settings: Settings,
   store: Store,
-  leases: Leases,
   later: Recorder,
   ref: ClaimRef,
-  request: HttpServerRequest.HttpServerRequest,
   app: HttpApp.Default<E, R>,
   waiter: { readonly gone: boolean }
-): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R> => {
-  const { lease, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
+): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
+  const { maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
   const redact = decide.redactor(ref.key, ref.scope)
-  // built when needed: most answers need neither a release nor a renewal
+  // built when needed: most answers need no release
   const release = Effect.suspend(() =>
     Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
-  )
-  // renewed a third of a lease after the claim, and after each renewal, while the claim is still ours
-  const renewed = Effect.suspend(() =>
-    Effect.catchAll(store.renew(ref, lease), (e) => Effect.as(logStoreFailure("renew", e, redact), true))
   )
   // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
   // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
@@ -72,23 +80,12 @@ export const admitted = <E, R>(
   // failure while reading it, or in `storeStatus`, is the handler's defect, not a key left in progress.
   // The request's deadline is not the handler's: a client's short Request-Timeout-Ms ends its wait, and must
   // not make a deadline-aware call inside fail after the commit (a typed failure releases the key).
-  const answered = Effect.flatMap(
-    Effect.locally(
-      Effect.provideService(app, HttpServerRequest.HttpServerRequest, request),
-      currentDeadline,
-      undefined
-    ),
-    (response) =>
-      Effect.flatMap(
-        captureBody(response, maxResponseBytes),
-        (captured) =>
-          Effect.sync(() => ({
-            response,
-            captured,
-            kept: decide.keeps(response.status, storeServerErrors, storeStatus)
-          }))
-      )
-  )
+  const answered = Effect.flatMap(withoutDeadline(app), (response) => {
+    const judged = (captured: Captured) =>
+      Effect.sync(() => ({ response, captured, kept: decide.keeps(response.status, storeServerErrors, storeStatus) }))
+    const known = capturedNow(response, maxResponseBytes)
+    return known === undefined ? Effect.flatMap(captureBody(response, maxResponseBytes), judged) : judged(known)
+  })
   const settle = Effect.flatMap(Effect.exit(answered), (exit) => {
     if (Exit.isSuccess(exit)) {
       const { captured, kept, response } = exit.value
@@ -120,8 +117,14 @@ export const admitted = <E, R>(
     // interrupted from inside: it may have committed, so the claim is left to run out its lease
     return Effect.zipRight(unseen(cause), Effect.failCause(cause))
   })
-  return leases.renewing(renewed, settle)
+  return settle
 }
+
+/** `effect` without the request's deadline; as it is when there is none (no FiberRef to set and restore). */
+const withoutDeadline = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withFiberRuntime((fiber) =>
+    fiber.getFiberRef(currentDeadline) === undefined ? effect : Effect.locally(effect, currentDeadline, undefined)
+  )
 
 /**
  * Records the answer of a handler that ran after `complete` failed: again and again, with a growing pause

@@ -16,30 +16,49 @@ export interface Captured {
   readonly storable: boolean
 }
 
+const unstorable: Captured = { bytes: undefined, storable: false }
+
+/**
+ * {@link captureBody} of a body known without reading anything (every kind but a stream), at once;
+ * `undefined` for a stream.
+ */
+export const capturedNow = (response: HttpServerResponse.HttpServerResponse, max: number): Captured | undefined => {
+  const body = response.body
+  switch (body._tag) {
+    case "Empty":
+      return { bytes: new Uint8Array(0), storable: true }
+    case "Uint8Array":
+      return { bytes: body.body, storable: body.body.byteLength <= max }
+    case "Raw": {
+      const bytes = typeof body.body === "string"
+        ? new TextEncoder().encode(body.body)
+        : body.body instanceof Uint8Array
+        ? body.body
+        : undefined
+      return bytes === undefined ? unstorable : { bytes, storable: bytes.byteLength <= max }
+    }
+    case "Stream":
+      return undefined
+    case "FormData":
+      return unstorable
+  }
+}
+
 /** The response body as bytes, and whether it may be stored (form data and unknown raw bodies cannot). */
 export const captureBody = (
   response: HttpServerResponse.HttpServerResponse,
   max: number
 ): Effect.Effect<Captured> => {
-  const body = response.body
-  const known = (bytes: Uint8Array): Captured => ({ bytes, storable: bytes.byteLength <= max })
-  switch (body._tag) {
-    case "Empty":
-      return Effect.succeed(known(new Uint8Array(0)))
-    case "Uint8Array":
-      return Effect.succeed(known(body.body))
-    case "Raw":
-      if (typeof body.body === "string") return Effect.succeed(known(new TextEncoder().encode(body.body)))
-      if (body.body instanceof Uint8Array) return Effect.succeed(known(body.body))
-      return Effect.succeed({ bytes: undefined, storable: false })
-    case "Stream":
-      // read whole here (the answer must be known before it is stored); a body stream that fails is a defect
-      return Effect.orDie(
-        Effect.map(Stream.runCollect(body.stream), (chunks) => known(concat(Chunk.toReadonlyArray(chunks))))
-      )
-    case "FormData":
-      return Effect.succeed({ bytes: undefined, storable: false })
-  }
+  const now = capturedNow(response, max)
+  if (now !== undefined) return Effect.succeed(now)
+  const body = response.body as HttpBody.Stream
+  // read whole here (the answer must be known before it is stored); a body stream that fails is a defect
+  return Effect.orDie(
+    Effect.map(Stream.runCollect(body.stream), (chunks) => {
+      const bytes = concat(Chunk.toReadonlyArray(chunks))
+      return { bytes, storable: bytes.byteLength <= max }
+    })
+  )
 }
 
 const contentTypeOf = (response: HttpServerResponse.HttpServerResponse): string | undefined =>

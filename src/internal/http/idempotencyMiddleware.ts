@@ -1,19 +1,19 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Duration, Effect, type Either, Fiber, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Exit, Fiber, Scope } from "effect"
 import { createHash } from "node:crypto"
 import * as HttpHeaders from "../../core/httpHeaders.js"
 import * as core from "../../core/idempotency.js"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
 import type { Options } from "../../IdempotencyMiddleware.js"
-import type { ClaimResult, Store } from "../../IdempotencyStore.js"
+import type { ClaimRef, ClaimResult, Store } from "../../IdempotencyStore.js"
 import * as fastPath from "../fastPath.js"
 import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore/service.js"
 import * as validate from "../validate.js"
-import { holdUntil, unsampled } from "./admission.js"
+import { currentAdmission, unsampled } from "./admission.js"
 import { refuse, resolver } from "./clientScope.js"
-import { admitted, logStoreFailure, type Recorder, recorder, type Settings } from "./idempotencyHandler.js"
+import { admitted, logStoreFailure, type Recorder, recorder, renewal, type Settings } from "./idempotencyHandler.js"
 import { replay } from "./idempotencyHttp.js"
 import { Leases } from "./idempotencyLeases.js"
 import { problem } from "./problem.js"
@@ -85,92 +85,113 @@ const withStore = <RS>(
   leases: Leases,
   later: Recorder
 ) =>
-<E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | RS> =>
-  Effect.gen(function*() {
-    const { header, headerName, lease, maxBodyBytes, maxKeyLength, methods, required, ttl } = settings
-    const request = yield* HttpServerRequest.HttpServerRequest
-    if (!methods.has(request.method)) return yield* app
+<E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | RS> => {
+  const { header, headerName, lease, maxBodyBytes, maxKeyLength, methods, required, ttl } = settings
+  // One request's way through, as plain continuations (no generator): every step here is paid per request.
+  const guarded = (request: HttpServerRequest.HttpServerRequest): HttpApp.Default<E, R | RS> => {
+    if (!methods.has(request.method)) return app
     const raw = request.headers[header]
     if (raw === undefined || raw.trim() === "") {
-      if (!required) return yield* app
-      return yield* own(problem(decide.keyMissing(request.method, headerName)))
+      if (!required) return app
+      return own(problem(decide.keyMissing(request.method, headerName)))
     }
     const key = parseIdempotencyKey(raw, maxKeyLength)
-    if (key === undefined) return yield* own(problem(decide.keyInvalid(maxKeyLength)))
+    if (key === undefined) return own(problem(decide.keyInvalid(maxKeyLength)))
     if (decide.declaredTooLarge(request.headers["content-length"], maxBodyBytes)) {
-      return yield* own(problem(decide.tooLarge(maxBodyBytes)))
+      return own(problem(decide.tooLarge(maxBodyBytes)))
     }
-    const body = yield* readBody(request, maxBodyBytes)
-    if (body === "too-large") return yield* own(problem(decide.tooLarge(maxBodyBytes)))
-    if (body === "unreadable") return yield* own(problem(decide.bodyUnreadable))
+    return Effect.flatMap(readBody(request, maxBodyBytes), (body) => {
+      if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)))
+      if (body === "unreadable") return own(problem(decide.bodyUnreadable))
+      return Effect.matchEffect(scopeOf(request), {
+        onFailure: (e) => Effect.zipRight(unsampled, refuse("idempotency", e)),
+        onSuccess: (scope) => claimed(request, key, body, scope)
+      })
+    })
+  }
 
-    const scope = yield* Effect.either(scopeOf(request))
-    if (scope._tag === "Left") return yield* Effect.zipRight(unsampled, refuse("idempotency", scope.left))
+  const claimed = (
+    request: HttpServerRequest.HttpServerRequest,
+    key: string,
+    body: Uint8Array,
+    scope: string
+  ): HttpApp.Default<E, R> => {
     // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
     // endpoints must not answer each other's keys
     const fingerprint = createHash("sha256").update(`${request.method} ${core.requestTarget(request.originalUrl)}\n`)
       .update(body)
       .digest("hex")
-    const ref = { scope: scope.right, key }
     // From the claim to the handler's start, one uninterruptible step: a client that goes away right after
     // the claim must not leave the key in progress, with no handler, until the lease runs out.
-    return yield* Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.either(store.claim({ ...ref, fingerprint, ttl, lease })), (claimed) => {
-        if (claimed._tag === "Right" && claimed.right._tag === "Claimed") {
-          const waiter = { gone: false }
-          const settle = admitted(
-            settings,
-            store,
-            leases,
-            later,
-            { ...ref, token: claimed.right.token },
-            withBody(request, body),
-            app,
-            waiter
-          )
-          // The handler runs in a fiber of its own, with the request's context and interruptibility. The
-          // request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
-          // never the handler. The load-shed slot, if any, is the handler's: it is held until the handler
-          // ends, so work nobody waits for still counts against the server's capacity.
-          return Effect.flatMap(detach(restore(settle)), (fiber) =>
-            Effect.zipRight(
-              holdUntil(fiber),
-              Effect.onInterrupt(
-                Effect.interruptible(Fiber.join(fiber)),
-                () => Effect.sync(() => (waiter.gone = true))
-              )
-            ))
-        }
-        return Effect.zipRight(unsampled, refused(claimed, decide.redactor(key, scope.right)))
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.matchEffect(store.claim({ scope, key, fingerprint, ttl, lease }), {
+        onFailure: (e) => Effect.zipRight(unsampled, failed(e, decide.redactor(key, scope))),
+        onSuccess: (claim) =>
+          claim._tag === "Claimed"
+            ? run(restore, withBody(request, body), { scope, key, token: claim.token })
+            : Effect.zipRight(unsampled, answer(claim))
       })
     )
-  })
+  }
+
+  const run = (
+    restore: <A, E2, R2>(effect: Effect.Effect<A, E2, R2>) => Effect.Effect<A, E2, R2>,
+    request: HttpServerRequest.HttpServerRequest,
+    ref: ClaimRef
+  ): HttpApp.Default<E, R> => {
+    const waiter = { gone: false }
+    const settle = admitted(settings, store, later, ref, app, waiter)
+    // The handler runs in a fiber of its own, with the request's context (and the request, its body read)
+    // and interruptibility. The request only waits for it: a client that goes away, or a deadline that passes,
+    // ends the wait, never the handler. The load-shed slot, if any, is the handler's: it is held until the
+    // handler ends, so work nobody waits for still counts against the server's capacity.
+    return Effect.flatMap(
+      fastPath.forkDetachedWith(restore(settle), HttpServerRequest.HttpServerRequest, request),
+      (fiber) =>
+        Effect.withFiberRuntime((parent) => {
+          parent.getFiberRef(currentAdmission)?.holdUntil(fiber)
+          // started on this stack, most handlers have answered (and their answer is stored) already: as
+          // `Fiber.join` would, without waiting, and without a lease to renew
+          const done = fiber.unsafePoll()
+          if (done !== null) return Exit.isSuccess(done) ? Effect.as(fiber.inheritAll, done.value) : done
+          // its claim is renewed until the fiber ends: its answer is stored, or it failed or was interrupted
+          const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
+          const held = leases.join(
+            renewal(settings, store, ref),
+            parent.getFiberRefs(),
+            clock.unsafeCurrentTimeMillis()
+          )
+          fiber.addObserver(() => leases.end(held))
+          return Effect.zipRight(
+            leases.started,
+            Effect.onInterrupt(Effect.interruptible(Fiber.join(fiber)), () => Effect.sync(() => (waiter.gone = true)))
+          )
+        })
+    )
+  }
+
+  return Effect.flatMap(HttpServerRequest.HttpServerRequest, guarded)
+}
 
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
 const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsampled, response)
 
-/**
- * Runs `effect` in a fiber of its own that no one else holds (like `Effect.forkDaemon`), started at once on
- * the caller's stack where the runtime allows it: a handler that answers without waiting costs no extra
- * scheduler round trip.
- */
-const detach = fastPath.forkDetached
-
-/** The answer to a claim that did not admit the request: the store's refusal, or the key's state. */
-const refused = (
-  claimed: Either.Either<ClaimResult, IdempotencyStoreError | IdempotencyStoreFull>,
+/** The answer to a claim the store failed (full, or unreachable): the handler did not run. */
+const failed = (
+  error: IdempotencyStoreError | IdempotencyStoreFull,
   redact: (text: string) => string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
-  if (claimed._tag === "Left") {
-    if (claimed.left instanceof IdempotencyStoreFull) {
-      return Effect.as(
-        Effect.logWarning(`idempotency: ${claimed.left.message}; a new key was refused`),
-        problem(decide.storeFull)
-      )
-    }
-    return Effect.as(logStoreFailure("claim", claimed.left, redact), problem(decide.storeUnavailable))
+  if (error instanceof IdempotencyStoreFull) {
+    return Effect.as(
+      Effect.logWarning(`idempotency: ${error.message}; a new key was refused`),
+      problem(decide.storeFull)
+    )
   }
-  const claim = claimed.right
+  return Effect.as(logStoreFailure("claim", error, redact), problem(decide.storeUnavailable))
+}
+
+/** The answer to a claim that did not admit the request: the key's state. */
+const answer = (claim: ClaimResult): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   switch (claim._tag) {
     case "Mismatch":
       return Effect.succeed(problem(decide.mismatch))

@@ -4,7 +4,6 @@ import * as decide from "../../core/idempotencyResponse.js"
 import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { CurrentDeadline } from "../deadline.js"
 import { captureBody, pickHeaders, withBytes } from "./idempotencyHttp.js"
-import type { Leases } from "./idempotencyLeases.js"
 import { logStoreFailure, type Recorder } from "./idempotencyRecorder.js"
 
 /** The idempotency middleware's options, validated, with their defaults filled in. */
@@ -35,28 +34,37 @@ export interface Settings {
 export type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
 /**
+ * The renewal of `ref`'s claim, run (by the middleware's `Leases`, see `idempotencyLeases.ts`) a third of a
+ * lease after the claim, and after each renewal, while the claim is still ours and its handler runs: whether
+ * the store says it still is (a failure counts as still owned, logged).
+ */
+export const renewal = (settings: Settings, store: Store, ref: ClaimRef): Effect.Effect<boolean> =>
+  Effect.suspend(() =>
+    Effect.catch(
+      store.renew(ref, settings.lease),
+      (e) => Effect.as(logStoreFailure("renew", e, decide.redactor(ref.key, ref.scope)), true)
+    )
+  )
+
+/**
  * The admitted handler and everything after it, as one piece that no client can stop: once a handler has
- * started it may have had effects, so it runs to its end, and its answer is stored for the retry. Its lease
- * is renewed (by `leases`, see `idempotencyLeases.ts`) until its answer is read and stored.
+ * started it may have had effects, so it runs to its end, and its answer is stored for the retry. The caller
+ * runs it in a fiber of its own, and renews its lease (see {@link renewal}) until that fiber ends: its answer
+ * has been read and stored.
  */
 export const admitted = <E, R>(
   settings: Settings,
   store: Store,
-  leases: Leases,
   later: Recorder,
   ref: ClaimRef,
   request: HttpServerRequest.HttpServerRequest,
   app: App<E, R>,
   waiter: { readonly gone: boolean }
 ): Effect.Effect<HttpServerResponse.HttpServerResponse, E, Exclude<R, HttpServerRequest.HttpServerRequest>> => {
-  const { lease, maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
+  const { maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
   const redact = decide.redactor(ref.key, ref.scope)
-  // built when needed: most answers need neither a release nor a renewal
+  // built when needed: most answers need no release
   const release = Effect.suspend(() => Effect.catch(store.release(ref), (e) => logStoreFailure("release", e, redact)))
-  // renewed a third of a lease after the claim, and after each renewal, while the claim is still ours
-  const renewed = Effect.suspend(() =>
-    Effect.catch(store.renew(ref, lease), (e) => Effect.as(logStoreFailure("renew", e, redact), true))
-  )
   // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
   // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
   // client gets its answer: see `recordLater` and `recorder`.
@@ -119,7 +127,7 @@ export const admitted = <E, R>(
     // interrupted from inside: it may have committed, so the claim is left to run out its lease
     return Effect.andThen(unseen(cause), Effect.failCause(cause))
   })
-  return leases.renewing(renewed, settle)
+  return settle
 }
 
 /**

@@ -1,4 +1,4 @@
-import { Duration, Effect, Fiber, type Result, Scope } from "effect"
+import { Clock, Duration, Effect, Fiber, type Result, Scope } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { createHash } from "node:crypto"
 import * as core from "../../core/idempotency.js"
@@ -10,7 +10,7 @@ import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } fr
 import * as validate from "../validate.js"
 import { holdUntil, unsampled } from "./admission.js"
 import { refuse, resolver } from "./clientScope.js"
-import { admitted, type App, type Settings } from "./idempotencyHandler.js"
+import { admitted, type App, renewal, type Settings } from "./idempotencyHandler.js"
 import { replay } from "./idempotencyHttp.js"
 import { Leases } from "./idempotencyLeases.js"
 import { logStoreFailure, type Recorder, recorder } from "./idempotencyRecorder.js"
@@ -118,16 +118,8 @@ const withStore = <RS>(
       Effect.flatMap(Effect.result(store.claim({ ...ref, fingerprint, ttl, lease })), (claimed) => {
         if (claimed._tag === "Success" && claimed.success._tag === "Claimed") {
           const waiter = { gone: false }
-          const settle = admitted(
-            settings,
-            store,
-            leases,
-            later,
-            { ...ref, token: claimed.success.token },
-            withBody(request, body),
-            app,
-            waiter
-          )
+          const owner = { ...ref, token: claimed.success.token }
+          const settle = admitted(settings, store, later, owner, withBody(request, body), app, waiter)
           // The handler runs in a fiber of its own, with the request's context and interruptibility. The
           // request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
           // never the handler. The load-shed slot, if any, is the handler's: it is held until the handler
@@ -135,10 +127,26 @@ const withStore = <RS>(
           return Effect.flatMap(detach(restore(settle)), (fiber) =>
             Effect.andThen(
               holdUntil(fiber),
-              Effect.onInterrupt(
-                Effect.interruptible(Fiber.join(fiber)),
-                () => Effect.sync(() => (waiter.gone = true))
-              )
+              Effect.withFiber((parent) => {
+                // started on this stack, most handlers have answered (and their answer is stored) already:
+                // their exit is the answer, with no wait and no lease to renew
+                const done = fiber.pollUnsafe()
+                if (done !== undefined) return done
+                // its claim is renewed until the fiber ends: its answer is stored, or it failed or was interrupted
+                const held = leases.join(
+                  renewal(settings, store, owner),
+                  parent.context,
+                  parent.getRef(Clock.Clock).currentTimeMillisUnsafe()
+                )
+                fiber.addObserver(() => leases.end(held))
+                return Effect.andThen(
+                  leases.started,
+                  Effect.onInterrupt(
+                    Effect.interruptible(Fiber.join(fiber)),
+                    () => Effect.sync(() => (waiter.gone = true))
+                  )
+                )
+              })
             ))
         }
         return Effect.andThen(unsampled, refused(claimed, decide.redactor(key, scope.success)))

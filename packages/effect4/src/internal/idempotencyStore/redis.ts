@@ -14,7 +14,7 @@
  * so a caller whose clock is behind (or a `TestClock`) never sees a record vanish early.
  */
 import { Clock, Duration, Effect, Layer } from "effect"
-import { randomBytes } from "node:crypto"
+import { randomFillSync } from "node:crypto"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import * as redis from "../redis/client.js"
 import {
@@ -90,8 +90,23 @@ return 1
 export const keyOf = (prefix: string, scope: string, key: string): string =>
   `${prefix}{${escapePart(scope)}:${escapePart(key)}}`
 
-/** A fencing token no other claim, process or run uses. */
-const newToken = (): string => randomBytes(12).toString("base64url")
+/**
+ * Random bytes for {@link newToken}, filled 256 tokens at a time: one call into the CSPRNG per 256 claims
+ * instead of one each (~2 µs a claim on Node 20), as `crypto.randomUUID` pools its own.
+ */
+const tokenPool = Buffer.alloc(12 * 256)
+let tokenAt = tokenPool.length
+
+/** A fencing token no other claim, process or run uses: 12 bytes of the CSPRNG. */
+const newToken = (): string => {
+  if (tokenAt === tokenPool.length) {
+    randomFillSync(tokenPool)
+    tokenAt = 0
+  }
+  const token = tokenPool.toString("base64url", tokenAt, tokenAt + 12)
+  tokenAt += 12
+  return token
+}
 
 const text = (value: unknown): string => Buffer.isBuffer(value) ? value.toString("utf8") : String(value)
 
@@ -213,6 +228,7 @@ export const layer = (options: Options): Layer.Layer<IdempotencyStore> => {
   const wait = redis.resolveWaitReplicas("IdempotencyStore/Redis", options.waitReplicas, resolved.timeoutMillis)
   return Layer.effect(
     IdempotencyStore,
-    Effect.map(redis.acquire(options), (client) => make(client, resolved, wait))
+    // the claims and completions of many requests at once: one write (and one wake-up of Redis) per batch
+    Effect.map(redis.acquire(options, { autoPipelining: true }), (client) => make(client, resolved, wait))
   )
 }

@@ -21,19 +21,28 @@ export type ClientOptions = Connection
  * The caller's client as it is (never closed here), or a new client for `url` (one node) or `cluster`
  * (startup nodes of a Redis Cluster) that is closed with the scope. A client made here fails fast while
  * Redis is down instead of queueing commands for a long reconnect (one retry per command); every call has
- * its own deadline anyway (`request`).
+ * its own deadline anyway (`request`). With `autoPipelining`, a client made here batches the commands sent
+ * in one tick of the event loop into one write (ioredis' `enableAutoPipelining`; the caller's options win):
+ * a backend whose calls come from many requests at once then costs Redis, and the process, one write and
+ * one wake-up per batch instead of one per call.
  */
-export const acquire = (options: ClientOptions): Effect.Effect<Client, never, Scope.Scope> => {
+export const acquire = (
+  options: ClientOptions,
+  defaults: { readonly autoPipelining?: boolean } = {}
+): Effect.Effect<Client, never, Scope.Scope> => {
+  const autoPipelining = defaults.autoPipelining === true ? { enableAutoPipelining: true } : {}
   if ("client" in options) return Effect.succeed(options.client)
   return Effect.acquireRelease(
     Effect.sync(() => {
       const client: Client = "cluster" in options
         ? new Cluster([...options.cluster], {
+          ...autoPipelining,
           ...options.clusterOptions,
           redisOptions: { maxRetriesPerRequest: 1, ...options.clusterOptions?.redisOptions }
         })
         : new Redis(options.url, {
           maxRetriesPerRequest: 1,
+          ...autoPipelining,
           ...options.redisOptions
         })
       // connection errors surface through the commands that fail; without a listener ioredis prints each one
