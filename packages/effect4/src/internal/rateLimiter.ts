@@ -33,7 +33,7 @@ const zero = Duration.zero
 const toDuration = (ms: number): Duration.Duration => ms === 0 ? zero : Duration.millis(ms)
 
 /**
- * The limiter itself. Hot-path notes: `tryAcquire` is one `withFiber` around a synchronous store call when the
+ * The limiter itself. Hot-path notes: `tryAcquire` is one `withFiberSucceed` around a synchronous store call when the
  * store is in-process; the clock and the span are read from the fiber directly, and the counters are built once
  * with the limiter's attributes, updated with the fiber's context (its registry and `CurrentMetricAttributes`,
  * which Effect merges once per attribute set), so an allowed decision allocates only the decision and its
@@ -79,11 +79,19 @@ class Limiter implements RateLimiter {
 
   tryAcquire(key: string, cost: number = 1): Effect.Effect<Decision> {
     if (cost !== 1 && !(Number.isInteger(cost) && cost >= 1 && cost <= this.limit)) return this.invalidCost(cost)
-    return Effect.withFiber((fiber) => {
-      const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
-      if (this.syncOp !== undefined) return Effect.succeed(this.record(fiber, this.syncOp(key, cost, this.params, now)))
-      return Effect.map(this.effectOp(key, cost, this.params, now), (d) => this.record(fiber, d))
-    })
+    const syncOp = this.syncOp
+    // an in-process store decides in one step, which hands the decision straight to the caller's continuation
+    if (syncOp !== undefined) {
+      return Effect.withFiberSucceed((fiber) =>
+        this.record(fiber, syncOp(key, cost, this.params, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()))
+      )
+    }
+    return Effect.withFiber((fiber) =>
+      Effect.map(
+        this.effectOp(key, cost, this.params, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()),
+        (d) => this.record(fiber, d)
+      )
+    )
   }
 
   acquire(key: string, cost: number = 1, options?: AcquireOptions): Effect.Effect<Decision, RateLimited> {
