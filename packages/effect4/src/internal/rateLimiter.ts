@@ -33,8 +33,8 @@ const zero = Duration.zero
 const toDuration = (ms: number): Duration.Duration => ms === 0 ? zero : Duration.millis(ms)
 
 /**
- * The limiter itself. Hot-path notes: `tryAcquire` is one `withFiberSucceed` around a synchronous store call when the
- * store is in-process; the clock and the span are read from the fiber directly, and the counters are built once
+ * The limiter itself. Hot-path notes: `tryAcquire` is one `withFiberSucceed` around a synchronous store call when
+ * the store is in-process; the clock and the span are read from the fiber directly, and the counters are built once
  * with the limiter's attributes, updated with the fiber's context (its registry and `CurrentMetricAttributes`,
  * which Effect merges once per attribute set), so an allowed decision allocates only the decision and its
  * durations.
