@@ -330,7 +330,12 @@ describe("Consumer.run (memory)", () => {
       // an engine that answers acks only when the gate opens
       const source: QueueSource.QueueSource<Body> = {
         ...memory,
-        ack: (m) => Effect.zipRight(Deferred.await(gate), Effect.tap(memory.ack(m), () => acks.push(m.id)))
+        ack: (m) => Effect.zipRight(Deferred.await(gate), Effect.tap(memory.ack(m), () => acks.push(m.id))),
+        ackMany: (ms) =>
+          Effect.zipRight(
+            Deferred.await(gate),
+            Effect.tap(memory.ackMany!(ms), () => acks.push(...ms.map((m) => m.id)))
+          )
       }
       yield* source.send([msg("a"), msg("b"), msg("c")])
       const handled: Array<string> = []
@@ -356,6 +361,62 @@ describe("Consumer.run (memory)", () => {
       yield* Fiber.join(closing)
       expect(acks.sort()).toEqual(["a", "b", "c"])
       expect((yield* consumer.stats).processed).toBe(3)
+      expect(yield* memory.receive(10)).toEqual([])
+    }))
+
+  it.scoped("the consumer's acks go in groups: those that wait while the lanes are busy share one call", () =>
+    Effect.gen(function*() {
+      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      const gate = yield* Deferred.make<void>()
+      const calls: Array<ReadonlyArray<string>> = []
+      const source: QueueSource.QueueSource<Body> = {
+        ...memory,
+        ackMany: (ms) => {
+          calls.push(ms.map((m) => m.id))
+          return Effect.zipRight(Deferred.await(gate), memory.ackMany!(ms))
+        }
+      }
+      yield* source.send(["a", "b", "c", "d", "e"].map((id) => msg(id)))
+      const consumer = yield* Consumer.run({ source, handler: () => Effect.void, bufferSize: 5, maxReceiveCount: 3 })
+      yield* settle
+      // two lanes, each waiting on its call; the three handled meanwhile wait for a lane
+      expect(calls).toEqual([["a"], ["b"]])
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      expect(calls).toEqual([["a"], ["b"], ["c", "d", "e"]])
+      expect((yield* consumer.stats).processed).toBe(5)
+      expect(yield* memory.receive(10)).toEqual([])
+    }))
+
+  it.scoped("an ack call that hangs fails at the visibility timeout: its messages come back, the consumer goes on", () =>
+    Effect.gen(function*() {
+      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "10 seconds" })
+      let calls = 0
+      // the first two calls (both lanes) never answer; later ones do
+      const hangFirstTwo = <X>(effect: Effect.Effect<X, QueueSource.QueueError>) =>
+        Effect.suspend(() => ++calls <= 2 ? Effect.never : effect)
+      const source: QueueSource.QueueSource<Body> = {
+        ...memory,
+        ack: (m) => hangFirstTwo(memory.ack(m)),
+        ackMany: (ms) => hangFirstTwo(memory.ackMany!(ms))
+      }
+      yield* source.send([msg("a"), msg("b"), msg("c")])
+      const handled: Array<string> = []
+      const consumer = yield* Consumer.run({
+        source,
+        handler: (m) => Effect.sync(() => handled.push(m.id)),
+        bufferSize: 1,
+        maxReceiveCount: 3
+      })
+      yield* settle
+      // both slots are held by unanswered acks: nothing more is claimed
+      expect(handled).toEqual(["a", "b"])
+      expect((yield* consumer.stats).processed).toBe(0)
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      // the calls gave up, freeing their slots; a and b came back (not acked) and were handled again, c too
+      expect(handled.sort()).toEqual(["a", "a", "b", "b", "c"])
+      expect(yield* consumer.stats).toMatchObject({ processed: 3, handling: 0 })
       expect(yield* memory.receive(10)).toEqual([])
     }))
 

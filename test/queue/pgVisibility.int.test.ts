@@ -43,6 +43,7 @@ const tracked = <A>(source: QueueSource.QueueSource<A>) => {
     ...source,
     receive: (max) => track(source.receive(max)),
     ack: (m) => track(source.ack(m)),
+    ackMany: (ms) => track(source.ackMany!(ms)),
     extend: (m) =>
       Effect.zipRight(
         Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => extendedAt.push(now))),
