@@ -122,6 +122,14 @@ export interface QueueSource<A = unknown> {
   /** Deletes the message; `false` when it was already gone or the receipt is stale. */
   readonly ack: (message: Message<A>) => Effect.Effect<boolean, QueueError>
   /**
+   * Deletes several messages in one engine call, each fenced by its own receipt as `ack` is: whether each was
+   * deleted, in order. Unlike `ack`, it never joins a transaction of the caller: `Consumer.run` acknowledges
+   * the messages it handled with it, in groups. Optional: a source without it has them acknowledged with
+   * `ack`, one call each. A wrapper that replaces `ack` (to count, log or fail acks) must replace `ackMany`
+   * too, or leave it out.
+   */
+  readonly ackMany?: (messages: ReadonlyArray<Message<A>>) => Effect.Effect<ReadonlyArray<boolean>, QueueError>
+  /**
    * Hides the message for one more visibility timeout, counted from now (the receive count is unchanged);
    * `false` when the receipt is stale. Every source of this library has it; a source of your own may leave it
    * out, and then `Consumer.run` refuses a handler time limit longer than the visibility timeout.

@@ -327,7 +327,12 @@ describe("Consumer.run (memory)", () => {
       const source: QueueSource.QueueSource<Body> = {
         ...memory,
         ack: (m) =>
-          Effect.andThen(Deferred.await(gate), Effect.tap(memory.ack(m), () => Effect.sync(() => acks.push(m.id))))
+          Effect.andThen(Deferred.await(gate), Effect.tap(memory.ack(m), () => Effect.sync(() => acks.push(m.id)))),
+        ackMany: (ms) =>
+          Effect.andThen(
+            Deferred.await(gate),
+            Effect.tap(memory.ackMany!(ms), () => Effect.sync(() => acks.push(...ms.map((m) => m.id))))
+          )
       }
       yield* source.send([msg("a"), msg("b"), msg("c")])
       const handled: Array<string> = []
@@ -372,6 +377,62 @@ describe("Consumer.run (memory)", () => {
       yield* until(Effect.map(consumer.stats, (s) => s.processed === 1))
       expect(frames.map((frame) => frame?.name)).toEqual(["queue.handle"])
       expect(frames[0]!.stack()).toBeUndefined()
+    }))
+
+  it.effect("the consumer's acks go in groups: those that wait while the lanes are busy share one call", () =>
+    Effect.gen(function*() {
+      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      const gate = yield* Deferred.make<void>()
+      const calls: Array<ReadonlyArray<string>> = []
+      const source: QueueSource.QueueSource<Body> = {
+        ...memory,
+        ackMany: (ms) => {
+          calls.push(ms.map((m) => m.id))
+          return Effect.andThen(Deferred.await(gate), memory.ackMany!(ms))
+        }
+      }
+      yield* source.send(["a", "b", "c", "d", "e"].map((id) => msg(id)))
+      const consumer = yield* Consumer.run({ source, handler: () => Effect.void, bufferSize: 5, maxReceiveCount: 3 })
+      yield* settle
+      // two lanes, each waiting on its call; the three handled meanwhile wait for a lane
+      expect(calls).toEqual([["a"], ["b"]])
+      yield* Deferred.succeed(gate, undefined)
+      yield* settle
+      expect(calls).toEqual([["a"], ["b"], ["c", "d", "e"]])
+      expect((yield* consumer.stats).processed).toBe(5)
+      expect(yield* memory.receive(10)).toEqual([])
+    }))
+
+  it.effect("an ack call that hangs fails at the visibility timeout: its messages come back, the consumer goes on", () =>
+    Effect.gen(function*() {
+      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "10 seconds" })
+      let calls = 0
+      // the first two calls (both lanes) never answer; later ones do
+      const hangFirstTwo = <X>(effect: Effect.Effect<X, QueueSource.QueueError>) =>
+        Effect.suspend(() => ++calls <= 2 ? Effect.never : effect)
+      const source: QueueSource.QueueSource<Body> = {
+        ...memory,
+        ack: (m) => hangFirstTwo(memory.ack(m)),
+        ackMany: (ms) => hangFirstTwo(memory.ackMany!(ms))
+      }
+      yield* source.send([msg("a"), msg("b"), msg("c")])
+      const handled: Array<string> = []
+      const consumer = yield* Consumer.run({
+        source,
+        handler: (m) => Effect.sync(() => handled.push(m.id)),
+        bufferSize: 1,
+        maxReceiveCount: 3
+      })
+      yield* settle
+      // both slots are held by unanswered acks: nothing more is claimed
+      expect(handled).toEqual(["a", "b"])
+      expect((yield* consumer.stats).processed).toBe(0)
+      yield* TestClock.adjust("10 seconds")
+      yield* settle
+      // the calls gave up, freeing their slots; a and b came back (not acked) and were handled again, c too
+      expect(handled.sort()).toEqual(["a", "a", "b", "b", "c"])
+      expect(yield* consumer.stats).toMatchObject({ processed: 3, handling: 0 })
+      expect(yield* memory.receive(10)).toEqual([])
     }))
 
   it.effect("orderedByKey: messages of one key are handled one at a time, in order", () =>

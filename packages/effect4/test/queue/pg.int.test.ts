@@ -122,6 +122,35 @@ describePg("PgQueue", () => {
         expect((yield* source.receive(1)).map((m) => m.id)).toEqual([]) // still in flight, not lost
       }))
 
+    it.effect("ackMany: one statement for a group, each receipt fenced on its own, never in the caller's transaction", () =>
+      Effect.gen(function*() {
+        const table = fresh("q")
+        const sql = yield* SqlClient.SqlClient
+        const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "1 second" })
+        yield* source.send([msg("a"), msg("b"), msg("c"), msg("d")])
+        const first = yield* source.receive(4)
+        yield* TestClock.adjust("1 second")
+        const [again] = yield* source.receive(1)
+        const stale = first.find((m) => m.id === again!.id)!
+        const others = first.filter((m) => m !== stale)
+        // the consumer's own acks: sent on a connection of their own, so a transaction around them cannot undo them
+        let answers: ReadonlyArray<boolean> = []
+        const group = Effect.tap(source.ackMany!([stale, again!, again!, ...others]), (a) =>
+          Effect.sync(() => {
+            answers = a
+          }))
+        expect(Exit.isFailure(yield* Effect.exit(sql.withTransaction(Effect.andThen(group, Effect.fail("no")))))).toBe(
+          true
+        )
+        expect(answers).toEqual([false, true, false, true, true, true])
+        expect(yield* count(table)).toBe(0)
+        yield* source.send([msg("e")])
+        const [e] = yield* source.receive(1)
+        expect(yield* source.ackMany!([again!, e!])).toEqual([false, true])
+        expect(yield* source.ackMany!([])).toEqual([])
+        expect(Exit.isFailure(yield* Effect.exit(source.ackMany!([{ ...e!, receipt: "not-a-seq:1" }])))).toBe(true)
+      }))
+
     it.effect("dead letters: atomic move, list, inspect, redrive, purge, depth", () =>
       Effect.gen(function*() {
         const table = fresh("q")

@@ -46,6 +46,7 @@ const tracked = <A>(source: QueueSource.QueueSource<A>) => {
     ...source,
     receive: (max) => track(source.receive(max)),
     ack: (m) => track(source.ack(m)),
+    ackMany: (ms) => track(source.ackMany!(ms)),
     extend: (m) =>
       Effect.andThen(
         Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => extendedAt.push(now))),

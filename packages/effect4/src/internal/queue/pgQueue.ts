@@ -1,9 +1,9 @@
 /** Imported only by a backend entry point, so the package root never loads `effect/sql`. */
-import { Array as Arr, Clock, Duration, Effect } from "effect"
+import { Array as Arr, Clock, Context, Duration, Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { PgOptions } from "../../PgQueue.js"
-import type { Message, QueueSource, ReleaseOptions } from "../../QueueSource.js"
+import type { Message, QueueError, QueueSource, ReleaseOptions } from "../../QueueSource.js"
 import { labels, observeDepth } from "./metrics.js"
 import { failWith, pgDeadLetters, pgMoveToDlq, type PgTables } from "./pgDeadLetters.js"
 import { tableStatements } from "./pgQueueSchema.js"
@@ -29,6 +29,32 @@ interface JobRow {
 }
 
 const INSERT_CHUNK = 1000
+/** At most this many acks share one statement of `ackMany`. */
+const ACK_CHUNK = 256
+
+/** A receipt `ackMany` can bind as `(bigint, int)`; any other goes through `ack`, so that its error is its own. */
+const bindable = (seq: string, token: number) =>
+  /^(0|[1-9]\d{0,17})$/.test(seq) && Number.isSafeInteger(token) && Math.abs(token) <= 2 ** 31 - 1
+
+/**
+ * One `DELETE` for a group of acks, each fenced by its own `seq` and `token`: which of them matched a row. A
+ * receipt given twice matches once, as two deletes one after the other would.
+ */
+const pgAckMany =
+  (sql: SqlClient.SqlClient, table: string) =>
+  (items: ReadonlyArray<readonly [string, number]>): Effect.Effect<ReadonlyArray<boolean>, SqlError> => {
+    const tuples = items.map((_, i) => `($${2 * i + 1}::bigint, $${2 * i + 2}::int)`).join(", ")
+    return Effect.map(
+      sql.unsafe<{ readonly seq: string; readonly token: number }>(
+        `DELETE FROM "${table}" WHERE (seq, token) IN (${tuples}) RETURNING seq::text AS seq, token`,
+        items.flat()
+      ),
+      (rows) => {
+        const matched = new Set(rows.map((row) => `${row.seq}:${row.token}`))
+        return items.map(([seq, token]) => matched.delete(`${seq}:${token}`))
+      }
+    )
+  }
 /**
  * Claiming is one statement: pick the oldest visible rows `FOR UPDATE SKIP LOCKED` (concurrent
  * receivers skip each other's rows instead of waiting), push their `visible_at` past the visibility
@@ -80,6 +106,35 @@ const operations = <A>(tables: PgTables, visibility: number): QueueSource<A> => 
   const ack = (message: Message<A>) =>
     fenced("ack", message, (seq, token) => sql`DELETE FROM ${t} WHERE seq = ${seq} AND token = ${token} RETURNING seq`)
 
+  // the consumer's own acks, in groups: one statement (one commit) per group, never inside a transaction of
+  // the fiber that sends it (the consumer's handlers ended before their messages are acked)
+  const deleteMany = pgAckMany(sql, tables.table)
+  const ackMany = (messages: ReadonlyArray<Message<A>>): Effect.Effect<ReadonlyArray<boolean>, QueueError> =>
+    Effect.suspend(() => {
+      const items: Array<readonly [string, number]> = []
+      const odd: Array<number> = []
+      messages.forEach((message, i) => {
+        const [seq, token] = splitReceipt(message.receipt)
+        if (bindable(seq, token)) items.push([seq, token])
+        else odd.push(i)
+      })
+      const chunks: Array<ReadonlyArray<readonly [string, number]>> = []
+      for (let i = 0; i < items.length; i += ACK_CHUNK) chunks.push(items.slice(i, i + ACK_CHUNK))
+      const grouped = Effect.forEach(chunks, deleteMany).pipe(
+        Effect.map((answers) => answers.flat()),
+        Effect.mapError(fail("ack")),
+        outsideTransaction(sql)
+      )
+      return Effect.flatMap(grouped, (answers) => {
+        if (odd.length === 0) return Effect.succeed(answers)
+        return Effect.map(Effect.forEach(odd, (i) => outsideTransaction(sql)(ack(messages[i]!))), (alone) => {
+          const out: Array<boolean> = []
+          for (let i = 0, a = 0, g = 0; i < messages.length; i++) out.push(odd[a] === i ? alone[a++]! : answers[g++]!)
+          return out
+        })
+      })
+    })
+
   const extend = (message: Message<A>) =>
     Effect.flatMap(
       Clock.currentTimeMillis,
@@ -112,6 +167,7 @@ const operations = <A>(tables: PgTables, visibility: number): QueueSource<A> => 
     send,
     receive,
     ack,
+    ackMany,
     extend,
     release,
     deadLetter,
@@ -191,6 +247,14 @@ const sendAndReceive = <A>(
 
   return { send, receive }
 }
+
+/** Runs `effect` on a connection of the pool, even where the fiber is inside a transaction of `sql`. */
+const outsideTransaction =
+  (sql: SqlClient.SqlClient) => <X, E, R>(effect: Effect.Effect<X, E, R>): Effect.Effect<X, E, R> =>
+    Effect.updateContext(
+      effect,
+      (context: Context.Context<R>) => Context.omit(sql.transactionService)(context) as Context.Context<R>
+    )
 
 const toMessage = <A>(row: JobRow, body: unknown, now: number): Message<A> => ({
   id: row.id,

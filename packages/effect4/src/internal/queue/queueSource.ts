@@ -57,6 +57,7 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
       receive,
       // fenced like the others: only the current delivery may delete the message
       ack: (message) => Effect.sync(() => state.ack(message)),
+      ackMany: (messages) => Effect.sync(() => messages.map((message) => state.ack(message))),
       extend: (message) => now((at) => state.extend(message, at)),
       release,
       deadLetter,

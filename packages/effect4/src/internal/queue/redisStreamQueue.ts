@@ -50,18 +50,36 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
     )
   }
 
-  // concurrent acks share one script call; a receipt that is not ours goes alone, so that its error is its own
-  const ackMany = ackBatcher<readonly [string, string], QueueError>(ACK_BATCH, (items) =>
+  /** One script call for a group of acks, each fenced by its own receipt: which of them matched. */
+  const ackGroup = (items: ReadonlyArray<readonly [string, string]>) =>
     Effect.map(
       q.runMany("ack", ACK_MANY, [stream, errors], [q.group, consumer, ...items.flat()]),
       (replies) => items.map((_, i) => replies[i] === 1)
-    ))
+    )
+  // concurrent acks share one script call; a receipt that is not ours goes alone, so that its error is its own
+  const ackShared = ackBatcher<readonly [string, string], QueueError>(ACK_BATCH, ackGroup)
   const ack = (message: Message<A>) => {
-    const [entryId, count] = splitReceipt(message.receipt)
-    return /^\d{1,20}-\d{1,20}$/.test(entryId) && Number.isSafeInteger(count)
-      ? ackMany([entryId, String(count)])
-      : fenced("ack", ACK, [stream, errors], message)
+    const item = ackItem(message)
+    return item !== undefined ? ackShared(item) : fenced("ack", ACK, [stream, errors], message)
   }
+  // the consumer's own groups go straight to the script, without waiting behind one another
+  const ackMany = (messages: ReadonlyArray<Message<A>>): Effect.Effect<ReadonlyArray<boolean>, QueueError> =>
+    Effect.suspend(() => {
+      const items = messages.map(ackItem)
+      const valid = items.filter((item): item is readonly [string, string] => item !== undefined)
+      return Effect.flatMap(
+        Effect.map(Effect.forEach(chunk(valid, ACK_BATCH), ackGroup), (answers) => answers.flat()),
+        (answers) => {
+          if (valid.length === items.length) return Effect.succeed(answers)
+          let next = 0
+          return Effect.forEach(
+            messages,
+            (message, i) =>
+              items[i] === undefined ? fenced("ack", ACK, [stream, errors], message) : Effect.succeed(answers[next++]!)
+          )
+        }
+      )
+    })
 
   const release = (message: Message<A>, opts?: ReleaseOptions) => {
     // whole milliseconds, never shorter than asked
@@ -89,11 +107,18 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
     send: (messages) => send(q, messages),
     receive,
     ack,
+    ackMany,
     extend: (message) => fenced("extend", EXTEND, [stream], message),
     release,
     deadLetter,
     deadLetters: redisDeadLetters<A>(q)
   }
+}
+
+/** A receipt the grouped script takes (entry id, delivery count), or `undefined`: not one of ours. */
+const ackItem = (message: Message<unknown>): readonly [string, string] | undefined => {
+  const [entryId, count] = splitReceipt(message.receipt)
+  return /^\d{1,20}-\d{1,20}$/.test(entryId) && Number.isSafeInteger(count) ? [entryId, String(count)] : undefined
 }
 
 const send = <A>(

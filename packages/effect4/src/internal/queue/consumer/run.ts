@@ -4,9 +4,12 @@ import type { Consumer, Options, Stats } from "../../../Consumer.js"
 import { partitionOf } from "../../../core/queueMessages.js"
 import * as visibilityRules from "../../../core/visibility.js"
 import type { Message } from "../../../QueueSource.js"
+import { makeAcker } from "./acker.js"
 import { compile, type Config } from "./config.js"
 import { runDelivery } from "./renewal.js"
 import { type Counters, makeCounters, makeSettler, warn } from "./settle.js"
+
+const ACK = Symbol("ack")
 
 /** After the shutdown grace, how long closing waits for interrupted handlers before it abandons them. */
 export const ABANDON_AFTER_MILLIS = 1_000
@@ -17,10 +20,10 @@ export const ABANDON_AFTER_MILLIS = 1_000
  * buffer long enough for their visibility timeout to run out. Workers take from one shared buffer, or,
  * with `orderedByKey`, each from its own partition so that one key is handled by one worker in order.
  * Each handler runs under its time limit while its message's visibility is extended (`runDelivery`).
- * A worker does not wait for the acknowledgement of the message it handled: the ack runs in a fiber of its
- * own (its message keeps its slot until the source answered) while the worker takes the next message, so
- * acks are pipelined, and a source that groups concurrent acks (PgQueue, RedisStreamQueue) sends them in
- * one call even at concurrency 1. Only a message whose handler succeeded is ever acknowledged.
+ * A worker does not wait for the acknowledgement of the message it handled: it hands the message to the
+ * acker (its message keeps its slot until the source answered) and takes the next one, so acks are
+ * pipelined, and the acker sends the ones waiting together, in one `ackMany` call, even at concurrency 1
+ * (`makeAcker`). Only a message whose handler succeeded is ever acknowledged.
  *
  * Shutdown (the scope closes): the poller stops, buffered messages are released unprocessed (their
  * receive is undone), and the consumer waits, for at most the shutdown grace, for the messages being handled
@@ -40,29 +43,20 @@ export const run = <A, E, R, R2>(
     )
     const stats = makeCounters()
     const held = { n: 0, stopped: false }
-    const done = Effect.andThen(Effect.sync(() => held.n--), slots.release(1))
+    const doneMany = (n: number) => Effect.suspend(() => (held.n -= n, slots.release(n)))
+    const done = doneMany(1)
     const process = processor(config, stats, () => held.stopped)
-    const acking = new Set<Fiber.Fiber<void>>()
     // the acknowledgement of a handled message goes on without its worker, which takes the next message
-    // meanwhile; its slot is freed once the source answered. The fiber starts at once, with the worker's
-    // interruptibility (none, inside the mask; the settle itself runs interruptibly)
-    const ackLater = (ack: Effect.Effect<void>) =>
-      Effect.flatMap(
-        Effect.forkDetach(Effect.ensuring(ack, done), { startImmediately: true, uninterruptible: "inherit" }),
-        (fiber) =>
-          Effect.sync(() => {
-            if (fiber.pollUnsafe() !== undefined) return
-            acking.add(fiber)
-            fiber.addObserver(() => acking.delete(fiber))
-          })
-      )
+    // meanwhile, grouped with the others waiting; its slot is freed once the source answered
+    const acker = makeAcker(config, stats, doneMany, config.visibility)
+    const acking = acker.lanes
     const worker = (buffer: Queue.Queue<Message<A>>) =>
       Effect.forever(
         Effect.flatMap(Queue.take(buffer), (message) =>
           Effect.uninterruptibleMask((restore) =>
             Effect.flatMap(
               Effect.exit(restore(process(message))),
-              (exit) => exit._tag === "Success" && exit.value !== undefined ? ackLater(exit.value) : done
+              (exit) => exit._tag === "Success" && exit.value === ACK ? acker.add(message) : done
             )
           ))
       )
@@ -119,7 +113,8 @@ const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, st
       }, { captureStackTrace: false })
     )
   }
-  type Later = Effect.Effect<void> | undefined
+  /** `ACK`: the handler succeeded, the message is the acker's; `undefined`: it was settled here. */
+  type Later = typeof ACK | undefined
   const logFailure = Effect.catchCause((cause) =>
     Effect.as(Effect.logError(`queue ${source.name}: settling a message failed`, cause), undefined)
   )
@@ -135,12 +130,9 @@ const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, st
           stats.handling--
           // interrupted: a handler of its own accord, or the worker at shutdown: the message stays in flight
           if (exit._tag === "Failure" && Cause.hasInterruptsOnly(exit.cause)) return Effect.as(abandoned, undefined)
+          if (exit._tag === "Success") return Effect.succeed<Later>(ACK)
           // (`onInterrupt` outside `restore`: an interruption already pending counts too)
-          const settle = (run: (effect: Effect.Effect<void>) => Effect.Effect<void>) =>
-            Effect.onInterrupt(run(settler.settle(message, exit)), () => abandoned)
-          return exit._tag === "Success"
-            ? Effect.succeed<Later>(Effect.asVoid(logFailure(settle(Effect.interruptible))))
-            : Effect.as(settle(restore), undefined)
+          return Effect.as(Effect.onInterrupt(restore(settler.settle(message, exit)), () => abandoned), undefined)
         })
       })
     ).pipe(logFailure)

@@ -1,0 +1,144 @@
+import { Cause, Effect, Exit, Fiber, Metric, Option } from "effect"
+import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
+import type { Config } from "./config.js"
+import type { Counters } from "./settle.js"
+
+/**
+ * Groups in flight at once: a group whose call hangs leaves the other lane to the acks behind it, until its
+ * time limit fails it.
+ */
+export const ACK_LANES = 2
+/** At most this many messages per group. */
+export const ACK_GROUP = 128
+
+/** The acknowledgement of the messages whose handlers succeeded, in groups. */
+export interface Acker<A> {
+  /** Hands over a handled message: it is acknowledged with the others that wait, at once if a lane is free. */
+  readonly add: (message: Message<A>) => Effect.Effect<void>
+  /** The lanes under way (closing waits for them: they end once no message waits). */
+  readonly lanes: ReadonlySet<Fiber.Fiber<void>>
+}
+
+/**
+ * Starts `effect` in a fiber of its own at once, on the caller's stack, with the caller's interruptibility:
+ * one that ends without waiting is done on return.
+ */
+const detach = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
+  Effect.forkDetach(effect, { startImmediately: true, uninterruptible: "inherit" })
+
+/**
+ * The consumer's own acknowledgements: a handled message waits until a lane is free, then goes with every
+ * message waiting with it in one call (`QueueSource.ackMany`: one statement, one commit or one script for
+ * the group, each message still fenced by its own receipt), so sixteen workers share a round trip, and one
+ * worker handles the next messages while its acks are under way. A source without `ackMany` acks each of a
+ * group's messages on its own, all at once. `ackMany` runs outside any transaction: the handlers ended before.
+ *
+ * Each call is bounded by `limitMillis` (the visibility timeout, after which the receipts are stale anyway):
+ * one that takes longer, or fails, leaves its messages unacknowledged — they come back after their
+ * visibility timeout and are handled again (at least once), logged as a warning; it neither blocks the other
+ * lane nor holds its messages' slots any longer. Interrupted (the consumer's shutdown gave up), a group's
+ * messages are left in flight, counted as abandoned. `done(n)` frees the slots of `n` settled messages.
+ */
+export const makeAcker = <A, E, R, R2>(
+  config: Config<A, E, R, R2>,
+  stats: Counters,
+  done: (n: number) => Effect.Effect<void>,
+  limitMillis: number
+): Acker<A> => {
+  const { source } = config.options
+  const send = sendOf(source)
+  let pending: Array<Message<A>> = []
+  let running = 0
+  const lanes = new Set<Fiber.Fiber<void>>()
+
+  const settle = (group: ReadonlyArray<Message<A>>, exit: Exit.Exit<ReadonlyArray<boolean>, unknown>) => {
+    if (Exit.isSuccess(exit)) {
+      let acked = 0
+      for (const answer of exit.value) if (answer) acked++
+      stats.processed += acked
+      return acked > 0
+        ? Effect.andThen(Metric.update(config.tags.processed, acked), done(group.length))
+        : done(group.length)
+    }
+    if (Cause.hasInterruptsOnly(exit.cause)) {
+      stats.abandoned += group.length
+      return done(group.length)
+    }
+    return Effect.andThen(
+      Effect.logWarning(
+        `queue ${source.name}: acknowledging ${group.length} message(s) failed; they come back after the ` +
+          `visibility timeout`,
+        exit.cause
+      ).pipe(Effect.annotateLogs({ "message.ids": group.map((m) => m.id).join(",") })),
+      done(group.length)
+    )
+  }
+
+  // the call runs in a fiber of its own, awaited for at most `limitMillis`: a call that does not end when
+  // interrupted cannot hold the lane either
+  const bounded = (group: ReadonlyArray<Message<A>>): Effect.Effect<ReadonlyArray<boolean>, unknown> =>
+    Effect.flatMap(detach(Effect.interruptible(send(group))), (call) => {
+      const answered = call.pollUnsafe()
+      if (answered !== undefined) return answered
+      return Effect.interruptible(Fiber.await(call)).pipe(
+        Effect.timeoutOption(limitMillis),
+        Effect.onInterrupt(() => Effect.sync(() => call.interruptUnsafe())),
+        Effect.flatMap(Option.match({
+          onNone: () =>
+            Effect.andThen(
+              Effect.sync(() => call.interruptUnsafe()),
+              Effect.fail(new Cause.TimeoutError(`no answer within ${limitMillis} ms`))
+            ),
+          onSome: (exit): Effect.Effect<ReadonlyArray<boolean>, unknown> => exit
+        }))
+      )
+    })
+
+  // uninterruptible but for the calls: every group taken is settled, and a lane ends only with nothing waiting
+  const lane: Effect.Effect<void> = Effect.suspend(() => {
+    if (pending.length === 0) {
+      running--
+      return Effect.void
+    }
+    const group = pending.length <= ACK_GROUP ? pending : pending.slice(0, ACK_GROUP)
+    pending = pending.length <= ACK_GROUP ? [] : pending.slice(ACK_GROUP)
+    return Effect.flatMap(Effect.exit(bounded(group)), (exit) => Effect.andThen(settle(group, exit), lane))
+  })
+
+  const start = Effect.flatMap(detach(Effect.uninterruptible(lane)), (fiber) =>
+    Effect.sync(() => {
+      if (fiber.pollUnsafe() !== undefined) return
+      lanes.add(fiber)
+      fiber.addObserver(() => lanes.delete(fiber))
+    }))
+
+  return {
+    add: (message) =>
+      Effect.suspend(() => {
+        pending.push(message)
+        if (running >= ACK_LANES) return Effect.void
+        running++
+        return start
+      }),
+    lanes
+  }
+}
+
+/** `ackMany`, or else each message's `ack` at once, a failed one answering `false` (logged). */
+const sendOf = <A>(
+  source: QueueSource<A>
+): (group: ReadonlyArray<Message<A>>) => Effect.Effect<ReadonlyArray<boolean>, QueueError> => {
+  if (source.ackMany !== undefined) return source.ackMany
+  return (group) =>
+    Effect.forEach(group, (message) =>
+      source.ack(message).pipe(
+        Effect.catch((error) =>
+          Effect.as(
+            Effect.logWarning(`queue ${source.name}: acknowledging failed`, error).pipe(
+              Effect.annotateLogs({ "message.id": message.id })
+            ),
+            false
+          )
+        )
+      ), { concurrency: "unbounded" })
+}
