@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, FiberRef, Option, Ref, TestClock } from "effect"
+import { Context, Duration, Effect, Exit, Fiber, FiberRef, Option, Ref, TestClock } from "effect"
 import { readFileSync } from "node:fs"
 import { Deadline } from "../src/index.js"
 import * as fastPath from "../src/internal/fastPath.js"
@@ -19,6 +19,9 @@ const using = <A, E, R>(implementation: fastPath.Implementation, effect: Effect.
   )
 
 const ref = FiberRef.unsafeMake(0)
+
+class Name extends Context.Tag("test/Name")<Name, string>() {}
+class Other extends Context.Tag("test/Other")<Other, number>() {}
 
 /**
  * What a caller can observe of Deadline's timed work, in one plain object: values, errors, the deadline seen
@@ -90,6 +93,16 @@ describe("fastPath", () => {
     expect(poll(fastPath.fast)).toStrictEqual(Exit.succeed(1))
     expect(poll(fastPath.fallback)).toBeNull()
   })
+
+  it.effect("forkDetachedWith: the fiber's context is the caller's with the service; the caller's stays as it was", () =>
+    Effect.gen(function*() {
+      for (const implementation of [fastPath.fast, fastPath.fallback]) {
+        const read = Effect.all([Name, Other])
+        const fiber = yield* implementation.forkDetachedWith(read, Name, "child")
+        expect(yield* Fiber.await(fiber)).toStrictEqual(Exit.succeed(["child", 7]))
+        expect(yield* Name).toBe("caller")
+      }
+    }).pipe(Effect.provideService(Name, "caller"), Effect.provideService(Other, 7)))
 
   it.effect("the fallback gives the same results as the fast path", () =>
     Effect.gen(function*() {

@@ -12,7 +12,8 @@ import {
   Schedule,
   Scope,
   TestClock,
-  TestServices
+  TestServices,
+  type Tracer
 } from "effect"
 import * as ConsumerSql from "../../src/Consumer/Sql.js"
 import { Consumer, DeadLetter, Failure, QueueSource } from "../../src/index.js"
@@ -362,6 +363,36 @@ describe("Consumer.run (memory)", () => {
       expect(acks.sort()).toEqual(["a", "b", "c"])
       expect((yield* consumer.stats).processed).toBe(3)
       expect(yield* memory.receive(10)).toEqual([])
+    }))
+
+  it.scoped("the handler runs in a queue.handle span: its attributes, the parent of the handler's spans, ended with its exit", () =>
+    Effect.gen(function*() {
+      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      yield* source.send([msg("a"), msg("b")])
+      const seen: Array<Tracer.Span> = []
+      const children: Array<Tracer.Span> = []
+      const consumer = yield* Consumer.run({
+        source,
+        handler: (m) =>
+          Effect.gen(function*() {
+            seen.push(yield* Effect.currentSpan)
+            children.push(yield* Effect.withSpan(Effect.currentSpan, "inner"))
+            if (m.id === "b") return yield* Effect.fail("boom")
+          }),
+        maxReceiveCount: 3
+      })
+      yield* Effect.repeat(consumer.stats, { until: (s) => s.processed === 1 && s.released === 1 })
+      expect(seen.map((span) => [span.name, span.attributes.get("message.id")])).toEqual([
+        ["queue.handle", "a"],
+        ["queue.handle", "b"]
+      ])
+      expect(seen[0]!.attributes.get("queue.name")).toBe("memory")
+      expect(seen[0]!.attributes.get("message.receive_count")).toBe(1)
+      expect(children.map((span) => Option.getOrUndefined(span.parent))).toEqual(seen)
+      expect(seen.map((span) => span.status._tag)).toEqual(["Ended", "Ended"])
+      const exits = seen.map((span) => span.status._tag === "Ended" ? span.status.exit : undefined)
+      expect(Exit.isSuccess(exits[0]!)).toBe(true)
+      expect(Exit.isFailure(exits[1]!)).toBe(true)
     }))
 
   it.scoped("the consumer's acks go in groups: those that wait while the lanes are busy share one call", () =>

@@ -1,6 +1,7 @@
-import { Cause, Effect, Exit, Fiber, Option } from "effect"
+import { Cause, Duration, Effect, Exit, type Fiber } from "effect"
 import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
 import { forkDetached } from "../../fastPath.js"
+import { timeoutDisconnected } from "../../timeout.js"
 import { processed } from "../metrics.js"
 import type { Config } from "./config.js"
 import type { Counters } from "./settle.js"
@@ -42,6 +43,7 @@ export const makeAcker = <A, E, R, R2>(
 ): Acker<A> => {
   const { source } = config.options
   const send = sendOf(source)
+  const limit = Duration.millis(limitMillis)
   let pending: Array<Message<A>> = []
   let running = 0
   const lanes = new Set<Fiber.RuntimeFiber<void>>()
@@ -68,25 +70,17 @@ export const makeAcker = <A, E, R, R2>(
     )
   }
 
-  // the call runs in a fiber of its own, awaited for at most `limitMillis`: a call that does not end when
-  // interrupted cannot hold the lane either
+  // the call runs in a fiber of its own, awaited for at most `limitMillis` of the `Clock`: a call that does
+  // not end when interrupted cannot hold the lane either (`timeoutDisconnected`)
   const bounded = (group: ReadonlyArray<Message<A>>): Effect.Effect<ReadonlyArray<boolean>, unknown> =>
-    Effect.flatMap(forkDetached(Effect.interruptible(send(group))), (call) => {
-      const answered = call.unsafePoll()
-      if (answered !== null) return answered
-      return Effect.interruptible(Fiber.await(call)).pipe(
-        Effect.timeoutOption(limitMillis),
-        Effect.onInterrupt(() => Fiber.interruptFork(call)),
-        Effect.flatMap(Option.match({
-          onNone: () =>
-            Effect.zipRight(
-              Fiber.interruptFork(call),
-              Effect.fail(new Cause.TimeoutException(`no answer within ${limitMillis} ms`))
-            ),
-          onSome: (exit): Effect.Effect<ReadonlyArray<boolean>, unknown> => exit
-        }))
+    Effect.clockWith((clock) =>
+      timeoutDisconnected(
+        send(group),
+        limit,
+        clock,
+        () => new Cause.TimeoutException(`no answer within ${limitMillis} ms`)
       )
-    })
+    )
 
   // uninterruptible but for the calls: every group taken is settled, and a lane ends only with nothing waiting
   const lane: Effect.Effect<void> = Effect.suspend(() => {

@@ -1,8 +1,8 @@
-import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Tracer } from "effect"
 import * as visibilityRules from "../../../core/visibility.js"
 import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
 import { currentDeadline, DeadlineExceeded } from "../../deadline.js"
-import { forkDetached } from "../../fastPath.js"
+import { forkDetachedWith } from "../../fastPath.js"
 import { timeoutWith } from "../../timeout.js"
 import type { Counters } from "./settle.js"
 import { warn } from "./settle.js"
@@ -30,21 +30,28 @@ export const runDelivery = <A, X, E, R>(
   stats: Counters,
   stopped: () => boolean,
   message: Message<A>,
-  effect: Effect.Effect<X, E, R>
+  effect: Effect.Effect<X, E, R>,
+  span: Tracer.Span
 ): Effect.Effect<X, E | DeadlineExceeded, R> =>
   Effect.clockWith((clock) => {
     if (timeLimit <= 0) return Effect.fail(new DeadlineExceeded())
     const startedAt = clock.unsafeCurrentTimeMillis()
     const limitAt = startedAt + timeLimit
     return Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(forkDetached(restore(Effect.locally(effect, currentDeadline, limitAt))), (child) => {
-        const done = child.unsafePoll()
-        if (done !== null) return done
-        const state: RenewalState = { ended: false, extending: false }
-        const renewer = renewerOf(source, stats, () => stopped() || state.ended, state, message, startedAt, timeLimit)
-        return Effect.flatMap(renewer, (fiber) =>
-          timeoutWith(restore(Fiber.await(child)), limitAt, clock, () =>
-            TIME_UP).pipe(
+      // the handler's fiber gets the span as its parent span in its context as it starts (cheaper than
+      // `Effect.withParentSpan`, which changes the context FiberRef and back)
+      Effect.flatMap(
+        forkDetachedWith(restore(Effect.locally(effect, currentDeadline, limitAt)), Tracer.ParentSpan, span),
+        (child) => {
+          const done = child.unsafePoll()
+          if (done !== null) return done
+          const state: RenewalState = { ended: false, extending: false }
+          const renewer = Effect.withParentSpan(
+            renewerOf(source, stats, () => stopped() || state.ended, state, message, startedAt, timeLimit),
+            span
+          )
+          return Effect.flatMap(renewer, (fiber) =>
+            timeoutWith(restore(Fiber.await(child)), limitAt, clock, () => TIME_UP).pipe(
               Effect.onInterrupt(() => Fiber.interrupt(child)),
               Effect.catchAll(() => Effect.zipRight(Fiber.interrupt(child), Effect.fail(new DeadlineExceeded()))),
               Effect.ensuring(Effect.suspend(() => {
@@ -54,7 +61,8 @@ export const runDelivery = <A, X, E, R>(
               })),
               Effect.flatten
             ))
-      })
+        }
+      )
     )
   })
 

@@ -1,5 +1,6 @@
 import type { Scope } from "effect"
-import { Cause, Clock, Effect, Fiber, Option, Queue } from "effect"
+import type { Exit, Tracer } from "effect"
+import { Cause, Clock, Context, DefaultServices, Effect, Fiber, FiberRef, Option, Queue } from "effect"
 import type { Consumer, Options, Stats } from "../../../Consumer.js"
 import { partitionOf } from "../../../core/queueMessages.js"
 import * as visibilityRules from "../../../core/visibility.js"
@@ -10,6 +11,16 @@ import { runDelivery } from "./renewal.js"
 import { type Counters, makeCounters, makeSettler, warn } from "./settle.js"
 
 const ACK = Symbol("ack")
+
+/** Ends a span as `Effect.withSpan` does: at the `Clock`'s time unless tracer timing is off, once. */
+const endSpan = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    if (span.status._tag === "Ended") return Effect.void
+    const timing = fiber.getFiberRef(FiberRef.currentTracerTimingEnabled)
+    const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
+    span.end(timing ? clock.unsafeCurrentTimeNanos() : BigInt(0), exit)
+    return Effect.void
+  })
 
 /** After the shutdown grace, how long closing waits for interrupted handlers before it abandons them. */
 export const ABANDON_AFTER_MILLIS = 1_000
@@ -99,20 +110,24 @@ export const run = <A, E, R, R2>(
 const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, stopped: () => boolean) => {
   const { handler, source } = config.options
   const settler = makeSettler(config, stats)
+  // no stack trace: it would point here, not at the user's code, and capturing one costs more than the span
+  const spanOptions = (message: Message<A>): Tracer.SpanOptions => ({
+    captureStackTrace: false,
+    attributes: {
+      "queue.name": source.name,
+      "message.id": message.id,
+      "message.receive_count": message.receiveCount
+    }
+  })
   const handle = (message: Message<A>): Effect.Effect<unknown, unknown, R | R2> => {
     let effect: Effect.Effect<unknown, unknown, R | R2> = Effect.suspend(() => handler(message))
     if (config.withRetry !== undefined) effect = config.withRetry(effect)
-    return runDelivery(source, config.timeLimit, stats, stopped, message, effect).pipe(
-      // no stack trace: it would point here, not at the user's code, and capturing one costs more than the span
-      Effect.withSpan("queue.handle", {
-        captureStackTrace: false,
-        attributes: {
-          "queue.name": source.name,
-          "message.id": message.id,
-          "message.receive_count": message.receiveCount
-        }
-      })
-    )
+    // `Effect.withSpan`, unrolled: the span goes into the handler's fiber as that fiber starts (`runDelivery`)
+    return Effect.flatMap(Effect.makeSpan("queue.handle", spanOptions(message)), (span) =>
+      Effect.onExit(
+        runDelivery(source, config.timeLimit, stats, stopped, message, effect, span),
+        (exit) => endSpan(span, exit)
+      ))
   }
   /** `ACK`: the handler succeeded, the message is the acker's; `undefined`: it was settled here. */
   type Later = typeof ACK | undefined
