@@ -1,4 +1,4 @@
-import { Clock, Duration, Effect, Exit, Fiber, Tracer } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, FiberRef, Tracer } from "effect"
 import * as visibilityRules from "../../../core/visibility.js"
 import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
 import { currentDeadline, DeadlineExceeded } from "../../deadline.js"
@@ -41,7 +41,12 @@ export const runDelivery = <A, X, E, R>(
       // the handler's fiber gets the span as its parent span in its context as it starts (cheaper than
       // `Effect.withParentSpan`, which changes the context FiberRef and back)
       Effect.flatMap(
-        forkDetachedWith(restore(Effect.locally(effect, currentDeadline, limitAt)), Tracer.ParentSpan, span),
+        // (the deadline is set, not `locally`: the fiber is never joined, so nothing is left to restore)
+        forkDetachedWith(
+          restore(Effect.zipRight(FiberRef.set(currentDeadline, limitAt), effect)),
+          Tracer.ParentSpan,
+          span
+        ),
         (child) => {
           const done = child.unsafePoll()
           if (done !== null) return done
