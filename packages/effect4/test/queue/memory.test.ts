@@ -2,7 +2,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, Metric, Option, References, Schedule, Scope } from "effect"
 import { TestClock } from "effect/testing"
 import * as ConsumerSql from "../../src/Consumer/Sql.js"
-import { Consumer, DeadLetter, Failure, QueueSource } from "../../src/index.js"
+import { Consumer, DeadLetter, Deadline, Failure, QueueSource } from "../../src/index.js"
 import { handClock } from "../support/handClock.js"
 import { type Body, runSoak } from "./soak.js"
 
@@ -230,6 +230,23 @@ describe("Consumer.run (memory)", () => {
       })
       yield* until(Effect.map(consumer.stats, (s) => s.processed === 1), "500 millis")
       expect(yield* consumer.stats).toMatchObject({ released: 1, processed: 1 })
+    }))
+
+  it.effect("the handler sees its time limit as its deadline; the worker's own deadline is not changed by it", () =>
+    Effect.gen(function*() {
+      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      const start = yield* Clock.currentTimeMillis
+      yield* source.send([msg("a"), msg("b")])
+      const seen: Array<Option.Option<number>> = []
+      const consumer = yield* Consumer.run({
+        source,
+        handler: () => Effect.flatMap(Deadline.current, (at) => Effect.sync(() => seen.push(at))),
+        maxReceiveCount: 3,
+        timeout: "20 seconds"
+      })
+      yield* until(Effect.map(consumer.stats, (s) => s.processed === 2))
+      expect(seen).toEqual([Option.some(start + 20_000), Option.some(start + 20_000)])
+      expect(yield* Deadline.current).toEqual(Option.none())
     }))
 
   it.effect("an interrupted handler leaves its message in flight, to come back after the visibility timeout", () =>
