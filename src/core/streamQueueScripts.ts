@@ -140,20 +140,28 @@ redis.call('HDEL', KEYS[2], ARGV[2])
 return 1`
 
 // KEYS stream, errors; ARGV group, consumer, then entry id and delivery count per ack. ACK for each entry
-// (fenced each on its own): a table of 1 (acked) or 0 (stale), in order.
+// (fenced each on its own; an entry given twice is acked once): a table of 1 (acked) or 0 (stale), in order.
+// The fence is checked per entry, then the acked ones go in one XACK, one XDEL and one HDEL (fewer calls:
+// each costs the server more than the work it does for one entry).
 export const ACK_MANY = `
 local out = {}
+local ids = {}
+local seen = {}
 for i = 3, #ARGV, 2 do
   local id = ARGV[i]
   local p = redis.call('XPENDING', KEYS[1], ARGV[1], id, id, 1)
-  if #p == 0 or p[1][2] ~= ARGV[2] or tonumber(p[1][4]) ~= tonumber(ARGV[i + 1]) then
+  if seen[id] or #p == 0 or p[1][2] ~= ARGV[2] or tonumber(p[1][4]) ~= tonumber(ARGV[i + 1]) then
     out[#out + 1] = 0
   else
-    redis.call('XACK', KEYS[1], ARGV[1], id)
-    redis.call('XDEL', KEYS[1], id)
-    redis.call('HDEL', KEYS[2], id)
+    seen[id] = true
+    ids[#ids + 1] = id
     out[#out + 1] = 1
   end
+end
+if #ids > 0 then
+  redis.call('XACK', KEYS[1], ARGV[1], unpack(ids))
+  redis.call('XDEL', KEYS[1], unpack(ids))
+  redis.call('HDEL', KEYS[2], unpack(ids))
 end
 return out`
 

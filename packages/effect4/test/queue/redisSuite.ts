@@ -107,6 +107,33 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
         expect((yield* Effect.promise(() => redis.xpending(stream, "consumers")))[0]).toBe(0)
       }).pipe(Effect.scoped))
 
+    it.live("ackMany: one script for the group, each receipt fenced on its own; the acked ones' errors go too", () =>
+      Effect.gen(function*() {
+        const redis = yield* connect
+        const stream = freshStream()
+        const options = { redis, stream, visibilityTimeout: "10 seconds", reclaimInterval: "1 millis" } as const
+        const source = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "one" })
+        const other = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "two" })
+        yield* source.send([msg("a"), msg("b"), msg("c"), msg("d")])
+        const [a, b, c] = yield* source.receive(3)
+        const [d] = yield* other.receive(1)
+        // a released with an error and received again: its first receipt is stale, the error is remembered
+        expect(yield* source.release(a!, { error: "boom" })).toBe(true)
+        const [again] = yield* source.receive(1)
+        expect(again).toMatchObject({ id: "a", receiveCount: 2, lastError: "boom" })
+        const answers = yield* source.ackMany!([a!, again!, again!, b!, d!, c!])
+        // stale, acked, the same again, acked, another consumer's, acked
+        expect(answers).toEqual([false, true, false, true, false, true])
+        // a receipt that is not one of ours fails the call, as `ack` does, and nothing of it is acked
+        expect(Exit.isFailure(yield* Effect.exit(other.ackMany!([{ ...d!, receipt: "not-an-id:1" }])))).toBe(true)
+        expect(yield* other.ackMany!([d!])).toEqual([true])
+        expect(yield* source.ackMany!([])).toEqual([])
+        expect(yield* Effect.promise(() => redis.xlen(stream))).toBe(0)
+        expect((yield* Effect.promise(() => redis.xpending(stream, "consumers")))[0]).toBe(0)
+        const { errors } = streamKeys(stream, redis.isCluster === true)
+        expect(yield* Effect.promise(() => redis.hlen(errors))).toBe(0)
+      }).pipe(Effect.scoped))
+
     it.live("release: visible again after the delay, with the error remembered; undoReceive keeps the count", () =>
       Effect.gen(function*() {
         const { a, source } = yield* oneReceived

@@ -8,7 +8,7 @@ import type { Counters } from "./settle.js"
 
 /**
  * Groups in flight at once: a group whose call hangs leaves the other lane to the acks behind it, until its
- * time limit fails it.
+ * time limit fails it. The second lane starts only once half the consumer's capacity waits (see `makeAcker`).
  */
 export const ACK_LANES = 2
 /** At most this many messages per group. */
@@ -26,7 +26,9 @@ export interface Acker<A> {
  * The consumer's own acknowledgements: a handled message waits until a lane is free, then goes with every
  * message waiting with it in one call (`QueueSource.ackMany`: one statement, one commit or one script for
  * the group, each message still fenced by its own receipt), so sixteen workers share a round trip, and one
- * worker handles the next messages while its acks are under way. A source without `ackMany` acks each of a
+ * worker handles the next messages while its acks are under way. While one lane is busy, the other starts
+ * only once `secondLaneAt` messages wait (half the consumer's capacity): the groups stay large (one call,
+ * one commit, for more messages), and a lane whose call hangs still leaves the other to the acks behind it. A source without `ackMany` acks each of a
  * group's messages on its own, all at once. `ackMany` runs outside any transaction: the handlers ended before.
  *
  * Each call is bounded by `limitMillis` (the visibility timeout, after which the receipts are stale anyway):
@@ -39,7 +41,8 @@ export const makeAcker = <A, E, R, R2>(
   config: Config<A, E, R, R2>,
   stats: Counters,
   done: (n: number) => Effect.Effect<void>,
-  limitMillis: number
+  limitMillis: number,
+  secondLaneAt: number
 ): Acker<A> => {
   const { source } = config.options
   const send = sendOf(source)
@@ -104,7 +107,7 @@ export const makeAcker = <A, E, R, R2>(
     add: (message) =>
       Effect.suspend(() => {
         pending.push(message)
-        if (running >= ACK_LANES) return Effect.void
+        if (running >= ACK_LANES || (running > 0 && pending.length < secondLaneAt)) return Effect.void
         running++
         return start
       }),

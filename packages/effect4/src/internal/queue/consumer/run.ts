@@ -48,7 +48,7 @@ export const run = <A, E, R, R2>(
     const process = processor(config, stats, () => held.stopped)
     // the acknowledgement of a handled message goes on without its worker, which takes the next message
     // meanwhile, grouped with the others waiting; its slot is freed once the source answered
-    const acker = makeAcker(config, stats, doneMany, config.visibility)
+    const acker = makeAcker(config, stats, doneMany, config.visibility, Math.max(1, Math.floor(config.capacity / 2)))
     const acking = acker.lanes
     const worker = (buffer: Queue.Queue<Message<A>>) =>
       Effect.forever(
