@@ -6,7 +6,8 @@
  * - PostgreSQL: the same `FOR UPDATE SKIP LOCKED` claim and `DELETE` ack, hand-written on `@effect/sql`;
  * - Redis: `XREADGROUP` + `XACK`/`XDEL` per message on `ioredis`.
  *
- * Both sides claim up to 32 per round trip and acknowledge each message on its own, as a consumer does.
+ * Both sides claim up to 32 per round trip; the raw loop acknowledges each message on its own, as a simple
+ * consumer does, and `Consumer.run` acknowledges the messages it handled in groups (`QueueSource.ackMany`).
  * The handler does nothing, so the figures are the cost of the queue machinery. Results go in as ns per
  * message (so `--json` carries them); the report prints messages/s and, for the durable sources, the
  * throughput of `Consumer.run` as a share of the raw loop's against the targets of issue #22. The two sides
