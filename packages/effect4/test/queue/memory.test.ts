@@ -452,6 +452,24 @@ describe("Consumer.run (memory)", () => {
       expect(yield* memory.receive(10)).toEqual([])
     }))
 
+  it.effect("closing gives up on an ack call that does not answer: its messages are left in flight, abandoned", () =>
+    Effect.gen(function*() {
+      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      const source: QueueSource.QueueSource<Body> = { ...memory, ackMany: () => Effect.never }
+      yield* source.send([msg("a"), msg("b")])
+      const scope = yield* Scope.make()
+      const consumer = yield* Scope.provide(
+        Consumer.run({ source, handler: () => Effect.void, maxReceiveCount: 3, shutdownGrace: "1 second" }),
+        scope
+      )
+      yield* settle
+      expect(yield* consumer.stats).toMatchObject({ received: 2, processed: 0, handling: 0 })
+      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      // the grace, then the interruption: the lanes end at once (well before the minute of their time limit)
+      yield* until(Effect.map(poll(closing), Option.isSome), "100 millis", 20)
+      expect(yield* consumer.stats).toMatchObject({ processed: 0, abandoned: 2 })
+    }))
+
   it.effect("orderedByKey: messages of one key are handled one at a time, in order", () =>
     Effect.gen(function*() {
       const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })

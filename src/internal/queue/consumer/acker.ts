@@ -77,12 +77,13 @@ export const makeAcker = <A, E, R, R2>(
   // not end when interrupted cannot hold the lane either (`timeoutDisconnected`)
   const bounded = (group: ReadonlyArray<Message<A>>): Effect.Effect<ReadonlyArray<boolean>, unknown> =>
     Effect.clockWith((clock) =>
-      timeoutDisconnected(
+      // interruptible (the lane is not): closing the consumer can give up on a call that does not answer
+      Effect.interruptible(timeoutDisconnected(
         send(group),
         limit,
         clock,
         () => new Cause.TimeoutException(`no answer within ${limitMillis} ms`)
-      )
+      ))
     )
 
   // uninterruptible but for the calls: every group taken is settled, and a lane ends only with nothing waiting

@@ -83,8 +83,9 @@ export const makeAcker = <A, E, R, R2>(
     Effect.flatMap(detach(Effect.interruptible(send(group))), (call) => {
       const answered = call.pollUnsafe()
       if (answered !== undefined) return answered
-      return Effect.interruptible(Fiber.await(call)).pipe(
-        Effect.timeoutOption(limitMillis),
+      // interruptible (the lane is not), timer included: closing the consumer can give up on a call that does not
+      // answer
+      return Effect.interruptible(Effect.timeoutOption(Fiber.await(call), limitMillis)).pipe(
         Effect.onInterrupt(() => Effect.sync(() => call.interruptUnsafe())),
         Effect.flatMap(Option.match({
           onNone: () =>
