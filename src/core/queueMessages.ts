@@ -83,3 +83,13 @@ const hash = (text: string): number => {
   }
   return h >>> 0
 }
+
+/**
+ * `source` with its grouped ack, `ackMany`, as a property object spread does not copy. A wrapper written
+ * `{ ...source, ack: counted }` means to change how messages are acknowledged: were `ackMany` copied, the
+ * consumer would acknowledge through the original's and never call the wrapper's `ack`. Without it, the
+ * consumer acknowledges each message with the wrapper's `ack`; a wrapper that wants grouped acks names
+ * `ackMany` itself.
+ */
+export const withAckMany = <S extends object, F>(source: S, ackMany: F): S & { readonly ackMany: F } =>
+  Object.defineProperty(source, "ackMany", { value: ackMany, enumerable: false }) as S & { readonly ackMany: F }

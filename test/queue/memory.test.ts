@@ -436,6 +436,24 @@ describe("Consumer.run (memory)", () => {
       expect(yield* memory.receive(10)).toEqual([])
     }))
 
+  it.scoped("a wrapper that replaces ack is the one the consumer acknowledges with: spreading a source leaves its grouped ack out", () =>
+    Effect.gen(function*() {
+      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+      const acked: Array<string> = []
+      const source: QueueSource.QueueSource<Body> = {
+        ...memory,
+        ack: (m) => Effect.sync(() => acked.push(m.id)).pipe(Effect.zipRight(memory.ack(m)))
+      }
+      expect(source.ackMany).toBeUndefined()
+      expect(memory.ackMany).toBeDefined()
+      yield* source.send(["a", "b", "c"].map((id) => msg(id)))
+      const consumer = yield* Consumer.run({ source, handler: () => Effect.void, bufferSize: 3, maxReceiveCount: 3 })
+      yield* settle
+      expect((yield* consumer.stats).processed).toBe(3)
+      expect([...acked].sort()).toEqual(["a", "b", "c"])
+      expect(yield* memory.receive(10)).toEqual([])
+    }))
+
   it.scoped("an ack call that hangs fails at the visibility timeout: its messages come back, the consumer goes on", () =>
     Effect.gen(function*() {
       const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "10 seconds" })

@@ -125,8 +125,9 @@ export interface QueueSource<A = unknown> {
    * Deletes several messages in one engine call, each fenced by its own receipt as `ack` is: whether each was
    * deleted, in order. Unlike `ack`, it never joins a transaction of the caller: `Consumer.run` acknowledges
    * the messages it handled with it, in groups. Optional: a source without it has them acknowledged with
-   * `ack`, one call each. A wrapper that replaces `ack` (to count, log or fail acks) must replace `ackMany`
-   * too, or leave it out.
+   * `ack`, one call each. The library's sources hold it as a property that object spread does not copy: a
+   * wrapper written `{ ...source, ack: counted }` is acknowledged through its own `ack`, never around it; to
+   * keep grouped acks, a wrapper names `ackMany` itself (`ackMany: (ms) => counted(source.ackMany!(ms))`).
    */
   readonly ackMany?: (messages: ReadonlyArray<Message<A>>) => Effect.Effect<ReadonlyArray<boolean>, QueueError>
   /**

@@ -14,7 +14,8 @@ import {
   serializedPairs,
   splitReceipt,
   tryParse,
-  visibilityMillis
+  visibilityMillis,
+  withAckMany
 } from "./shared.js"
 
 interface JobRow {
@@ -161,18 +162,17 @@ const operations = <A>(tables: PgTables, visibility: number): QueueSource<A> => 
       return moveToDlq(seq, token, reason, now)
     })
 
-  return {
+  return withAckMany({
     name,
     visibilityTimeout: Duration.millis(visibility),
     send,
     receive,
     ack,
-    ackMany,
     extend,
     release,
     deadLetter,
     deadLetters: pgDeadLetters<A>(tables)
-  }
+  }, ackMany)
 }
 
 /** `send` and `receive`: inserts in chunks; claims in one statement, moving corrupt bodies to the DLQ. */

@@ -5,7 +5,7 @@ import type * as Api from "../../QueueSource.js"
 import type { Fields } from "../errorFields.js"
 import { MemoryState } from "./memoryState.js"
 import { labels, observeDepth } from "./metrics.js"
-import { listLimit, visibilityMillis } from "./shared.js"
+import { listLimit, visibilityMillis, withAckMany } from "./shared.js"
 
 /** Defined here, re-exported by `QueueSource.ts`: every source reaches it without importing a public module. */
 export class QueueError extends Data.TaggedError("QueueError")<Fields<Api.QueueError>> {
@@ -46,7 +46,7 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
         (moved) => moved ? Effect.as(setDepth(state.dlq.size), true) : Effect.succeed(false)
       )
 
-    return {
+    return withAckMany({
       name,
       visibilityTimeout: Duration.millis(visibility),
       send: (messages) =>
@@ -56,12 +56,11 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
       receive,
       // fenced like the others: only the current delivery may delete the message
       ack: (message) => Effect.sync(() => state.ack(message)),
-      ackMany: (messages) => Effect.sync(() => messages.map((message) => state.ack(message))),
       extend: (message) => now((at) => state.extend(message, at)),
       release,
       deadLetter,
       deadLetters: memoryDeadLetters(state, setDepth)
-    }
+    }, (messages: ReadonlyArray<Message<A>>) => Effect.sync(() => messages.map((message) => state.ack(message))))
   })
 }
 

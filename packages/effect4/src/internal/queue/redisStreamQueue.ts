@@ -8,7 +8,7 @@ import { chunk, context, type RedisQueue } from "./redisStreamContext.js"
 import { redisDeadLetters, redisMoveToDlq } from "./redisStreamDeadLetters.js"
 import { makeReceive } from "./redisStreamReceive.js"
 import { ACK, ACK_MANY, CREATE_GROUP, EXTEND, RELEASE } from "./redisStreamScripts.js"
-import { randomId, serialize, serializedPairs, splitReceipt } from "./shared.js"
+import { randomId, serialize, serializedPairs, splitReceipt, withAckMany } from "./shared.js"
 
 export { type StreamKeys, streamKeys } from "./redisStreamKeys.js"
 
@@ -101,18 +101,17 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
       return body.ok ? moveToDlq(message, body.text, reason, now) : Effect.fail(q.fail("deadLetter")(body.error))
     })
 
-  return {
+  return withAckMany({
     name: q.name,
     visibilityTimeout: Duration.millis(q.visibility),
     send: (messages) => send(q, messages),
     receive,
     ack,
-    ackMany,
     extend: (message) => fenced("extend", EXTEND, [stream], message),
     release,
     deadLetter,
     deadLetters: redisDeadLetters<A>(q)
-  }
+  }, ackMany)
 }
 
 /** A receipt the grouped script takes (entry id, delivery count), or `undefined`: not one of ours. */

@@ -12,7 +12,8 @@ export {
   serialize,
   serializeAll,
   splitReceipt,
-  tryParse
+  tryParse,
+  withAckMany
 } from "../../core/queueMessages.js"
 
 export const listLimit = (options: ListOptions | undefined): number =>
