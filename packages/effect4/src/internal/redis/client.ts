@@ -10,6 +10,7 @@ import { Effect } from "effect"
 import type { Duration, Scope } from "effect"
 import { Cluster, Redis } from "ioredis"
 import { createHash } from "node:crypto"
+import { beforeWrite } from "../../core/writeCoalescing.js"
 import * as validate from "../validate.js"
 import type { Connection } from "./options.js"
 
@@ -289,56 +290,13 @@ export const runScript = <A, E>(
 }
 
 /**
- * The sockets written to in the current tick (see {@link coalesceWrites}), each with the number of writes held
- * on it since it was corked or last flushed (0: not corked); one microtask ends the tick for all of them.
- */
-const thisTick = new Map<Redis["stream"], number>()
-let endQueued = false
-const endTick = (): void => {
-  endQueued = false
-  for (const [stream, held] of thisTick) if (held > 0) stream.uncork()
-  thisTick.clear()
-}
-
-/**
- * At most this many calls leave in one write: the server starts on the first of them while the client is still
- * sending the next, instead of the two taking turns with one batch of everything (measured: 8 to 16 keep both
- * busy; one batch of 64 calls was slower than a write each on a quiet machine).
- */
-const COALESCE_AT_MOST = 16
-
-/**
- * Coalesces the writes of one tick on a single-node client: the first call of a tick is written at once (a lone
- * call waits for nothing, and the server can start on it); when more follow in the same tick — many fibers
- * resumed together, each sending its next call — the socket is corked, and they leave in one
- * `writev` per {@link COALESCE_AT_MOST} calls and at the end of the tick (once the microtasks queued so far have
- * run), instead of one write syscall each: a syscall costs more than the rest of a call, on both sides. The
- * bytes on the wire and their order are the same (every command of the client goes through that socket, corked
- * or not); a call waits at most until the end of the current microtask batch. Not on a Cluster (a call's node
+ * Coalesces the writes of one tick on a single-node client (`core/writeCoalescing.ts`): calls sent in the same
+ * tick leave in one `writev` per few calls instead of a write syscall each; every command of the client goes
+ * through that socket, corked or not, so the bytes and their order are the same. Not on a Cluster (a call's node
  * is only known inside the client) nor on a client that is not ready (its commands wait in the offline queue).
  */
 export const coalesceWrites = (client: Client): void => {
-  if (!(client instanceof Redis) || client.status !== "ready") return
-  const stream = client.stream
-  const held = thisTick.get(stream)
-  if (held === undefined) {
-    thisTick.set(stream, 0)
-    if (!endQueued) {
-      endQueued = true
-      queueMicrotask(endTick)
-    }
-  } else if (held === 0) {
-    if (!stream.writable) return
-    stream.cork()
-    thisTick.set(stream, 1)
-  } else if (held < COALESCE_AT_MOST) {
-    thisTick.set(stream, held + 1)
-  } else {
-    // flush what is held and keep corking the rest of the tick
-    stream.uncork()
-    stream.cork()
-    thisTick.set(stream, 1)
-  }
+  if (client instanceof Redis && client.status === "ready") beforeWrite(client.stream)
 }
 
 /**
