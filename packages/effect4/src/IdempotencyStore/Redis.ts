@@ -15,7 +15,8 @@ import type * as redisOptions from "../internal/redis/options.js"
  * optional `clusterOptions`); the layer connects to the last two itself and disconnects when it is released
  * (`redisOptions` / `clusterOptions` are passed to ioredis). A client the layer makes pipelines automatically
  * (ioredis' `enableAutoPipelining`, unless those options say otherwise): the claims and completions that many
- * requests send in one tick go to Redis in one write. Give a client of yours that option for the same effect. Keys and slots: the repository's `docs/redis.md` (it holds for both editions).
+ * requests send in one tick go to Redis in one write. Give a client of yours that option for the same effect.
+ * Keys and slots: the repository's `docs/redis.md` (it holds for both editions).
  *
  * - `prefix`: put before every key (default `"idem:"`); must not contain `{` or `}`.
  * - `timeout`: a call that Redis has not answered by then fails with `IdempotencyStoreError` (default 2 seconds).

@@ -32,8 +32,9 @@ const detach = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
  * the group, each message still fenced by its own receipt), so sixteen workers share a round trip, and one
  * worker handles the next messages while its acks are under way. While one lane is busy, the other starts
  * only once `secondLaneAt` messages wait (half the consumer's capacity): the groups stay large (one call,
- * one commit, for more messages), and a lane whose call hangs still leaves the other to the acks behind it. A source without `ackMany` acks each of a
- * group's messages on its own, all at once. `ackMany` runs outside any transaction: the handlers ended before.
+ * one commit, for more messages), and a lane whose call hangs still leaves the other to the acks behind it. A
+ * source without `ackMany` acks each of a group's messages on its own, all at once. `ackMany` runs outside any
+ * transaction: the handlers ended before.
  *
  * Each call is bounded by `limitMillis` (the visibility timeout, after which the receipts are stale anyway):
  * one that takes longer, or fails, leaves its messages unacknowledged — they come back after their
