@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Metric, TestClock } from "effect"
+import { Clock, Effect, Exit, Metric, Random, TestClock } from "effect"
 import { AdaptiveThrottle } from "../src/index.js"
 
 /**
@@ -26,18 +26,21 @@ const drive = <E>(
 const isLocal = (e: unknown): e is AdaptiveThrottle.LocallyRejected =>
   typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "LocallyRejected"
 
+/** The throttle draws from `Random`: a fixed seed, so the statistical bounds below are met or missed for good. */
+const seeded = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withRandom(self, Random.make("AdaptiveThrottle.test"))
+
 describe("AdaptiveThrottle", () => {
   it.effect("rejects nothing while the backend accepts everything", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make()
       const { reached, rejected } = yield* drive(throttle, "a", 500, () => Effect.void)
       expect(reached).toBe(500)
       expect(rejected).toBe(0)
       expect(yield* throttle.probability("a")).toBe(0)
-    }))
+    })))
 
   it.effect("uncapped, when the backend refuses everything, almost nothing more is sent; the rest fails locally", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make({ name: "down", maxRejectionRate: 1 })
       const before = (yield* Metric.value(AdaptiveThrottle.rejectionsTotal.pipe(Metric.tagged("throttle", "down"))))
         .count
@@ -49,10 +52,10 @@ describe("AdaptiveThrottle", () => {
       const after = (yield* Metric.value(AdaptiveThrottle.rejectionsTotal.pipe(Metric.tagged("throttle", "down"))))
         .count
       expect(after - before).toBe(rejected)
-    }))
+    })))
 
   it.effect("by default at most 90 % are rejected: a backend that refuses everything still gets a tenth", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make()
       const { reached, rejected } = yield* drive(throttle, "a", 2_000, () => Effect.fail("503"))
       expect(reached + rejected).toBe(2_000)
@@ -60,10 +63,10 @@ describe("AdaptiveThrottle", () => {
       expect(reached).toBeGreaterThan(150)
       expect(reached).toBeLessThan(260)
       expect(yield* throttle.probability("a")).toBe(0.9)
-    }))
+    })))
 
   it.effect("maxRejectionRate bounds the probability; 0 sends every call and only counts", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       for (const max of [0, 0.25, 0.5]) {
         const throttle = yield* AdaptiveThrottle.make({ maxRejectionRate: max })
         const { reached, rejected } = yield* drive(throttle, "a", 400, () => Effect.fail("503"))
@@ -71,10 +74,10 @@ describe("AdaptiveThrottle", () => {
         if (max === 0) expect(rejected).toBe(0)
         expect(reached).toBeGreaterThanOrEqual(400 * (1 - max) - 60)
       }
-    }))
+    })))
 
   it.effect("a local rejection is a typed error naming the key, and the effect never runs", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make({ maxRejectionRate: 1 })
       yield* drive(throttle, "api.example.com", 200, () => Effect.fail("503"))
       let ran = 0
@@ -91,10 +94,10 @@ describe("AdaptiveThrottle", () => {
       const first = local[0]!
       expect(first.key).toBe("api.example.com")
       expect(first.probability).toBeGreaterThan(0.9)
-    }))
+    })))
 
   it.effect("sends about k times what an overloaded backend accepts", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make({ k: 2 })
       let sent = 0
       let ok = 0
@@ -114,19 +117,19 @@ describe("AdaptiveThrottle", () => {
       expect(ok).toBeGreaterThan(150)
       expect(sent / ok).toBeGreaterThan(1.5)
       expect(sent / ok).toBeLessThan(3)
-    }))
+    })))
 
   it.effect("forgets an outage once it has left the window", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make({ window: "1 minute", buckets: 60 })
       yield* drive(throttle, "a", 100, () => Effect.fail("503"))
       expect(yield* throttle.probability("a")).toBe(0.9)
       yield* TestClock.adjust("1 minute")
       expect(yield* throttle.probability("a")).toBe(0)
-    }))
+    })))
 
   it.effect("keys are independent, and isAccepted decides what counts as accepted", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make({
         isAccepted: (exit) => Exit.isSuccess(exit) || Exit.causeOption(exit).pipe(() => true)
       })
@@ -139,10 +142,10 @@ describe("AdaptiveThrottle", () => {
       expect(yield* plain.probability("up")).toBe(0)
       const { rejected } = yield* drive(plain, "up", 100, () => Effect.void)
       expect(rejected).toBe(0)
-    }))
+    })))
 
   it.effect("tracks at most maxKeys keys, forgetting the least recently used", () =>
-    Effect.gen(function*() {
+    seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make({ maxKeys: 2 })
       yield* drive(throttle, "a", 50, () => Effect.fail("503"))
       yield* drive(throttle, "b", 50, () => Effect.fail("503"))
@@ -150,7 +153,7 @@ describe("AdaptiveThrottle", () => {
       yield* drive(throttle, "c", 1, () => Effect.void)
       expect(yield* throttle.probability("a")).toBe(0.9)
       expect(yield* throttle.probability("b")).toBe(0)
-    }))
+    })))
 
   it("refuses options that could never work, when called", () => {
     expect(() => AdaptiveThrottle.make({ k: 0.5 })).toThrow(/k must be/)
