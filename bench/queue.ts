@@ -13,7 +13,7 @@
  * throughput of `Consumer.run` as a share of the raw loop's against the targets of issue #22. The two sides
  * run by turns, `ROUNDS` times each, and the median of each is kept: on a shared machine one pair may land
  * in a quiet moment and the other in a busy one. A source whose service is unreachable (`DATABASE_URL`,
- * `REDIS_URL`) is skipped with a note.
+ * `REDIS_URL`) is skipped with a note; `BENCH_QUEUE_ENGINES` (e.g. `redis`) picks the engines to run.
  */
 import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -37,6 +37,8 @@ const throughputTargets: ReadonlyArray<readonly [engine: string, c: number, atLe
   ["redis", 1, 0.6],
   ["redis", 16, 0.6]
 ]
+/** `BENCH_QUEUE_ENGINES=redis` (a comma list) runs only those engines; all three by default. */
+const engines = (process.env.BENCH_QUEUE_ENGINES ?? "memory,postgres,redis").split(",")
 const run = `${process.pid}_${Date.now().toString(36)}`
 
 export const cases: ReadonlyArray<Case> = []
@@ -220,9 +222,9 @@ const redis = async (out: Record<string, number>) => {
 /** Measured outside the harness: throughput needs concurrency. */
 export const extra = async (): Promise<Record<string, number>> => {
   const out: Record<string, number> = {}
-  await memory(out)
-  await postgres(out)
-  await redis(out)
+  if (engines.includes("memory")) await memory(out)
+  if (engines.includes("postgres")) await postgres(out)
+  if (engines.includes("redis")) await redis(out)
   return out
 }
 

@@ -60,16 +60,21 @@ export const run = <A, E, R, R2>(
     // meanwhile, grouped with the others waiting; its slot is freed once the source answered
     const acker = makeAcker(config, stats, doneMany, config.visibility, Math.max(1, Math.floor(config.capacity / 2)))
     const acking = acker.lanes
-    const worker = (buffer: Queue.Queue<Message<A>>) =>
-      Effect.forever(
-        Effect.flatMap(Queue.take(buffer), (message) =>
+    // a loop without `Effect.forever`'s yield after every message: a worker gives way when its buffer is
+    // empty (the take waits), when its handler waits, and when the runtime's budget of operations runs out
+    const worker = (buffer: Queue.Queue<Message<A>>): Effect.Effect<never, never, R | R2> => {
+      const loop: Effect.Effect<never, never, R | R2> = Effect.flatMap(Queue.take(buffer), (message) =>
+        Effect.flatMap(
           Effect.uninterruptibleMask((restore) =>
             Effect.flatMap(
               Effect.exit(restore(process(message))),
               (exit) => exit._tag === "Success" && exit.value === ACK ? acker.add(message) : done
             )
-          ))
-      )
+          ),
+          () => loop
+        ))
+      return loop
+    }
     const poller = Effect.forever(
       Effect.flatMap(
         pollOnce(config, stats, slots, buffers, held),
