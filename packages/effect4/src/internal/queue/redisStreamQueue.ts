@@ -67,6 +67,10 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
     Effect.suspend(() => {
       const items = messages.map(ackItem)
       const valid = items.filter((item): item is readonly [string, string] => item !== undefined)
+      // the consumer's group: all ours, one call
+      if (valid.length === items.length && valid.length <= ACK_BATCH) {
+        return valid.length === 0 ? Effect.succeed([]) : ackGroup(valid)
+      }
       return Effect.flatMap(
         Effect.map(Effect.forEach(chunk(valid, ACK_BATCH), ackGroup), (answers) => answers.flat()),
         (answers) => {

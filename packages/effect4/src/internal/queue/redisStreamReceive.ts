@@ -60,9 +60,11 @@ export const makeReceive = <A>(
     )
   }
 
+  const due = (now: number) =>
+    state.cursor !== "0-0" || state.released || now - state.lastReclaimAt >= q.reclaimInterval
+
   const reclaim = (max: number, now: number) =>
     Effect.gen(function*() {
-      if (state.cursor === "0-0" && !state.released && now - state.lastReclaimAt < q.reclaimInterval) return []
       state.lastReclaimAt = now
       state.released = false
       const [next, claimed] = yield* q.call<[string, Array<Entry | null>]>(
@@ -89,21 +91,25 @@ export const makeReceive = <A>(
       )
     })
 
-  const receive = (max: number) =>
-    Effect.gen(function*() {
-      const now = yield* Clock.currentTimeMillis
-      const reclaimed = yield* reclaim(max, now)
-      const room = max - reclaimed.length
-      if (room <= 0) return reclaimed
-      const read = yield* q.call<Array<[string, Array<Entry>]> | null>(
+  /** New entries, at most `room` (`XREADGROUP` without `BLOCK`: the consumer polls). */
+  const readNew = (room: number, now: number) =>
+    Effect.flatMap(
+      q.call<Array<[string, Array<Entry>]> | null>(
         "receive",
         () => q.client.call("XREADGROUP", "GROUP", q.group, consumer, "COUNT", room, "STREAMS", stream, ">")
-      )
-      const fresh = yield* toMessages(
-        (read?.[0]?.[1] ?? []).map((entry) => ({ entry, count: 1, lastError: null })),
-        now
-      )
-      return reclaimed.length === 0 ? fresh : [...reclaimed, ...fresh]
+      ),
+      (read) => toMessages((read?.[0]?.[1] ?? []).map((entry) => ({ entry, count: 1, lastError: null })), now)
+    )
+
+  // the common case, no takeover due, is one call and no generator
+  const receive = (max: number): Effect.Effect<Array<Message<A>>, QueueError> =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      if (!due(now)) return readNew(max, now)
+      return Effect.flatMap(reclaim(max, now), (reclaimed) => {
+        const room = max - reclaimed.length
+        if (room <= 0) return Effect.succeed(reclaimed)
+        return Effect.map(readNew(room, now), (fresh) => reclaimed.length === 0 ? fresh : [...reclaimed, ...fresh])
+      })
     })
 
   /** A release made an entry claimable: the next `receive` looks for it at once. */

@@ -110,12 +110,17 @@ export const makeAcker = <A, E, R, R2>(
     return Effect.flatMap(Effect.exit(bounded(group)), (exit) => Effect.andThen(settle(group, exit), lane))
   })
 
-  const start = Effect.flatMap(detach(Effect.uninterruptible(lane)), (fiber) =>
-    Effect.sync(() => {
-      if (fiber.pollUnsafe() !== undefined) return
-      lanes.add(fiber)
-      fiber.addObserver(() => lanes.delete(fiber))
-    }))
+  // a lane lets the fibers ready to run go first before it takes its first group: the workers resumed with
+  // it (a claimed batch being handled) add their messages to that group instead of one going out alone
+  const start = Effect.flatMap(
+    detach(Effect.uninterruptible(Effect.andThen(Effect.yieldNow, lane))),
+    (fiber) =>
+      Effect.sync(() => {
+        if (fiber.pollUnsafe() !== undefined) return
+        lanes.add(fiber)
+        fiber.addObserver(() => lanes.delete(fiber))
+      })
+  )
 
   return {
     add: (message) =>

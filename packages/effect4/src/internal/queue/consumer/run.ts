@@ -50,6 +50,8 @@ export const run = <A, E, R, R2>(
     // meanwhile, grouped with the others waiting; its slot is freed once the source answered
     const acker = makeAcker(config, stats, doneMany, config.visibility, Math.max(1, Math.floor(config.capacity / 2)))
     const acking = acker.lanes
+    // without `Effect.forever`'s yield after every message: a worker gives way when its buffer is empty (the
+    // take waits), when its handler waits, and when the runtime's budget of operations runs out
     const worker = (buffer: Queue.Queue<Message<A>>) =>
       Effect.forever(
         Effect.flatMap(Queue.take(buffer), (message) =>
@@ -58,7 +60,8 @@ export const run = <A, E, R, R2>(
               Effect.exit(restore(process(message))),
               (exit) => exit._tag === "Success" && exit.value === ACK ? acker.add(message) : done
             )
-          ))
+          )),
+        { disableYield: true }
       )
     const poller = Effect.forever(
       Effect.flatMap(
