@@ -57,7 +57,8 @@ export interface Options<A, E, R, R2 = never> {
   readonly redeliveryDelay?: Duration.Input | ((message: Message<A>) => Duration.Input)
   /**
    * Messages claimed ahead of the workers; an integer >= 1. At most `bufferSize + concurrency` messages
-   * are held at once; the poller claims no more until some finish. Default: `concurrency`.
+   * are held at once (buffered or being handled; up to as many again may be waiting for their
+   * acknowledgement); the poller claims no more until some finish. Default: `concurrency`.
    */
   readonly bufferSize?: number
   /** Messages claimed per `receive`. Default: `min(bufferSize + concurrency, 32)`. */

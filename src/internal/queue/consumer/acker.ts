@@ -35,12 +35,12 @@ export interface Acker<A> {
  * one that takes longer, or fails, leaves its messages unacknowledged — they come back after their
  * visibility timeout and are handled again (at least once), logged as a warning; it neither blocks the other
  * lane nor holds its messages' slots any longer. Interrupted (the consumer's shutdown gave up), a group's
- * messages are left in flight, counted as abandoned. `done(n)` frees the slots of `n` settled messages.
+ * messages are left in flight, counted as abandoned. `done(group)` frees the slots the settled messages of `group` still hold.
  */
 export const makeAcker = <A, E, R, R2>(
   config: Config<A, E, R, R2>,
   stats: Counters,
-  done: (n: number) => Effect.Effect<void>,
+  done: (group: ReadonlyArray<Message<A>>) => Effect.Effect<void>,
   limitMillis: number,
   secondLaneAt: number
 ): Acker<A> => {
@@ -57,11 +57,11 @@ export const makeAcker = <A, E, R, R2>(
       for (const answer of exit.value) if (answer) acked++
       stats.processed += acked
       if (acked > 0) processed.unsafeUpdate(acked, config.tags.base)
-      return done(group.length)
+      return done(group)
     }
     if (Cause.isInterruptedOnly(exit.cause)) {
       stats.abandoned += group.length
-      return done(group.length)
+      return done(group)
     }
     return Effect.zipRight(
       Effect.logWarning(
@@ -69,7 +69,7 @@ export const makeAcker = <A, E, R, R2>(
           `visibility timeout`,
         exit.cause
       ).pipe(Effect.annotateLogs({ "message.ids": group.map((m) => m.id).join(",") })),
-      done(group.length)
+      done(group)
     )
   }
 

@@ -40,12 +40,12 @@ const detach = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
  * one that takes longer, or fails, leaves its messages unacknowledged — they come back after their
  * visibility timeout and are handled again (at least once), logged as a warning; it neither blocks the other
  * lane nor holds its messages' slots any longer. Interrupted (the consumer's shutdown gave up), a group's
- * messages are left in flight, counted as abandoned. `done(n)` frees the slots of `n` settled messages.
+ * messages are left in flight, counted as abandoned. `done(group)` frees the slots the settled messages of `group` still hold.
  */
 export const makeAcker = <A, E, R, R2>(
   config: Config<A, E, R, R2>,
   stats: Counters,
-  done: (n: number) => Effect.Effect<void>,
+  done: (group: ReadonlyArray<Message<A>>) => Effect.Effect<void>,
   limitMillis: number,
   secondLaneAt: number
 ): Acker<A> => {
@@ -61,12 +61,12 @@ export const makeAcker = <A, E, R, R2>(
       for (const answer of exit.value) if (answer) acked++
       stats.processed += acked
       return acked > 0
-        ? Effect.andThen(Metric.update(config.tags.processed, acked), done(group.length))
-        : done(group.length)
+        ? Effect.andThen(Metric.update(config.tags.processed, acked), done(group))
+        : done(group)
     }
     if (Cause.hasInterruptsOnly(exit.cause)) {
       stats.abandoned += group.length
-      return done(group.length)
+      return done(group)
     }
     return Effect.andThen(
       Effect.logWarning(
@@ -74,7 +74,7 @@ export const makeAcker = <A, E, R, R2>(
           `visibility timeout`,
         exit.cause
       ).pipe(Effect.annotateLogs({ "message.ids": group.map((m) => m.id).join(",") })),
-      done(group.length)
+      done(group)
     )
   }
 

@@ -21,9 +21,12 @@ export const ABANDON_AFTER_MILLIS = 1_000
  * with `orderedByKey`, each from its own partition so that one key is handled by one worker in order.
  * Each handler runs under its time limit while its message's visibility is extended (`runDelivery`).
  * A worker does not wait for the acknowledgement of the message it handled: it hands the message to the
- * acker (its message keeps its slot until the source answered) and takes the next one, so acks are
- * pipelined, and the acker sends the ones waiting together, in one `ackMany` call, even at concurrency 1
- * (`makeAcker`). Only a message whose handler succeeded is ever acknowledged.
+ * acker and takes the next one, so acks are pipelined, and the acker sends the ones waiting together, in one
+ * `ackMany` call, even at concurrency 1 (`makeAcker`). Only a message whose handler succeeded is ever
+ * acknowledged. A message handed to the acker gives its slot back at once while fewer than `capacity` others
+ * wait for their acknowledgement that way, so the next claim goes out while the acks are under way instead
+ * of after them; past that bound it keeps its slot until the source answered (acks that do not answer hold
+ * the poller back, at most `2 × capacity` messages in all).
  *
  * Shutdown (the scope closes): the poller stops, buffered messages are released unprocessed (their
  * receive is undone), and the consumer waits, for at most the shutdown grace, for the messages being handled
@@ -47,8 +50,21 @@ export const run = <A, E, R, R2>(
     const done = doneMany(1)
     const process = processor(config, stats, () => held.stopped)
     // the acknowledgement of a handled message goes on without its worker, which takes the next message
-    // meanwhile, grouped with the others waiting; its slot is freed once the source answered
-    const acker = makeAcker(config, stats, doneMany, config.visibility, Math.max(1, Math.floor(config.capacity / 2)))
+    // meanwhile, grouped with the others waiting; its slot is freed at once while fewer than `capacity`
+    // messages wait for their acks with their slot freed (`early`), else once the source answered
+    const early = new Set<Message<A>>()
+    const settled = (group: ReadonlyArray<Message<A>>) =>
+      Effect.suspend(() => {
+        let holding = 0
+        for (const message of group) if (!early.delete(message)) holding++
+        return holding === 0 ? Effect.void : doneMany(holding)
+      })
+    const acker = makeAcker(config, stats, settled, config.visibility, Math.max(1, Math.floor(config.capacity / 2)))
+    const handOver = (message: Message<A>) => {
+      if (early.size >= config.capacity) return acker.add(message)
+      early.add(message)
+      return Effect.andThen(acker.add(message), done)
+    }
     const acking = acker.lanes
     // without `Effect.forever`'s yield after every message: a worker gives way when its buffer is empty (the
     // take waits), when its handler waits, and when the runtime's budget of operations runs out
@@ -58,7 +74,7 @@ export const run = <A, E, R, R2>(
           Effect.uninterruptibleMask((restore) =>
             Effect.flatMap(
               Effect.exit(restore(process(message))),
-              (exit) => exit._tag === "Success" && exit.value === ACK ? acker.add(message) : done
+              (exit) => exit._tag === "Success" && exit.value === ACK ? handOver(message) : done
             )
           )),
         { disableYield: true }
