@@ -31,6 +31,7 @@ import type { Case } from "./harness.js"
 const REQUESTS = 3_000
 const IN_FLIGHT = 32
 const PAIRS = 3_000
+const pgUrl = process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 
 /** requests/s with the middleware ÷ without, at least (issue #22) */
 const targets22: Record<string, number> = {
@@ -94,7 +95,7 @@ const sqlite = Layer.unwrapScoped(Effect.map(
 ))
 const postgres = IdempotencyStoreSql.layer({ table: "bench_idempotency" }).pipe(
   Layer.provide(PgClient.layer({
-    url: Redacted.make(process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"),
+    url: Redacted.make(pgUrl),
     // a pool sized for the load: one connection per request in flight (pg's default is 10)
     maxConnections: IN_FLIGHT
   }))
@@ -108,13 +109,25 @@ const redis = IdempotencyStoreRedis.layer({
 // would refuse keys after the first thousand
 const memory = IdempotencyStore.layerMemoryWith({ maxRecords: Infinity })
 
-const variants: ReadonlyArray<readonly [string, boolean, Layer.Layer<IdempotencyStore.IdempotencyStore, unknown>]> = [
+/**
+ * `--stores sqlite,postgres` (after `--only idempotency`) measures only those stores and their floors, for
+ * shorter runs while working on one store; the no-middleware baseline is always measured.
+ */
+const storesArg = process.argv.indexOf("--stores")
+const picked = storesArg === -1 ? undefined : (process.argv[storesArg + 1] ?? "").split(",")
+const pickedStore = (name: string): boolean =>
+  picked === undefined || picked.some((store) => name === `http: idempotency (${store})`)
+
+const allVariants: ReadonlyArray<
+  readonly [string, boolean, Layer.Layer<IdempotencyStore.IdempotencyStore, unknown>]
+> = [
   ["http: no middleware", false, memory],
   ["http: idempotency (memory)", true, memory],
   ["http: idempotency (sqlite)", true, sqlite],
   ["http: idempotency (postgres)", true, postgres],
   ["http: idempotency (redis)", true, redis]
 ]
+const variants = allVariants.filter(([name], i) => i === 0 || pickedStore(name))
 
 /** Runs `pair` (a claim and a completion for key `i`) `PAIRS` times from `workers` workers; pairs/s. */
 const pairsPerSecond = async (workers: number, pair: (i: number) => Promise<unknown>): Promise<number> => {
@@ -216,7 +229,7 @@ const floorSqliteHttp = async (): Promise<number> => {
 const floorPostgres = async (): Promise<number> => {
   const pg = require("pg")
   const pool = new pg.Pool({
-    connectionString: process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test",
+    connectionString: pgUrl,
     max: IN_FLIGHT
   })
   try {
@@ -234,6 +247,58 @@ const floorPostgres = async (): Promise<number> => {
   } finally {
     await pool.end()
   }
+}
+
+/**
+ * The no-middleware server whose handler runs the SQL store's two statements itself on PostgreSQL, in
+ * requests/s: through raw node-postgres (a pool of 32), or through `@effect/sql-pg` (`PgClient`, as the store
+ * does, same pool size). PostgreSQL runs on the same machine, so what it spends is taken from the server too:
+ * no middleware on it serves more than the first, nor on `@effect/sql-pg` more than the second.
+ */
+const floorPostgresHttp = (via: "pg" | "@effect/sql-pg") => async (): Promise<number> => {
+  const table = via === "pg" ? "bench_idempotency_floor_http" : "bench_idempotency_floor_sql"
+  const claim = upsert(table, (n) => `$${n}`)
+  const complete = completion(table, (n) => `$${n}`)
+  const run = `${process.pid}-${Date.now()}-`
+  let i = 0
+  const params = () => {
+    const key = run + i++
+    const now = Date.now()
+    const token = randomUUID()
+    return [
+      [scope, key, fingerprint, token, now + 60_000, now + 86_400_000, now],
+      [201, headers, body, now + 86_400_000, scope, key, token, now]
+    ] as const
+  }
+  if (via === "pg") {
+    const pg = require("pg")
+    const pool = new pg.Pool({ connectionString: pgUrl, max: IN_FLIGHT })
+    try {
+      for (const statement of schema(table, "BYTEA")) await pool.query(statement)
+      const pair = Effect.promise(async () => {
+        const [first, second] = params()
+        await pool.query(claim, first)
+        await pool.query(complete, second)
+      })
+      return await Effect.runPromise(serveAndLoad(false, memory, Effect.zipRight(pair, handler)))
+    } finally {
+      await pool.end()
+    }
+  }
+  return await Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      for (const statement of schema(table, "BYTEA")) yield* sql.unsafe(statement)
+      const pair = Effect.suspend(() => {
+        const [first, second] = params()
+        return Effect.zipRight(sql.unsafe(claim, first), sql.unsafe(complete, second))
+      })
+      return yield* serveAndLoad(false, memory, Effect.zipRight(Effect.orDie(pair), handler))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl), maxConnections: IN_FLIGHT }))
+    )
+  )
 }
 
 // the Redis store's scripts' work for a new key (src/internal/idempotencyStore/redis.ts), without its checks
@@ -302,6 +367,8 @@ const floors: ReadonlyArray<readonly [string, string, () => Promise<number>]> = 
   ["http: idempotency (sqlite)", "floor: better-sqlite3 claim+complete pair", floorSqlite],
   ["http: idempotency (sqlite)", "floor: no middleware + @effect/sql pair", floorSqliteHttp],
   ["http: idempotency (postgres)", "floor: node-postgres claim+complete pair", floorPostgres],
+  ["http: idempotency (postgres)", "floor: no middleware + raw node-postgres pair", floorPostgresHttp("pg")],
+  ["http: idempotency (postgres)", "floor: no middleware + @effect/sql-pg pair", floorPostgresHttp("@effect/sql-pg")],
   ["http: idempotency (redis)", "floor: ioredis claim+complete pair", floorRedis],
   ["http: idempotency (redis)", "floor: no middleware + raw ioredis pair", floorRedisHttp]
 ]
