@@ -376,65 +376,101 @@ const floors: ReadonlyArray<readonly [string, string, () => Promise<number>]> = 
 export const cases: ReadonlyArray<Case> = []
 export const targets: ReadonlyArray<readonly [string, string, number]> = []
 
-/** ns per request for each variant (so --json keeps its `{ cases: { name: nsPerOp } }` shape). */
 /**
- * The no-middleware rate measured just before and just after each variant (their mean): on a shared
- * machine the load drifts during a run, and a ratio is only as good as the baseline it is taken against.
+ * Each store's (and each HTTP floor's) ratio to the no-middleware rate measured just before and just after it
+ * (their mean), one per round: on a shared machine the load drifts during a run, and a ratio is only as good as
+ * the baseline it is taken against. `--rounds N` (default 1) measures every store and HTTP floor N times in
+ * turn; the report gives the median ratio and the range.
  */
-const baselines = new Map<string, number>()
+const ratios = new Map<string, Array<number>>()
+const roundsArg = process.argv.indexOf("--rounds")
+const rounds = roundsArg === -1 ? 1 : Math.max(1, Number(process.argv[roundsArg + 1]) || 1)
 
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+/** ns per request for each variant (so --json keeps its `{ cases: { name: nsPerOp } }` shape): the medians. */
 export const extra = async (): Promise<Record<string, number>> => {
-  const out: Record<string, number> = {}
+  const samples = new Map<string, Array<number>>()
+  const record = (name: string, ns: number, baselineNs: number | undefined) => {
+    samples.set(name, [...samples.get(name) ?? [], ns])
+    if (baselineNs !== undefined) ratios.set(name, [...ratios.get(name) ?? [], baselineNs / ns])
+  }
   const [none, ...stores] = variants
   const noneNs = async () => 1e9 / await Effect.runPromise(serveAndLoad(false, none![2]))
   const nones: Array<number> = [await noneNs()]
-  for (const [name, withMiddleware, store] of stores) {
-    const result = await Effect.runPromise(Effect.either(serveAndLoad(withMiddleware, store)))
-    if (result._tag === "Right") {
-      out[name] = 1e9 / result.right
-      nones.push(await noneNs())
-      baselines.set(name, (nones[nones.length - 2]! + nones[nones.length - 1]!) / 2)
-    } else if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(result.left)})`)
+  const skipped = new Set<string>()
+  const skip = (name: string, why: unknown) => {
+    skipped.add(name)
+    if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(why)})`)
   }
-  out[none![0]] = nones.reduce((a, b) => a + b, 0) / nones.length
-  for (const [store, name, floor] of floors) {
-    if (out[store] === undefined) continue
-    try {
-      const rate = await floor()
-      out[name] = 1e9 / rate
-      // an HTTP floor is a server like the no-middleware one: its ratio against the runs of that one too
-      if (name.includes("no middleware")) baselines.set(name, (nones[nones.length - 1]! + await noneNs()) / 2)
-    } catch (e) {
-      if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(e)})`)
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, withMiddleware, store] of stores) {
+      if (skipped.has(name)) continue
+      const result = await Effect.runPromise(Effect.either(serveAndLoad(withMiddleware, store)))
+      if (result._tag === "Left") {
+        skip(name, result.left)
+        continue
+      }
+      nones.push(await noneNs())
+      record(name, 1e9 / result.right, (nones[nones.length - 2]! + nones[nones.length - 1]!) / 2)
+    }
+    for (const [store, name, floor] of floors) {
+      if (skipped.has(store) || skipped.has(name) || !samples.has(store)) continue
+      // a driver-only floor is measured once; an HTTP floor (a server like the no-middleware one) each round
+      const http = name.includes("no middleware")
+      if (!http && round > 0) continue
+      try {
+        const ns = 1e9 / await floor()
+        if (http) nones.push(await noneNs())
+        record(name, ns, http ? (nones[nones.length - 2]! + nones[nones.length - 1]!) / 2 : undefined)
+      } catch (e) {
+        skip(name, e)
+      }
     }
   }
+  const out: Record<string, number> = { [none![0]]: nones.reduce((a, b) => a + b, 0) / nones.length }
+  for (const [name, values] of samples) out[name] = median(values)
   return out
+}
+
+/** "0.31× (0.27–0.39 over 3 rounds)", or just "0.31×" after one. */
+const ratioText = (name: string, fallback: number): string => {
+  const values = ratios.get(name)
+  if (values === undefined || values.length === 0) return `${fallback.toFixed(2)}×`
+  if (values.length === 1) return `${values[0]!.toFixed(2)}×`
+  return `${median(values).toFixed(2)}× (${Math.min(...values).toFixed(2)}–${
+    Math.max(...values).toFixed(2)
+  } over ${values.length} rounds)`
 }
 
 export const report = async (results: ReadonlyMap<string, number>): Promise<void> => {
   const base = results.get("http: no middleware")
   if (base === undefined) return
   console.log(
-    `\nidempotency middleware, requests/s (${IN_FLIGHT} in flight, a new key per request; each ratio against ` +
-      "the no-middleware runs just before and after it):"
+    `\nidempotency middleware, requests/s (${IN_FLIGHT} in flight, a new key per request; median of the rounds; ` +
+      "each ratio against the no-middleware runs just before and after it):"
   )
   for (const [name] of variants) {
     const ns = results.get(name)
     if (ns === undefined) continue
     const rps = 1e9 / ns
-    const ratio = (baselines.get(name) ?? base) / ns
+    const values = ratios.get(name)
+    const ratio = values === undefined ? base / ns : median(values)
     const target = targets22[name]
     const verdict = target === undefined ? "" : `  target ≥ ${target}× ${ratio >= target ? "ok" : "MISSED"}`
     console.log(
-      `  ${name.padEnd(34)} ${rps.toFixed(0).padStart(7)}/s  (${ratio.toFixed(2)}× of no middleware)${verdict}`
+      `  ${name.padEnd(34)} ${rps.toFixed(0).padStart(7)}/s  (${ratioText(name, ratio)} of no middleware)${verdict}`
     )
     for (const [store, floor] of floors) {
       const floorNs = store === name ? results.get(floor) : undefined
       if (floorNs === undefined) continue
       console.log(
         `    ${floor.padEnd(40)} ${(1e9 / floorNs).toFixed(0).padStart(7)}/s  ` +
-          `(${((baselines.get(floor) ?? base) / floorNs).toFixed(2)}× of no middleware: the most any middleware ` +
-          "on it can reach)"
+          `(${ratioText(floor, base / floorNs)} of no middleware: the most any middleware on it can reach)`
       )
     }
   }
