@@ -125,6 +125,25 @@ describe("DisconnectedTimeouts (one sleeping fiber for many timed operations)", 
       expect(yield* Fiber.join(second)).toEqual(Either.left(timedOut))
     }))
 
+  it.effect("a deadline that comes before its caller has begun to wait still ends the wait", () =>
+    Effect.gen(function*() {
+      const timeouts = new DisconnectedTimeouts(Duration.millis(1))
+      const testClock = yield* Effect.clock
+      // a clock that moves a millisecond at each reading: the sleeping fiber, started after the caller joined
+      // the list and before it waits, finds its deadline passed already
+      let nanos = 0n
+      const hurried: Clock.Clock = {
+        [Clock.ClockTypeId]: Clock.ClockTypeId,
+        unsafeCurrentTimeMillis: () => Number(nanos / 1_000_000n),
+        unsafeCurrentTimeNanos: () => (nanos += 1_000_000n),
+        currentTimeMillis: Effect.sync(() => Number(nanos / 1_000_000n)),
+        currentTimeNanos: Effect.sync(() => (nanos += 1_000_000n)),
+        sleep: (duration) => testClock.sleep(duration)
+      }
+      const result = yield* Effect.either(Effect.withClock(run(timeouts, Effect.never), hurried))
+      expect(result).toEqual(Either.left(timedOut))
+    }))
+
   it.effect("shutdown stops the sleeping fiber when no caller waits, and not while one does", () =>
     Effect.gen(function*() {
       const timeouts = new DisconnectedTimeouts(Duration.seconds(1))

@@ -115,8 +115,10 @@ const awaitWithTimer = <A, E, E2>(
 class Waiter {
   prev: Waiter = this
   next: Waiter = this
-  /** Ends the wait as timed out (set while the waiter is in the list). */
+  /** Ends the wait as timed out (set once the caller waits). */
   expire: (() => void) | undefined = undefined
+  /** Its deadline has come (perhaps before the caller began to wait: then it does not wait at all). */
+  expired = false
   constructor(
     /** `Clock.unsafeCurrentTimeNanos` when it times out. */
     readonly at: bigint
@@ -197,6 +199,7 @@ export class DisconnectedTimeouts {
   /** The child's exit, or `undefined` at the waiter's deadline; as interruptible as the caller (see `firstOf`). */
   private wait<A, E>(child: Fiber.RuntimeFiber<A, E>, waiter: Waiter): Effect.Effect<Exit.Exit<A, E> | undefined> {
     return Effect.async((resume) => {
+      if (waiter.expired) return resume(Effect.succeed(undefined))
       const onChild = (exit: Exit.Exit<A, E>) => {
         this.unlink(waiter)
         resume(Effect.succeed(exit))
@@ -249,6 +252,7 @@ export class DisconnectedTimeouts {
       while (first !== this.head && first.at <= now) {
         const expire = first.expire
         this.unlink(first)
+        first.expired = true
         expire?.()
         first = this.head.next
       }

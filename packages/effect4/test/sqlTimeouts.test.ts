@@ -120,6 +120,26 @@ describe("IdempotencyStore/Sql timeouts (one sleeping fiber for all of a store's
       expect(yield* Fiber.join(second)).toEqual(Result.fail(timedOut))
     }))
 
+  it.effect("a deadline that comes before its caller has begun to wait still ends the wait", () =>
+    Effect.gen(function*() {
+      const timeouts = new Timeouts(Duration.millis(1))
+      const testClock = yield* Clock.clockWith(Effect.succeed)
+      // a clock that moves a millisecond at each reading: the sleeping fiber, started after the caller joined
+      // the list and before it waits, finds its deadline passed already
+      let nanos = 0n
+      const hurried: Clock.Clock = {
+        currentTimeMillisUnsafe: () => Number(nanos / 1_000_000n),
+        currentTimeMillis: Effect.sync(() => Number(nanos / 1_000_000n)),
+        currentTimeNanosUnsafe: () => nanos,
+        currentTimeNanos: Effect.sync(() => nanos),
+        monotonicTimeNanosUnsafe: () => (nanos += 1_000_000n),
+        monotonicTimeNanos: Effect.sync(() => (nanos += 1_000_000n)),
+        sleep: (duration) => testClock.sleep(duration)
+      }
+      const result = yield* Effect.result(Effect.provideService(run(timeouts, Effect.never), Clock.Clock, hurried))
+      expect(result).toEqual(Result.fail(timedOut))
+    }))
+
   it.effect("shutdown stops the sleeping fiber when no caller waits, and not while one does", () =>
     Effect.gen(function*() {
       const timeouts = new Timeouts(Duration.seconds(1))

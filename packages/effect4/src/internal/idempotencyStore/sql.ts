@@ -71,8 +71,10 @@ const interruptedStatement = () => new Error("the statement was interrupted: is 
 class Waiter {
   prev: Waiter = this
   next: Waiter = this
-  /** Ends the wait as timed out (set while the waiter is in the list). */
+  /** Ends the wait as timed out (set once the caller waits). */
   expire: (() => void) | undefined = undefined
+  /** Its deadline has come (perhaps before the caller began to wait: then it does not wait at all). */
+  expired = false
   constructor(
     /** `Clock.monotonicTimeNanosUnsafe` when it times out. */
     readonly at: bigint
@@ -169,6 +171,7 @@ export class Timeouts {
   /** The child's exit, or `undefined` at the waiter's deadline; as interruptible as the caller. */
   private wait<A, E>(child: Fiber.Fiber<A, E>, waiter: Waiter): Effect.Effect<Exit.Exit<A, E> | undefined> {
     return Effect.callback((wake) => {
+      if (waiter.expired) return resume(wake, Effect.succeed(undefined))
       const offChild = child.addObserver((exit) => {
         this.unlink(waiter)
         resume(wake, Effect.succeed(exit))
@@ -223,6 +226,7 @@ export class Timeouts {
       while (first !== this.head && first.at <= now) {
         const expire = first.expire
         this.unlink(first)
+        first.expired = true
         expire?.()
         first = this.head.next
       }
