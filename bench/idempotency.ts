@@ -31,6 +31,7 @@ import type { Case } from "./harness.js"
 const REQUESTS = 3_000
 const IN_FLIGHT = 32
 const PAIRS = 3_000
+const pgUrl = process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
 
 /** requests/s with the middleware ÷ without, at least (issue #22) */
 const targets22: Record<string, number> = {
@@ -94,7 +95,7 @@ const sqlite = Layer.unwrapScoped(Effect.map(
 ))
 const postgres = IdempotencyStoreSql.layer({ table: "bench_idempotency" }).pipe(
   Layer.provide(PgClient.layer({
-    url: Redacted.make(process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"),
+    url: Redacted.make(pgUrl),
     // a pool sized for the load: one connection per request in flight (pg's default is 10)
     maxConnections: IN_FLIGHT
   }))
@@ -108,13 +109,25 @@ const redis = IdempotencyStoreRedis.layer({
 // would refuse keys after the first thousand
 const memory = IdempotencyStore.layerMemoryWith({ maxRecords: Infinity })
 
-const variants: ReadonlyArray<readonly [string, boolean, Layer.Layer<IdempotencyStore.IdempotencyStore, unknown>]> = [
+/**
+ * `--stores sqlite,postgres` (after `--only idempotency`) measures only those stores and their floors, for
+ * shorter runs while working on one store; the no-middleware baseline is always measured.
+ */
+const storesArg = process.argv.indexOf("--stores")
+const picked = storesArg === -1 ? undefined : (process.argv[storesArg + 1] ?? "").split(",")
+const pickedStore = (name: string): boolean =>
+  picked === undefined || picked.some((store) => name === `http: idempotency (${store})`)
+
+const allVariants: ReadonlyArray<
+  readonly [string, boolean, Layer.Layer<IdempotencyStore.IdempotencyStore, unknown>]
+> = [
   ["http: no middleware", false, memory],
   ["http: idempotency (memory)", true, memory],
   ["http: idempotency (sqlite)", true, sqlite],
   ["http: idempotency (postgres)", true, postgres],
   ["http: idempotency (redis)", true, redis]
 ]
+const variants = allVariants.filter(([name], i) => i === 0 || pickedStore(name))
 
 /** Runs `pair` (a claim and a completion for key `i`) `PAIRS` times from `workers` workers; pairs/s. */
 const pairsPerSecond = async (workers: number, pair: (i: number) => Promise<unknown>): Promise<number> => {
@@ -216,7 +229,7 @@ const floorSqliteHttp = async (): Promise<number> => {
 const floorPostgres = async (): Promise<number> => {
   const pg = require("pg")
   const pool = new pg.Pool({
-    connectionString: process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test",
+    connectionString: pgUrl,
     max: IN_FLIGHT
   })
   try {
@@ -234,6 +247,58 @@ const floorPostgres = async (): Promise<number> => {
   } finally {
     await pool.end()
   }
+}
+
+/**
+ * The no-middleware server whose handler runs the SQL store's two statements itself on PostgreSQL, in
+ * requests/s: through raw node-postgres (a pool of 32), or through `@effect/sql-pg` (`PgClient`, as the store
+ * does, same pool size). PostgreSQL runs on the same machine, so what it spends is taken from the server too:
+ * no middleware on it serves more than the first, nor on `@effect/sql-pg` more than the second.
+ */
+const floorPostgresHttp = (via: "pg" | "@effect/sql-pg") => async (): Promise<number> => {
+  const table = via === "pg" ? "bench_idempotency_floor_http" : "bench_idempotency_floor_sql"
+  const claim = upsert(table, (n) => `$${n}`)
+  const complete = completion(table, (n) => `$${n}`)
+  const run = `${process.pid}-${Date.now()}-`
+  let i = 0
+  const params = () => {
+    const key = run + i++
+    const now = Date.now()
+    const token = randomUUID()
+    return [
+      [scope, key, fingerprint, token, now + 60_000, now + 86_400_000, now],
+      [201, headers, body, now + 86_400_000, scope, key, token, now]
+    ] as const
+  }
+  if (via === "pg") {
+    const pg = require("pg")
+    const pool = new pg.Pool({ connectionString: pgUrl, max: IN_FLIGHT })
+    try {
+      for (const statement of schema(table, "BYTEA")) await pool.query(statement)
+      const pair = Effect.promise(async () => {
+        const [first, second] = params()
+        await pool.query(claim, first)
+        await pool.query(complete, second)
+      })
+      return await Effect.runPromise(serveAndLoad(false, memory, Effect.zipRight(pair, handler)))
+    } finally {
+      await pool.end()
+    }
+  }
+  return await Effect.runPromise(
+    Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      for (const statement of schema(table, "BYTEA")) yield* sql.unsafe(statement)
+      const pair = Effect.suspend(() => {
+        const [first, second] = params()
+        return Effect.zipRight(sql.unsafe(claim, first), sql.unsafe(complete, second))
+      })
+      return yield* serveAndLoad(false, memory, Effect.zipRight(Effect.orDie(pair), handler))
+    }).pipe(
+      Effect.scoped,
+      Effect.provide(PgClient.layer({ url: Redacted.make(pgUrl), maxConnections: IN_FLIGHT }))
+    )
+  )
 }
 
 // the Redis store's scripts' work for a new key (src/internal/idempotencyStore/redis.ts), without its checks
@@ -302,6 +367,8 @@ const floors: ReadonlyArray<readonly [string, string, () => Promise<number>]> = 
   ["http: idempotency (sqlite)", "floor: better-sqlite3 claim+complete pair", floorSqlite],
   ["http: idempotency (sqlite)", "floor: no middleware + @effect/sql pair", floorSqliteHttp],
   ["http: idempotency (postgres)", "floor: node-postgres claim+complete pair", floorPostgres],
+  ["http: idempotency (postgres)", "floor: no middleware + raw node-postgres pair", floorPostgresHttp("pg")],
+  ["http: idempotency (postgres)", "floor: no middleware + @effect/sql-pg pair", floorPostgresHttp("@effect/sql-pg")],
   ["http: idempotency (redis)", "floor: ioredis claim+complete pair", floorRedis],
   ["http: idempotency (redis)", "floor: no middleware + raw ioredis pair", floorRedisHttp]
 ]
@@ -309,65 +376,101 @@ const floors: ReadonlyArray<readonly [string, string, () => Promise<number>]> = 
 export const cases: ReadonlyArray<Case> = []
 export const targets: ReadonlyArray<readonly [string, string, number]> = []
 
-/** ns per request for each variant (so --json keeps its `{ cases: { name: nsPerOp } }` shape). */
 /**
- * The no-middleware rate measured just before and just after each variant (their mean): on a shared
- * machine the load drifts during a run, and a ratio is only as good as the baseline it is taken against.
+ * Each store's (and each HTTP floor's) ratio to the no-middleware rate measured just before and just after it
+ * (their mean), one per round: on a shared machine the load drifts during a run, and a ratio is only as good as
+ * the baseline it is taken against. `--rounds N` (default 1) measures every store and HTTP floor N times in
+ * turn; the report gives the median ratio and the range.
  */
-const baselines = new Map<string, number>()
+const ratios = new Map<string, Array<number>>()
+const roundsArg = process.argv.indexOf("--rounds")
+const rounds = roundsArg === -1 ? 1 : Math.max(1, Number(process.argv[roundsArg + 1]) || 1)
 
+const median = (values: ReadonlyArray<number>): number => {
+  const sorted = [...values].sort((a, b) => a - b)
+  const mid = Math.floor(sorted.length / 2)
+  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
+}
+
+/** ns per request for each variant (so --json keeps its `{ cases: { name: nsPerOp } }` shape): the medians. */
 export const extra = async (): Promise<Record<string, number>> => {
-  const out: Record<string, number> = {}
+  const samples = new Map<string, Array<number>>()
+  const record = (name: string, ns: number, baselineNs: number | undefined) => {
+    samples.set(name, [...samples.get(name) ?? [], ns])
+    if (baselineNs !== undefined) ratios.set(name, [...ratios.get(name) ?? [], baselineNs / ns])
+  }
   const [none, ...stores] = variants
   const noneNs = async () => 1e9 / await Effect.runPromise(serveAndLoad(false, none![2]))
   const nones: Array<number> = [await noneNs()]
-  for (const [name, withMiddleware, store] of stores) {
-    const result = await Effect.runPromise(Effect.either(serveAndLoad(withMiddleware, store)))
-    if (result._tag === "Right") {
-      out[name] = 1e9 / result.right
-      nones.push(await noneNs())
-      baselines.set(name, (nones[nones.length - 2]! + nones[nones.length - 1]!) / 2)
-    } else if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(result.left)})`)
+  const skipped = new Set<string>()
+  const skip = (name: string, why: unknown) => {
+    skipped.add(name)
+    if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(why)})`)
   }
-  out[none![0]] = nones.reduce((a, b) => a + b, 0) / nones.length
-  for (const [store, name, floor] of floors) {
-    if (out[store] === undefined) continue
-    try {
-      const rate = await floor()
-      out[name] = 1e9 / rate
-      // an HTTP floor is a server like the no-middleware one: its ratio against the runs of that one too
-      if (name.includes("no middleware")) baselines.set(name, (nones[nones.length - 1]! + await noneNs()) / 2)
-    } catch (e) {
-      if (!process.argv.includes("--json")) console.log(`${name}: skipped (${String(e)})`)
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, withMiddleware, store] of stores) {
+      if (skipped.has(name)) continue
+      const result = await Effect.runPromise(Effect.either(serveAndLoad(withMiddleware, store)))
+      if (result._tag === "Left") {
+        skip(name, result.left)
+        continue
+      }
+      nones.push(await noneNs())
+      record(name, 1e9 / result.right, (nones[nones.length - 2]! + nones[nones.length - 1]!) / 2)
+    }
+    for (const [store, name, floor] of floors) {
+      if (skipped.has(store) || skipped.has(name) || !samples.has(store)) continue
+      // a driver-only floor is measured once; an HTTP floor (a server like the no-middleware one) each round
+      const http = name.includes("no middleware")
+      if (!http && round > 0) continue
+      try {
+        const ns = 1e9 / await floor()
+        if (http) nones.push(await noneNs())
+        record(name, ns, http ? (nones[nones.length - 2]! + nones[nones.length - 1]!) / 2 : undefined)
+      } catch (e) {
+        skip(name, e)
+      }
     }
   }
+  const out: Record<string, number> = { [none![0]]: nones.reduce((a, b) => a + b, 0) / nones.length }
+  for (const [name, values] of samples) out[name] = median(values)
   return out
+}
+
+/** "0.31× (0.27–0.39 over 3 rounds)", or just "0.31×" after one. */
+const ratioText = (name: string, fallback: number): string => {
+  const values = ratios.get(name)
+  if (values === undefined || values.length === 0) return `${fallback.toFixed(2)}×`
+  if (values.length === 1) return `${values[0]!.toFixed(2)}×`
+  return `${median(values).toFixed(2)}× (${Math.min(...values).toFixed(2)}–${
+    Math.max(...values).toFixed(2)
+  } over ${values.length} rounds)`
 }
 
 export const report = async (results: ReadonlyMap<string, number>): Promise<void> => {
   const base = results.get("http: no middleware")
   if (base === undefined) return
   console.log(
-    `\nidempotency middleware, requests/s (${IN_FLIGHT} in flight, a new key per request; each ratio against ` +
-      "the no-middleware runs just before and after it):"
+    `\nidempotency middleware, requests/s (${IN_FLIGHT} in flight, a new key per request; median of the rounds; ` +
+      "each ratio against the no-middleware runs just before and after it):"
   )
   for (const [name] of variants) {
     const ns = results.get(name)
     if (ns === undefined) continue
     const rps = 1e9 / ns
-    const ratio = (baselines.get(name) ?? base) / ns
+    const values = ratios.get(name)
+    const ratio = values === undefined ? base / ns : median(values)
     const target = targets22[name]
     const verdict = target === undefined ? "" : `  target ≥ ${target}× ${ratio >= target ? "ok" : "MISSED"}`
     console.log(
-      `  ${name.padEnd(34)} ${rps.toFixed(0).padStart(7)}/s  (${ratio.toFixed(2)}× of no middleware)${verdict}`
+      `  ${name.padEnd(34)} ${rps.toFixed(0).padStart(7)}/s  (${ratioText(name, ratio)} of no middleware)${verdict}`
     )
     for (const [store, floor] of floors) {
       const floorNs = store === name ? results.get(floor) : undefined
       if (floorNs === undefined) continue
       console.log(
         `    ${floor.padEnd(40)} ${(1e9 / floorNs).toFixed(0).padStart(7)}/s  ` +
-          `(${((baselines.get(floor) ?? base) / floorNs).toFixed(2)}× of no middleware: the most any middleware ` +
-          "on it can reach)"
+          `(${ratioText(floor, base / floorNs)} of no middleware: the most any middleware on it can reach)`
       )
     }
   }

@@ -1,6 +1,13 @@
 import type { Clock } from "effect"
-import { Duration, Effect, Exit, Fiber } from "effect"
+import { Duration, Effect, Exit, Fiber, FiberId } from "effect"
 import { forkDetached } from "./fastPath.js"
+
+/**
+ * Stops a fiber that no one waits for: the interruption is sent, not awaited (`Fiber.interruptFork` without the
+ * fiber it forks to wait for it).
+ */
+const interruptLater = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Effect.Effect<void> =>
+  Effect.sync(() => fiber.unsafeInterruptAsFork(FiberId.none))
 
 /**
  * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for
@@ -32,7 +39,7 @@ export const timeoutWith = <A, E, R, E2>(
           Effect.flatMap(
             Effect.onInterrupt(restore(firstOf(child, timer)), () => Fiber.interrupt(child)),
             (exit): Effect.Effect<A, E | E2> => {
-              if (exit !== undefined) return Effect.zipRight(Fiber.interruptFork(timer), exit)
+              if (exit !== undefined) return Effect.zipRight(interruptLater(timer), exit)
               return Effect.zipRight(Fiber.interrupt(child), Exit.fail(onTimeout()))
             }
           )
@@ -77,19 +84,184 @@ export const timeoutDisconnected = <A, E, R, E2>(
     Effect.flatMap(forkDetached(Effect.interruptible(self)), (child): Effect.Effect<A, E | E2> => {
       const done = child.unsafePoll()
       if (done !== null) return done
-      return Effect.flatMap(
-        Effect.fork(Effect.interruptible(clock.sleep(duration))),
-        (timer) =>
-          Effect.flatMap(
-            Effect.onInterrupt(
-              restore(firstOf(child, timer)),
-              () => Effect.zipRight(Fiber.interruptFork(timer), Fiber.interruptFork(child))
-            ),
-            (exit): Effect.Effect<A, E | E2> => {
-              if (exit !== undefined) return Effect.zipRight(Fiber.interruptFork(timer), exit)
-              return Effect.zipRight(Fiber.interruptFork(child), Exit.fail(onTimeout()))
-            }
-          )
-      )
+      return awaitWithTimer(child, duration, clock, onTimeout, restore)
     })
   )
+
+/** The rest of {@link timeoutDisconnected} for a `child` that did not end at once: a timer fiber of its own. */
+const awaitWithTimer = <A, E, E2>(
+  child: Fiber.RuntimeFiber<A, E>,
+  duration: Duration.Duration,
+  clock: Clock.Clock,
+  onTimeout: () => E2,
+  restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>
+): Effect.Effect<A, E | E2> =>
+  Effect.flatMap(
+    Effect.fork(Effect.interruptible(clock.sleep(duration))),
+    (timer) =>
+      Effect.flatMap(
+        Effect.onInterrupt(
+          restore(firstOf(child, timer)),
+          () => Effect.zipRight(interruptLater(timer), interruptLater(child))
+        ),
+        (exit): Effect.Effect<A, E | E2> => {
+          if (exit !== undefined) return Effect.zipRight(interruptLater(timer), exit)
+          return Effect.zipRight(interruptLater(child), Exit.fail(onTimeout()))
+        }
+      )
+  )
+
+/** A caller of {@link DisconnectedTimeouts} waiting for its operation, in the list in the order of its deadline. */
+class Waiter {
+  prev: Waiter = this
+  next: Waiter = this
+  /** Ends the wait as timed out (set once the caller waits). */
+  expire: (() => void) | undefined = undefined
+  /** Its deadline has come (perhaps before the caller began to wait: then it does not wait at all). */
+  expired = false
+  constructor(
+    /** `Clock.unsafeCurrentTimeNanos` when it times out. */
+    readonly at: bigint
+  ) {}
+}
+
+/**
+ * {@link timeoutDisconnected} for many operations with one `duration`, as a service that makes many calls
+ * (a store) uses it: the same results, but one sleeping fiber for all its operations in flight instead of a
+ * timer fiber each (forking it, arming its timer, interrupting it and clearing the timer cost most of a fast
+ * operation). The waiting callers are a list in the order of their deadlines (one duration: the order they
+ * came in), so a caller joins it and leaves it in constant time. The sleeping fiber sleeps until the first
+ * deadline, times out the callers whose deadline has come, and sleeps again; it ends when it wakes to find
+ * none waiting (the next caller starts it again), or at {@link shutdown}.
+ *
+ * Deadlines are taken from `Clock.unsafeCurrentTimeNanos` (monotonic with the live clock) of the clock of the
+ * caller that started the sleeping fiber, which sleeps on that clock; a caller with another clock (a test's
+ * `TestClock` while the fiber sleeps on another's) gets a timer of its own, as {@link timeoutDisconnected}.
+ */
+export class DisconnectedTimeouts {
+  private readonly nanos: bigint
+  /** The list's sentinel: `head.next` is the first deadline, `head.prev` the last. */
+  private readonly head = new Waiter(0n)
+  /** The sleeping fiber, while it lives, and the clock it sleeps on. */
+  private fiber: Fiber.RuntimeFiber<void> | undefined = undefined
+  private clock: Clock.Clock | undefined = undefined
+  /** How many times the sleeping fiber was started (a diagnostic, read by the tests). */
+  starts = 0
+
+  constructor(readonly duration: Duration.Duration) {
+    this.nanos = Duration.unsafeToNanos(duration)
+  }
+
+  /** `timeoutDisconnected(self, this.duration, clock, onTimeout)`. */
+  run<A, E, R, E2>(self: Effect.Effect<A, E, R>, clock: Clock.Clock, onTimeout: () => E2): Effect.Effect<A, E | E2, R> {
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(forkDetached(Effect.interruptible(self)), (child): Effect.Effect<A, E | E2> => {
+        const done = child.unsafePoll()
+        if (done !== null) return done
+        if (this.clock !== undefined && this.clock !== clock) {
+          return awaitWithTimer(child, this.duration, clock, onTimeout, restore)
+        }
+        const waiter = new Waiter(clock.unsafeCurrentTimeNanos() + this.nanos)
+        this.link(waiter)
+        return Effect.zipRight(
+          this.fiber === undefined ? this.start(clock) : Effect.void,
+          Effect.flatMap(
+            Effect.onInterrupt(restore(this.wait(child, waiter)), () => interruptLater(child)),
+            (exit): Effect.Effect<A, E | E2> => {
+              if (exit !== undefined) return exit
+              return Effect.zipRight(interruptLater(child), Exit.fail(onTimeout()))
+            }
+          )
+        )
+      })
+    )
+  }
+
+  /**
+   * Stops the sleeping fiber if no caller waits (the service is closing: its fiber must not keep the process up
+   * until its next deadline). With callers waiting it stays, to time them out, and ends when none is left.
+   */
+  get shutdown(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const fiber = this.fiber
+      if (fiber === undefined || this.head.next !== this.head) return Effect.void
+      this.fiber = undefined
+      this.clock = undefined
+      return Fiber.interrupt(fiber)
+    })
+  }
+
+  /** Whether the sleeping fiber lives (a diagnostic, read by the tests). */
+  get sleeping(): boolean {
+    return this.fiber !== undefined
+  }
+
+  /** The child's exit, or `undefined` at the waiter's deadline; as interruptible as the caller (see `firstOf`). */
+  private wait<A, E>(child: Fiber.RuntimeFiber<A, E>, waiter: Waiter): Effect.Effect<Exit.Exit<A, E> | undefined> {
+    return Effect.async((resume) => {
+      if (waiter.expired) return resume(Effect.succeed(undefined))
+      const onChild = (exit: Exit.Exit<A, E>) => {
+        this.unlink(waiter)
+        resume(Effect.succeed(exit))
+      }
+      waiter.expire = () => {
+        child.removeObserver(onChild)
+        resume(Effect.succeed(undefined))
+      }
+      child.addObserver(onChild)
+      return Effect.sync(() => {
+        this.unlink(waiter)
+        child.removeObserver(onChild)
+      })
+    })
+  }
+
+  private link(waiter: Waiter): void {
+    const last = this.head.prev
+    waiter.prev = last
+    waiter.next = this.head
+    last.next = waiter
+    this.head.prev = waiter
+  }
+
+  private unlink(waiter: Waiter): void {
+    waiter.prev.next = waiter.next
+    waiter.next.prev = waiter.prev
+    waiter.prev = waiter
+    waiter.next = waiter
+    waiter.expire = undefined
+  }
+
+  /** Starts the sleeping fiber on `clock`, interruptible even from an uninterruptible caller. */
+  private start(clock: Clock.Clock): Effect.Effect<void> {
+    this.starts++
+    return Effect.map(forkDetached(Effect.interruptible(this.loop(clock))), (fiber) => {
+      // it may have ended already (nothing waiting), then a later caller starts another
+      if (fiber.unsafePoll() === null) {
+        this.fiber = fiber
+        this.clock = clock
+      }
+    })
+  }
+
+  /** Times out the callers whose deadline has come, then sleeps until the next one's, or ends. */
+  private loop(clock: Clock.Clock): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const now = clock.unsafeCurrentTimeNanos()
+      let first = this.head.next
+      while (first !== this.head && first.at <= now) {
+        const expire = first.expire
+        this.unlink(first)
+        first.expired = true
+        expire?.()
+        first = this.head.next
+      }
+      if (first === this.head) {
+        this.fiber = undefined
+        this.clock = undefined
+        return Effect.void
+      }
+      return Effect.zipRight(clock.sleep(Duration.nanos(first.at - now)), this.loop(clock))
+    })
+  }
+}

@@ -5,7 +5,7 @@ import { randomUUID } from "node:crypto"
 import * as core from "../../core/idempotency.js"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
-import { timeoutDisconnected } from "../timeout.js"
+import { DisconnectedTimeouts } from "../timeout.js"
 import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
 import { resolve, type ResolvedSqlOptions, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 
@@ -83,20 +83,20 @@ export const migrate = (
 }
 
 // Every operation is bounded: a locked table or a saturated pool must become a 503, not a hung request.
-// `timeoutDisconnected`: the answer does not wait for a query the driver cannot abort, and the timeout works
-// even where the caller runs uninterruptibly (the middleware's claim-to-completion region); two fibers per
-// operation, where `Effect.disconnect` and `Effect.timeoutFail` take three
-const failWith =
-  (timeout: Duration.Duration, operation: IdempotencyStoreError["operation"]) =>
-  <A, R>(effect: Effect.Effect<A, unknown, R>) =>
+// `DisconnectedTimeouts` (`timeoutDisconnected` with one sleeping fiber for all of a store's operations): the
+// answer does not wait for a query the driver cannot abort, and the timeout works even where the caller runs
+// uninterruptibly (the middleware's claim-to-completion region). Each operation costs a fiber and a place in
+// the store's list of deadlines, no timer of its own: a statement is never done at once (pg waits for the
+// pool and the server; SQLite's synchronous driver still resumes its fiber once, from the client's lock), so
+// a timer per operation was armed, and its fiber forked and interrupted, for every statement.
+const failWith = (timeouts: DisconnectedTimeouts, operation: IdempotencyStoreError["operation"]) => {
+  const onTimeout = () => new Error(`no answer from the database within ${Duration.format(timeouts.duration)}`)
+  const toError = (cause: unknown) => new IdempotencyStoreError({ operation, cause })
+  return <A, R>(effect: Effect.Effect<A, unknown, R>) =>
     Effect.clockWith((clock) =>
-      timeoutDisconnected(
-        Effect.catchAllDefect(effect, (defect) => Effect.fail(defect)),
-        timeout,
-        clock,
-        () => new Error(`no answer from the database within ${Duration.format(timeout)}`)
-      )
-    ).pipe(Effect.mapError((cause: unknown) => new IdempotencyStoreError({ operation, cause })))
+      timeouts.run(Effect.catchAllDefect(effect, (defect) => Effect.fail(defect)), clock, onTimeout)
+    ).pipe(Effect.mapError(toError))
+}
 
 /**
  * A statement whose connection was lost — terminated by the server (mid-statement or after its commit),
@@ -209,9 +209,13 @@ const queries = (
   return { sql, table, upsert, existing, owner, completedBy, deleteBatch, cleanupBatch }
 }
 
-/** The store's operations: each bounded by `timeout` (see `failWith`) and tried again on a lost connection. */
-const operations = (statements: ReturnType<typeof queries>, { timeout }: ResolvedSqlOptions) => {
+/** The store's operations: each bounded by `timeouts` (see `failWith`) and tried again on a lost connection. */
+const operations = (statements: ReturnType<typeof queries>, timeouts: DisconnectedTimeouts) => {
   const { cleanupBatch, completedBy, deleteBatch, existing, owner, sql, table, upsert } = statements
+  const timeoutClaim = failWith(timeouts, "claim")
+  const timeoutComplete = failWith(timeouts, "complete")
+  const timeoutRenew = failWith(timeouts, "renew")
+  const timeoutRelease = failWith(timeouts, "release")
 
   /**
    * `token` is one claim's, the same in all its attempts and in their retries: a retry after a lost answer
@@ -245,10 +249,10 @@ const operations = (statements: ReturnType<typeof queries>, { timeout }: Resolve
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const token = randomUUID()
       return retryBroken(claimAttempt(request, now, token, 0))
-    }).pipe(failWith(timeout, "claim"))
+    }).pipe(timeoutClaim)
 
   const complete = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) =>
-    Effect.suspend(() => completeOnce(ref, response, ttl)).pipe(failWith(timeout, "complete"))
+    Effect.suspend(() => completeOnce(ref, response, ttl)).pipe(timeoutComplete)
 
   const completeOnce = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
     let failed = false
@@ -272,14 +276,14 @@ const operations = (statements: ReturnType<typeof queries>, { timeout }: Resolve
       sql`
         UPDATE ${table} SET lease_until = ${instant(now, lease)}
         WHERE ${owner(ref, now)}
-        RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), failWith(timeout, "renew"))
+        RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), timeoutRenew)
 
   const release = (ref: ClaimRef) =>
     retryBroken(
       Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw)
     ).pipe(
       Effect.asVoid,
-      failWith(timeout, "release")
+      timeoutRelease
     )
 
   /** Deletes expired rows one bounded batch (one short statement) at a time until a batch comes back short. */
@@ -310,7 +314,9 @@ export const make = (
       })
     }
     if (config.migrate) yield* migrate(sql, dialect, config.table)
-    const { claim, complete, deleteExpired, release, renew } = operations(queries(sql, dialect, config), config)
+    const timeouts = new DisconnectedTimeouts(config.timeout)
+    yield* Effect.addFinalizer(() => timeouts.shutdown)
+    const { claim, complete, deleteExpired, release, renew } = operations(queries(sql, dialect, config), timeouts)
 
     if (config.cleanup) {
       yield* deleteExpired.pipe(

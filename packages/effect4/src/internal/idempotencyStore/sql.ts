@@ -1,10 +1,11 @@
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer, Schedule, type Scope } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Layer, Option, Schedule, type Scope } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import { isSqlError, SqlError, UnknownError } from "effect/sql/SqlError"
 import { randomUUID } from "node:crypto"
 import * as core from "../../core/idempotency.js"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
+import { resume } from "../resume.js"
 import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
 import { resolve, type ResolvedSqlOptions, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 
@@ -54,7 +55,7 @@ export const disconnect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effe
       Effect.onInterrupt(
         Effect.flatMap(restore(Fiber.await(fiber)), (exit): Effect.Effect<A, E | Error> =>
           Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
-            ? Effect.fail(new Error("the statement was interrupted: is the database client closed?"))
+            ? Effect.fail(interruptedStatement())
             : exit),
         () =>
           Effect.sync(() =>
@@ -62,6 +63,186 @@ export const disconnect = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effe
           )
       ))
   )
+
+/** The failure of a statement whose own fiber was interrupted (see `disconnect`). */
+const interruptedStatement = () => new Error("the statement was interrupted: is the database client closed?")
+
+/** A caller of {@link Timeouts} waiting for its statement, in the list in the order of its deadline. */
+class Waiter {
+  prev: Waiter = this
+  next: Waiter = this
+  /** Ends the wait as timed out (set once the caller waits). */
+  expire: (() => void) | undefined = undefined
+  /** Its deadline has come (perhaps before the caller began to wait: then it does not wait at all). */
+  expired = false
+  constructor(
+    /** `Clock.monotonicTimeNanosUnsafe` when it times out. */
+    readonly at: bigint
+  ) {}
+}
+
+/**
+ * `disconnect` and a timeout of `duration` in one, for all of a store's operations: one sleeping fiber times
+ * them all out, instead of a timer fiber raced against each (forking, arming, interrupting it cost most of a
+ * fast statement). `run`'s effect starts at once in a fiber of its own, interruptible (the timeout works even
+ * where the caller runs uninterruptibly: the middleware's claim-to-completion region); the caller waits for it
+ * in a list in the order of the deadlines (one duration: the order they came in), joined and left in constant
+ * time. The sleeping fiber sleeps until the first deadline, fails the callers whose deadline has come (their
+ * statements are interrupted in the background, not waited for: a query the driver cannot abort), sleeps again,
+ * and ends when it wakes to find none waiting, or at `shutdown` when none waits.
+ *
+ * Deadlines are `Clock.monotonicTimeNanosUnsafe` of the clock of the caller that started the sleeping fiber,
+ * which sleeps on it; a caller with another clock (a test's `TestClock` while the fiber sleeps on another's)
+ * waits with a timer of its own.
+ */
+export class Timeouts {
+  private readonly nanos: bigint
+  /** The list's sentinel: `head.next` is the first deadline, `head.prev` the last. */
+  private readonly head = new Waiter(0n)
+  /** The sleeping fiber, while it lives, and the clock it sleeps on. */
+  private fiber: Fiber.Fiber<void> | undefined = undefined
+  private clock: Clock.Clock | undefined = undefined
+  /** How many times the sleeping fiber was started (a diagnostic, read by the tests). */
+  starts = 0
+
+  constructor(readonly duration: Duration.Duration) {
+    this.nanos = Duration.toNanosUnsafe(duration)
+  }
+
+  /** `disconnect(effect)`, failing with `onTimeout()` after the duration (of `clock`). */
+  run<A, E, R, E2>(
+    effect: Effect.Effect<A, E, R>,
+    clock: Clock.Clock,
+    onTimeout: () => E2
+  ): Effect.Effect<A, E | E2 | Error, R> {
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.flatMap(
+        Effect.forkDetach(effect, { startImmediately: true, uninterruptible: false }),
+        (child): Effect.Effect<A, E | E2 | Error> => {
+          const done = child.pollUnsafe()
+          if (done !== undefined) return settled(done)
+          if (this.clock !== undefined && this.clock !== clock) {
+            return Effect.flatMap(
+              restore(Effect.timeoutOption(Effect.interruptible(Fiber.await(child)), this.duration)),
+              (exit): Effect.Effect<A, E | E2 | Error> => {
+                if (Option.isSome(exit)) return settled(exit.value)
+                child.interruptUnsafe()
+                return Effect.fail(onTimeout())
+              }
+            ).pipe(Effect.onInterrupt(() => Effect.sync(() => child.interruptUnsafe())))
+          }
+          const waiter = new Waiter(clock.monotonicTimeNanosUnsafe() + this.nanos)
+          this.link(waiter)
+          return Effect.andThen(
+            this.fiber === undefined ? this.start(clock) : Effect.void,
+            Effect.flatMap(
+              Effect.onInterrupt(restore(this.wait(child, waiter)), () => Effect.sync(() => child.interruptUnsafe())),
+              (exit): Effect.Effect<A, E | E2 | Error> => {
+                if (exit !== undefined) return settled(exit)
+                child.interruptUnsafe()
+                return Effect.fail(onTimeout())
+              }
+            )
+          )
+        }
+      )
+    )
+  }
+
+  /**
+   * Stops the sleeping fiber if no caller waits (the store is closing: its fiber must not keep the process up
+   * until its next deadline). With callers waiting it stays, to time them out, and ends when none is left.
+   */
+  get shutdown(): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const fiber = this.fiber
+      if (fiber === undefined || this.head.next !== this.head) return Effect.void
+      this.fiber = undefined
+      this.clock = undefined
+      return Fiber.interrupt(fiber)
+    })
+  }
+
+  /** Whether the sleeping fiber lives (a diagnostic, read by the tests). */
+  get sleeping(): boolean {
+    return this.fiber !== undefined
+  }
+
+  /** The child's exit, or `undefined` at the waiter's deadline; as interruptible as the caller. */
+  private wait<A, E>(child: Fiber.Fiber<A, E>, waiter: Waiter): Effect.Effect<Exit.Exit<A, E> | undefined> {
+    return Effect.callback((wake) => {
+      if (waiter.expired) return resume(wake, Effect.succeed(undefined))
+      const offChild = child.addObserver((exit) => {
+        this.unlink(waiter)
+        resume(wake, Effect.succeed(exit))
+      })
+      waiter.expire = () => {
+        offChild()
+        resume(wake, Effect.succeed(undefined))
+      }
+      return Effect.sync(() => {
+        this.unlink(waiter)
+        offChild()
+      })
+    })
+  }
+
+  private link(waiter: Waiter): void {
+    const last = this.head.prev
+    waiter.prev = last
+    waiter.next = this.head
+    last.next = waiter
+    this.head.prev = waiter
+  }
+
+  private unlink(waiter: Waiter): void {
+    waiter.prev.next = waiter.next
+    waiter.next.prev = waiter.prev
+    waiter.prev = waiter
+    waiter.next = waiter
+    waiter.expire = undefined
+  }
+
+  /** Starts the sleeping fiber on `clock`, detached and interruptible even from an uninterruptible caller. */
+  private start(clock: Clock.Clock): Effect.Effect<void> {
+    this.starts++
+    return Effect.map(
+      Effect.forkDetach(this.loop(clock), { startImmediately: true, uninterruptible: false }),
+      (fiber) => {
+        // it may have ended already (nothing waiting), then a later caller starts another
+        if (fiber.pollUnsafe() === undefined) {
+          this.fiber = fiber
+          this.clock = clock
+        }
+      }
+    )
+  }
+
+  /** Times out the callers whose deadline has come, then sleeps until the next one's, or ends. */
+  private loop(clock: Clock.Clock): Effect.Effect<void> {
+    return Effect.suspend(() => {
+      const now = clock.monotonicTimeNanosUnsafe()
+      let first = this.head.next
+      while (first !== this.head && first.at <= now) {
+        const expire = first.expire
+        this.unlink(first)
+        first.expired = true
+        expire?.()
+        first = this.head.next
+      }
+      if (first === this.head) {
+        this.fiber = undefined
+        this.clock = undefined
+        return Effect.void
+      }
+      return Effect.andThen(clock.sleep(Duration.nanos(first.at - now)), this.loop(clock))
+    })
+  }
+}
+
+/** A statement's exit as the caller sees it: an interruption of its own fiber is a failure (see `disconnect`). */
+const settled = <A, E>(exit: Exit.Exit<A, E>): Effect.Effect<A, E | Error> =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause) ? Effect.fail(interruptedStatement()) : exit
 
 interface ExistingRow {
   readonly token: string
@@ -111,21 +292,17 @@ export const migrate = (
 }
 
 // Every operation is bounded: a locked table or a saturated pool must become a 503, not a hung request.
-// `disconnect`: the answer does not wait for a query the driver cannot abort; `interruptible`: the
-// timeout works even where the caller runs uninterruptibly (the middleware's claim-to-completion region)
-const failWith =
-  (timeout: Duration.Duration, operation: IdempotencyStoreError["operation"]) =>
-  <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-    effect.pipe(
-      Effect.catchDefect((defect) => Effect.fail(defect)),
-      disconnect,
-      Effect.interruptible,
-      Effect.timeoutOrElse({
-        duration: timeout,
-        orElse: () => Effect.fail(new Error(`no answer from the database within ${Duration.format(timeout)}`))
-      }),
-      Effect.mapError((cause) => new IdempotencyStoreError({ operation, cause }))
-    )
+// `Timeouts`: `disconnect` (the answer does not wait for a query the driver cannot abort) and the timeout in
+// one, working even where the caller runs uninterruptibly (the middleware's claim-to-completion region), with
+// one sleeping fiber for all of a store's operations instead of a timer fiber raced against each
+const failWith = (timeouts: Timeouts, operation: IdempotencyStoreError["operation"]) => {
+  const onTimeout = () => new Error(`no answer from the database within ${Duration.format(timeouts.duration)}`)
+  const toError = (cause: unknown) => new IdempotencyStoreError({ operation, cause })
+  return <A, R>(effect: Effect.Effect<A, unknown, R>) =>
+    Clock.clockWith((clock) =>
+      timeouts.run(Effect.catchDefect(effect, (defect) => Effect.fail(defect)), clock, onTimeout)
+    ).pipe(Effect.mapError(toError))
+}
 
 /**
  * A statement whose connection was lost — terminated by the server (mid-statement or after its commit),
@@ -236,8 +413,12 @@ const queries = (
   return { sql, table, upsert, existing, owner, completedBy, deleteBatch, cleanupBatch }
 }
 
-/** The store's operations: each bounded by `timeout` (see `failWith`) and tried again on a lost connection. */
-const operations = (statements: ReturnType<typeof queries>, { timeout }: ResolvedSqlOptions) => {
+/** The store's operations: each bounded by `timeouts` (see `failWith`) and tried again on a lost connection. */
+const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts) => {
+  const timeoutClaim = failWith(timeouts, "claim")
+  const timeoutComplete = failWith(timeouts, "complete")
+  const timeoutRenew = failWith(timeouts, "renew")
+  const timeoutRelease = failWith(timeouts, "release")
   const { cleanupBatch, completedBy, deleteBatch, existing, owner, sql, table, upsert } = statements
 
   /**
@@ -272,10 +453,10 @@ const operations = (statements: ReturnType<typeof queries>, { timeout }: Resolve
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const token = randomUUID()
       return retryBroken(claimAttempt(request, now, token, 0))
-    }).pipe(failWith(timeout, "claim"))
+    }).pipe(timeoutClaim)
 
   const complete = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) =>
-    Effect.suspend(() => completeOnce(ref, response, ttl)).pipe(failWith(timeout, "complete"))
+    Effect.suspend(() => completeOnce(ref, response, ttl)).pipe(timeoutComplete)
 
   const completeOnce = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
     let failed = false
@@ -299,14 +480,14 @@ const operations = (statements: ReturnType<typeof queries>, { timeout }: Resolve
       sql`
         UPDATE ${table} SET lease_until = ${instant(now, lease)}
         WHERE ${owner(ref, now)}
-        RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), failWith(timeout, "renew"))
+        RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), timeoutRenew)
 
   const release = (ref: ClaimRef) =>
     retryBroken(
       Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw)
     ).pipe(
       Effect.asVoid,
-      failWith(timeout, "release")
+      timeoutRelease
     )
 
   /** Deletes expired rows one bounded batch (one short statement) at a time until a batch comes back short. */
@@ -336,7 +517,9 @@ export const make = (
       return yield* new SqlError({ reason: new UnknownError({ cause: new Error(message), message }) })
     }
     if (config.migrate) yield* migrate(sql, dialect, config.table)
-    const { claim, complete, deleteExpired, release, renew } = operations(queries(sql, dialect, config), config)
+    const timeouts = new Timeouts(config.timeout)
+    yield* Effect.addFinalizer(() => timeouts.shutdown)
+    const { claim, complete, deleteExpired, release, renew } = operations(queries(sql, dialect, config), timeouts)
 
     if (config.cleanup) {
       yield* deleteExpired.pipe(
