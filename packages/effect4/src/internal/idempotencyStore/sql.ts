@@ -102,6 +102,8 @@ export class Timeouts {
   /** The sleeping fiber, while it lives, and the clock it sleeps on. */
   private fiber: Fiber.Fiber<void> | undefined = undefined
   private clock: Clock.Clock | undefined = undefined
+  /** A caller is starting the sleeping fiber (set at once, so that no other caller starts a second one). */
+  private starting = false
   /** How many times the sleeping fiber was started (a diagnostic, read by the tests). */
   starts = 0
 
@@ -134,7 +136,7 @@ export class Timeouts {
           const waiter = new Waiter(clock.monotonicTimeNanosUnsafe() + this.nanos)
           this.link(waiter)
           return Effect.andThen(
-            this.fiber === undefined ? this.start(clock) : Effect.void,
+            this.startIfIdle(clock),
             Effect.flatMap(
               Effect.onInterrupt(restore(this.wait(child, waiter)), () => Effect.sync(() => child.interruptUnsafe())),
               (exit): Effect.Effect<A, E | E2 | Error> => {
@@ -203,16 +205,23 @@ export class Timeouts {
     waiter.expire = undefined
   }
 
-  /** Starts the sleeping fiber on `clock`, detached and interruptible even from an uninterruptible caller. */
-  private start(clock: Clock.Clock): Effect.Effect<void> {
+  /**
+   * Starts the sleeping fiber on `clock` unless it lives or is being started, interruptible even from an
+   * uninterruptible caller. Which clock it sleeps on is decided here, at once: a caller that runs before the
+   * fiber has started sees it, so deadlines of other clocks never join the list.
+   */
+  private startIfIdle(clock: Clock.Clock): Effect.Effect<void> {
+    if (this.fiber !== undefined || this.starting) return Effect.void
+    this.starting = true
+    this.clock = clock
     this.starts++
     return Effect.map(
       Effect.forkDetach(this.loop(clock), { startImmediately: true, uninterruptible: false }),
       (fiber) => {
-        // it may have ended already (nothing waiting), then a later caller starts another
+        this.starting = false
+        // it may have ended already (nothing waiting: it cleared the clock), then a later caller starts another
         if (fiber.pollUnsafe() === undefined) {
           this.fiber = fiber
-          this.clock = clock
         }
       }
     )
