@@ -18,6 +18,17 @@ const oneShot = (crypto as { readonly hash?: (algorithm: string, data: Uint8Arra
 
 /** The bytes a fingerprint is taken over, for requests small enough to fit (one buffer, reused). */
 const scratch = Buffer.allocUnsafe(16 * 1024)
+/** Views of `scratch`'s first bytes, by length: a request of a length seen before allocates no view. */
+const views = new Map<number, Uint8Array>()
+
+const viewOf = (length: number): Uint8Array => {
+  let view = views.get(length)
+  if (view === undefined) {
+    if (views.size >= 1024) views.clear()
+    views.set(length, view = new Uint8Array(scratch.buffer, scratch.byteOffset, length))
+  }
+  return view
+}
 
 /**
  * The fingerprint of a request: the SHA-256, in hex, of `<method> <target>\n` (UTF-8) and the body. Stores
@@ -28,7 +39,7 @@ export const fingerprint = (method: string, target: string, body: Uint8Array): s
   if (oneShot !== undefined && head.length * 3 + body.byteLength <= scratch.length) {
     const at = scratch.write(head, 0, "utf8")
     scratch.set(body, at)
-    return oneShot("sha256", scratch.subarray(0, at + body.byteLength), "hex")
+    return oneShot("sha256", viewOf(at + body.byteLength), "hex")
   }
   return crypto.createHash("sha256").update(head).update(body).digest("hex")
 }
