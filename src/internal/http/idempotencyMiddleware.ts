@@ -1,6 +1,6 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Clock, Context, Duration, Effect, type Fiber, Option, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Option, Scope } from "effect"
 import { isIP } from "node:net"
 import { clientAddress, rememberedDigests } from "../../core/clientAddress.js"
 import * as HttpHeaders from "../../core/httpHeaders.js"
@@ -202,7 +202,14 @@ const withStore = <RS>(
             parent.getFiberRefs(),
             clock.unsafeCurrentTimeMillis()
           )
-          return Effect.zipRight(leases.started, waitFor(handling, fiber, () => leases.end(held)))
+          fiber.addObserver(() => leases.end(held))
+          return Effect.zipRight(
+            leases.started,
+            Effect.onInterrupt(
+              Effect.interruptible(Effect.flatMap(fiber.await, (exit) => handling.joined(fiber, exit))),
+              () => Effect.sync(() => (handling.gone = true))
+            )
+          )
         })
     )
   }
@@ -211,31 +218,6 @@ const withStore = <RS>(
     guarded(Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest))
   )
 }
-
-/**
- * The request's wait for the handler's fiber, as `Fiber.join` (see {@link Handling.joined}) in one step:
- * interruptible (the client may go; the handler goes on, and then logs its own failures), and `ended` runs
- * when the fiber ends, whether anyone still waits or not.
- */
-const waitFor = <E>(
-  handling: Handling<E, any>,
-  fiber: Fiber.RuntimeFiber<HttpServerResponse.HttpServerResponse, E>,
-  ended: () => void
-): Effect.Effect<HttpServerResponse.HttpServerResponse, E> =>
-  Effect.interruptible(Effect.async<HttpServerResponse.HttpServerResponse, E>((resume) => {
-    let waiting = true
-    fiber.addObserver((exit) => {
-      ended()
-      if (waiting) {
-        waiting = false
-        resume(handling.joined(fiber, exit))
-      }
-    })
-    return Effect.sync(() => {
-      waiting = false
-      handling.gone = true
-    })
-  }))
 
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
 const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsampled, response)
