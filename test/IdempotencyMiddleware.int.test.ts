@@ -1,5 +1,11 @@
-import type { HttpApp } from "@effect/platform"
-import { HttpClient, HttpClientRequest, HttpRouter, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  HttpApp,
+  HttpClient,
+  HttpClientRequest,
+  HttpRouter,
+  HttpServerRequest,
+  HttpServerResponse
+} from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
 import { Data, Deferred, Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
@@ -304,6 +310,39 @@ describe("IdempotencyMiddleware", () => {
       yield* Deferred.succeed(gate, undefined)
       yield* Fiber.join(first)
       expect(orders.runs()).toBe(1)
+    })))
+
+  it.scoped("a handler's FiberRef changes reach the server, as from a joined fiber, whether it answers at once or later", () =>
+    withServer(Effect.gen(function*() {
+      const gate = yield* Deferred.make<void>()
+      const entered = yield* Deferred.make<void>()
+      // a pre-response handler is a FiberRef the server reads after the app: set inside the handler's fiber
+      const marked = (value: string) =>
+        HttpApp.appendPreResponseHandler((_request, response) =>
+          Effect.succeed(HttpServerResponse.setHeader(response, "x-marked", value))
+        )
+      const router = HttpRouter.empty.pipe(
+        HttpRouter.post("/now", Effect.as(marked("now"), HttpServerResponse.unsafeJson({ ok: 1 }))),
+        HttpRouter.post(
+          "/later",
+          marked("later").pipe(
+            Effect.zipRight(Deferred.succeed(entered, undefined)),
+            Effect.zipRight(Deferred.await(gate)),
+            Effect.as(HttpServerResponse.unsafeJson({ ok: 2 }))
+          )
+        ),
+        HttpRouter.post("/plain", HttpServerResponse.json({ ok: 3 }))
+      )
+      yield* serve(router.pipe(yield* IdempotencyMiddleware.make()))
+      const now = yield* post("/now", { key: "fr-1" })
+      const later = yield* Effect.fork(post("/later", { key: "fr-2" }))
+      yield* Deferred.await(entered)
+      yield* Deferred.succeed(gate, undefined)
+      const plain = yield* post("/plain", { key: "fr-3" })
+      expect(now.headers["x-marked"]).toBe("now")
+      expect((yield* Fiber.join(later)).headers["x-marked"]).toBe("later")
+      expect(plain.status).toBe(200)
+      expect(plain.headers["x-marked"]).toBeUndefined()
     })))
 
   it.scoped("fails closed with 503 when the store is down: the handler does not run", () =>

@@ -1,7 +1,20 @@
 import type { HttpApp } from "@effect/platform"
 import type { HttpServerRequest } from "@effect/platform"
 import { HttpServerResponse } from "@effect/platform"
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Random, Scope } from "effect"
+import {
+  Cause,
+  Clock,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  FiberRef,
+  type FiberRefs,
+  Option,
+  Random,
+  RuntimeFlags,
+  Scope
+} from "effect"
 import * as decide from "../../core/idempotencyResponse.js"
 import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { currentDeadline } from "../deadline.js"
@@ -48,83 +61,166 @@ export const renewal = (settings: Settings, store: Store, ref: ClaimRef): Effect
 /**
  * The admitted handler and everything after it, as one piece that no client can stop: once a handler has
  * started it may have had effects, so it runs to its end, and its answer is stored for the retry. The caller
- * runs it in a fiber of its own, with the request (its body read) in its context, and renews its lease (see
- * {@link renewal}) until that fiber ends: its answer has been read and stored.
+ * runs {@link Handling.run} in a fiber of its own, with the request (its body read) in its context, and renews
+ * its lease (see {@link renewal}) until that fiber ends: its answer has been read and stored.
+ *
+ * One object per admitted request, its steps methods of the class: a request costs this object instead of a
+ * closure per step.
  */
-export const admitted = <E, R>(
-  settings: Settings,
-  store: Store,
-  later: Recorder,
-  ref: ClaimRef,
-  app: HttpApp.Default<E, R>,
-  waiter: { readonly gone: boolean }
-): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> => {
-  const { maxResponseBytes, replayHeaders, storeServerErrors, storeStatus, ttl } = settings
-  const redact = decide.redactor(ref.key, ref.scope)
-  // built when needed: most answers need no release
-  const release = Effect.suspend(() =>
-    Effect.catchAll(store.release(ref), (e) => logStoreFailure("release", e, redact))
-  )
-  // The handler has run: its answer must be recorded before anyone may take the key over, or a retry
-  // runs it again. A store that fails now (down, restarting) is tried again in the background, while the
-  // client gets its answer: see `recordLater` and `recorder`.
-  const complete = (stored: StoredResponse) =>
-    Effect.matchEffect(store.complete(ref, stored, ttl), {
-      onSuccess: (owned) => owned ? Effect.void : takenOver,
-      onFailure: (e) => later(recordLater(settings, store, ref, stored), e, redact)
+export class Handling<E, R> {
+  /** The client stopped waiting (it went away, or its deadline passed): failures are logged here. */
+  gone = false
+  /** The FiberRefs the handler's fiber started with, to tell whether a join would hand anything on. */
+  private startRefs: FiberRefs.FiberRefs | undefined = undefined
+
+  constructor(
+    readonly settings: Settings,
+    readonly store: Store,
+    readonly later: Recorder,
+    readonly ref: ClaimRef,
+    readonly app: HttpApp.Default<E, R>
+  ) {}
+
+  /**
+   * The handler's fiber: the app, its answer read (the body) and judged (is it kept?) inside the same exit, so
+   * a failure while reading it, or in `storeStatus`, is the handler's defect, not a key left in progress; then
+   * the answer stored, or the key released. The request's deadline is not the handler's: a client's short
+   * Request-Timeout-Ms ends its wait, and must not make a deadline-aware call inside fail after the commit (a
+   * typed failure releases the key); without a deadline there is no FiberRef to set and restore.
+   */
+  get run(): Effect.Effect<HttpServerResponse.HttpServerResponse, E, R | HttpServerRequest.HttpServerRequest> {
+    return Effect.withFiberRuntime((fiber) => {
+      this.startRefs = fiber.getFiberRefs()
+      const app = fiber.getFiberRef(currentDeadline) === undefined
+        ? this.app
+        : Effect.locally(this.app, currentDeadline, undefined)
+      return Effect.matchCauseEffect(Effect.flatMap(app, (response) => this.read(response)), this)
     })
-  /** No one else will see this failure when the client has gone: say it here (the cause, never the key). */
-  const unseen = (cause: Cause.Cause<unknown>) =>
-    waiter.gone ? Effect.logError("idempotency: a handler whose client had gone failed", cause) : Effect.void
-  // The answer as the handler gave it, read (the body) and judged (is it kept?) inside the same exit: a
-  // failure while reading it, or in `storeStatus`, is the handler's defect, not a key left in progress.
-  // The request's deadline is not the handler's: a client's short Request-Timeout-Ms ends its wait, and must
-  // not make a deadline-aware call inside fail after the commit (a typed failure releases the key).
-  const answered = Effect.flatMap(withoutDeadline(app), (response) => {
-    const judged = (captured: Captured) =>
-      Effect.sync(() => ({ response, captured, kept: decide.keeps(response.status, storeServerErrors, storeStatus) }))
+  }
+
+  /** The answer, its body captured and judged. */
+  private read(response: HttpServerResponse.HttpServerResponse): Effect.Effect<Judged> {
+    const { maxResponseBytes, storeServerErrors, storeStatus } = this.settings
     const known = capturedNow(response, maxResponseBytes)
-    return known === undefined ? Effect.flatMap(captureBody(response, maxResponseBytes), judged) : judged(known)
-  })
-  const settle = Effect.flatMap(Effect.exit(answered), (exit) => {
-    if (Exit.isSuccess(exit)) {
-      const { captured, kept, response } = exit.value
-      const sent = captured.bytes === undefined ? response : withBytes(response, captured.bytes)
-      if (!kept) return Effect.as(release, sent)
-      const headers = pickHeaders(response, replayHeaders)
-      if (!captured.storable) {
-        // answered in full, but only its status and headers can be replayed: say so, now and on replays
-        headers[decide.bodyOmittedHeader] = "omitted"
-        return Effect.as(
-          complete({ status: response.status, headers, body: new Uint8Array(0) }),
-          HttpServerResponse.setHeader(sent, decide.bodyOmittedHeader, "omitted")
-        )
-      }
-      return Effect.as(complete({ status: response.status, headers, body: captured.bytes! }), sent)
+    // a `storeStatus` that throws here is a defect of this step, as a throw in any continuation is
+    if (known !== undefined) {
+      return Effect.succeed(new Judged(response, known, decide.keeps(response.status, storeServerErrors, storeStatus)))
     }
-    const cause = exit.cause
+    return Effect.flatMap(
+      captureBody(response, maxResponseBytes),
+      (captured) =>
+        Effect.sync(() => new Judged(response, captured, decide.keeps(response.status, storeServerErrors, storeStatus)))
+    )
+  }
+
+  /** The handler answered (see {@link run}): the answer is sent, and stored (or the key released). */
+  onSuccess = ({ captured, kept, response }: Judged): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
+    const sent = captured.bytes === undefined ? response : withBytes(response, captured.bytes)
+    if (!kept) return Effect.as(this.release, sent)
+    const headers = pickHeaders(response, this.settings.replayHeaders)
+    if (!captured.storable) {
+      // answered in full, but only its status and headers can be replayed: say so, now and on replays
+      headers[decide.bodyOmittedHeader] = "omitted"
+      return Effect.as(
+        this.complete({ status: response.status, headers, body: emptyBody }),
+        HttpServerResponse.setHeader(sent, decide.bodyOmittedHeader, "omitted")
+      )
+    }
+    return Effect.as(this.complete({ status: response.status, headers, body: captured.bytes! }), sent)
+  }
+
+  /** The handler (or the reading of its answer) failed. */
+  onFailure = (cause: Cause.Cause<E>): Effect.Effect<never, E> => {
+    const { storeServerErrors, storeStatus } = this.settings
     // a defect is answered 500 by the server: stored like a 500 answer (it may have committed first)
     if (Cause.isDie(cause)) {
       const store500 = decide.keepsDefect(storeServerErrors, storeStatus)
-        ? complete({ status: 500, headers: {}, body: new Uint8Array(0) })
-        : release
-      return Effect.zipRight(Effect.zipRight(store500, unseen(cause)), Effect.failCause(cause))
+        ? this.complete({ status: 500, headers: {}, body: emptyBody })
+        : this.release
+      return Effect.zipRight(Effect.zipRight(store500, this.unseen(cause)), Effect.failCause(cause))
     }
     // a typed failure reports that the handler did nothing: the key is free for a retry
     if (Cause.isFailure(cause)) {
-      return Effect.zipRight(Effect.zipRight(release, unseen(cause)), Effect.failCause(cause))
+      return Effect.zipRight(Effect.zipRight(this.release, this.unseen(cause)), Effect.failCause(cause))
     }
     // interrupted from inside: it may have committed, so the claim is left to run out its lease
-    return Effect.zipRight(unseen(cause), Effect.failCause(cause))
-  })
-  return settle
+    return Effect.zipRight(this.unseen(cause), Effect.failCause(cause))
+  }
+
+  private get redact(): (text: string) => string {
+    return decide.redactor(this.ref.key, this.ref.scope)
+  }
+
+  private get release(): Effect.Effect<void> {
+    return Effect.catchAll(this.store.release(this.ref), (e) => logStoreFailure("release", e, this.redact))
+  }
+
+  /**
+   * The handler has run: its answer must be recorded before anyone may take the key over, or a retry runs it
+   * again. A store that fails now (down, restarting) is tried again in the background, while the client gets
+   * its answer: see `recordLater` and `recorder`.
+   */
+  private complete(stored: StoredResponse): Effect.Effect<void> {
+    return Effect.matchEffect(this.store.complete(this.ref, stored, this.settings.ttl), {
+      onSuccess: (owned) => owned ? Effect.void : takenOver,
+      onFailure: (e) => this.later(recordLater(this.settings, this.store, this.ref, stored), e, this.redact)
+    })
+  }
+
+  /** No one else will see this failure when the client has gone: say it here (the cause, never the key). */
+  private unseen(cause: Cause.Cause<unknown>): Effect.Effect<void> {
+    return Effect.suspend(() =>
+      this.gone ? Effect.logError("idempotency: a handler whose client had gone failed", cause) : Effect.void
+    )
+  }
+
+  /**
+   * The request's side of `fiber` (this handling's), ended with `exit`: as `Fiber.join` gives it, its FiberRef
+   * changes handed on to the joiner, but without the join when the handler's fiber changed none (as most do):
+   * then it has nothing to hand on.
+   */
+  joined(
+    fiber: Fiber.RuntimeFiber<HttpServerResponse.HttpServerResponse, E>,
+    exit: Exit.Exit<HttpServerResponse.HttpServerResponse, E>
+  ): Effect.Effect<HttpServerResponse.HttpServerResponse, E> {
+    if (Exit.isFailure(exit)) return exit
+    return this.startRefs !== undefined && unchanged(this.startRefs, fiber.getFiberRefs())
+      ? exit
+      : Effect.as(fiber.inheritAll, exit.value)
+  }
 }
 
-/** `effect` without the request's deadline; as it is when there is none (no FiberRef to set and restore). */
-const withoutDeadline = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.withFiberRuntime((fiber) =>
-    fiber.getFiberRef(currentDeadline) === undefined ? effect : Effect.locally(effect, currentDeadline, undefined)
-  )
+/** A handler's answer, its body captured, and whether it is kept. */
+class Judged {
+  constructor(
+    readonly response: HttpServerResponse.HttpServerResponse,
+    readonly captured: Captured,
+    readonly kept: boolean
+  ) {}
+}
+
+const emptyBody = new Uint8Array(0)
+
+/** The runtime flags a join never hands on (`Fiber.inheritAll` excludes them); every fiber's end sets them. */
+const notInherited = RuntimeFlags.Interruption | RuntimeFlags.WindDown
+
+/**
+ * Whether a fiber that started with `before` and ends with `after` holds the same value in every FiberRef
+ * (its runtime flags but those a join never hands on): joining it would change nothing.
+ */
+const unchanged = (before: FiberRefs.FiberRefs, after: FiberRefs.FiberRefs): boolean => {
+  if (before === after) return true
+  if (before.locals.size !== after.locals.size) return false
+  for (const [ref, stack] of after.locals) {
+    const old = before.locals.get(ref)
+    if (old === undefined) return false
+    const was = old[0][1]
+    const is = stack[0][1]
+    if (was === is) continue
+    if (ref !== FiberRef.currentRuntimeFlags || ((was ^ is) & ~notInherited) !== 0) return false
+  }
+  return true
+}
 
 /**
  * Records the answer of a handler that ran after `complete` failed: again and again, with a growing pause

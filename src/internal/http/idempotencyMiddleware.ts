@@ -1,7 +1,8 @@
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Clock, Context, Duration, Effect, Exit, Fiber, Scope } from "effect"
-import { createHash } from "node:crypto"
+import { Clock, Context, Duration, Effect, Option, Scope } from "effect"
+import { isIP } from "node:net"
+import { clientAddress, rememberedDigests } from "../../core/clientAddress.js"
 import * as HttpHeaders from "../../core/httpHeaders.js"
 import * as core from "../../core/idempotency.js"
 import * as decide from "../../core/idempotencyResponse.js"
@@ -12,12 +13,12 @@ import * as fastPath from "../fastPath.js"
 import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore/service.js"
 import * as validate from "../validate.js"
 import { currentAdmission, unsampled } from "./admission.js"
-import { refuse, resolver } from "./clientScope.js"
-import { admitted, logStoreFailure, type Recorder, recorder, renewal, type Settings } from "./idempotencyHandler.js"
-import { replay } from "./idempotencyHttp.js"
+import { digester, NoClientIdentity, refuse, resolver } from "./clientScope.js"
+import { Handling, logStoreFailure, type Recorder, recorder, renewal, type Settings } from "./idempotencyHandler.js"
+import { fingerprint, replay } from "./idempotencyHttp.js"
 import { Leases } from "./idempotencyLeases.js"
 import { problem } from "./problem.js"
-import { readBody, withBody } from "./requestBody.js"
+import { readBodyNow, withBody } from "./requestBody.js"
 
 export const defaultReplayHeaders = decide.defaultReplayHeaders
 
@@ -71,23 +72,45 @@ const settingsOf = <RS>(options: Options<RS>): Settings => {
 export const make = <RS>(options: Options<RS> = {}) => {
   const settings = settingsOf(options)
   const scopeOf = resolver(options.scope, options.scopeSecret)
+  const scopeNow = options.scope === undefined ? addressNow(options.scopeSecret) : undefined
   return Effect.gen(function*() {
     const store = yield* IdempotencyStore
     const later = yield* recorder(yield* Effect.serviceOption(Scope.Scope))
-    return withStore(settings, scopeOf, store, new Leases(settings.leaseMillis / 3), later)
+    return withStore(settings, scopeOf, scopeNow, store, new Leases(settings.leaseMillis / 3), later)
   })
+}
+
+/**
+ * The default scope (`ClientScope.address()`: the connection's address, no proxies trusted), digested, without
+ * an effect: it needs none, and it is read once a request. The same answers as `resolver(undefined, secret)`.
+ */
+const addressNow = (secret: Options["scopeSecret"]) => {
+  const digest = rememberedDigests(digester(secret))
+  return (request: HttpServerRequest.HttpServerRequest): string | NoClientIdentity => {
+    const found = clientAddress(
+      Option.getOrUndefined(request.remoteAddress),
+      undefined,
+      0,
+      "x-forwarded-for",
+      isIP
+    )
+    return found._tag === "Address" ? digest(found.address) : new NoClientIdentity({ reason: found.reason })
+  }
 }
 
 const withStore = <RS>(
   settings: Settings,
   scopeOf: ReturnType<typeof resolver<RS>>,
+  scopeNow: ((request: HttpServerRequest.HttpServerRequest) => string | NoClientIdentity) | undefined,
   store: Store,
   leases: Leases,
   later: Recorder
 ) =>
 <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | RS> => {
   const { header, headerName, lease, maxBodyBytes, maxKeyLength, methods, required, ttl } = settings
-  // One request's way through, as plain continuations (no generator): every step here is paid per request.
+  // One request's way through, as plain functions and continuations (no generator): every step here is paid
+  // per request. Everything up to the claim is done without an effect when it can be (the body received
+  // whole, the default scope): the claim is the first effect a guarded request runs.
   const guarded = (request: HttpServerRequest.HttpServerRequest): HttpApp.Default<E, R | RS> => {
     if (!methods.has(request.method)) return app
     const raw = request.headers[header]
@@ -100,13 +123,28 @@ const withStore = <RS>(
     if (decide.declaredTooLarge(request.headers["content-length"], maxBodyBytes)) {
       return own(problem(decide.tooLarge(maxBodyBytes)))
     }
-    return Effect.flatMap(readBody(request, maxBodyBytes), (body) => {
-      if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)))
-      if (body === "unreadable") return own(problem(decide.bodyUnreadable))
-      return Effect.matchEffect(scopeOf(request), {
-        onFailure: (e) => Effect.zipRight(unsampled, refuse("idempotency", e)),
-        onSuccess: (scope) => claimed(request, key, body, scope)
-      })
+    const body = readBodyNow(request, maxBodyBytes)
+    return typeof body === "string" || body instanceof Uint8Array
+      ? withBodyRead(request, key, body)
+      : Effect.flatMap(body, (read) => withBodyRead(request, key, read))
+  }
+
+  const withBodyRead = (
+    request: HttpServerRequest.HttpServerRequest,
+    key: string,
+    body: Uint8Array | "too-large" | "unreadable"
+  ): HttpApp.Default<E, R | RS> => {
+    if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)))
+    if (body === "unreadable") return own(problem(decide.bodyUnreadable))
+    if (scopeNow !== undefined) {
+      const scope = scopeNow(request)
+      return typeof scope === "string"
+        ? claimed(request, key, body, scope)
+        : Effect.zipRight(unsampled, refuse("idempotency", scope))
+    }
+    return Effect.matchEffect(scopeOf(request), {
+      onFailure: (e) => Effect.zipRight(unsampled, refuse("idempotency", e)),
+      onSuccess: (scope) => claimed(request, key, body, scope)
     })
   }
 
@@ -118,13 +156,17 @@ const withStore = <RS>(
   ): HttpApp.Default<E, R> => {
     // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
     // endpoints must not answer each other's keys
-    const fingerprint = createHash("sha256").update(`${request.method} ${core.requestTarget(request.originalUrl)}\n`)
-      .update(body)
-      .digest("hex")
+    const claim = store.claim({
+      scope,
+      key,
+      fingerprint: fingerprint(request.method, core.requestTarget(request.originalUrl), body),
+      ttl,
+      lease
+    })
     // From the claim to the handler's start, one uninterruptible step: a client that goes away right after
     // the claim must not leave the key in progress, with no handler, until the lease runs out.
     return Effect.uninterruptibleMask((restore) =>
-      Effect.matchEffect(store.claim({ scope, key, fingerprint, ttl, lease }), {
+      Effect.matchEffect(claim, {
         onFailure: (e) => Effect.zipRight(unsampled, failed(e, decide.redactor(key, scope))),
         onSuccess: (claim) =>
           claim._tag === "Claimed"
@@ -139,21 +181,20 @@ const withStore = <RS>(
     request: HttpServerRequest.HttpServerRequest,
     ref: ClaimRef
   ): HttpApp.Default<E, R> => {
-    const waiter = { gone: false }
-    const settle = admitted(settings, store, later, ref, app, waiter)
+    const handling = new Handling(settings, store, later, ref, app)
     // The handler runs in a fiber of its own, with the request's context (and the request, its body read)
     // and interruptibility. The request only waits for it: a client that goes away, or a deadline that passes,
     // ends the wait, never the handler. The load-shed slot, if any, is the handler's: it is held until the
     // handler ends, so work nobody waits for still counts against the server's capacity.
     return Effect.flatMap(
-      fastPath.forkDetachedWith(restore(settle), HttpServerRequest.HttpServerRequest, request),
+      fastPath.forkDetachedWith(restore(handling.run), HttpServerRequest.HttpServerRequest, request),
       (fiber) =>
         Effect.withFiberRuntime((parent) => {
           parent.getFiberRef(currentAdmission)?.holdUntil(fiber)
           // started on this stack, most handlers have answered (and their answer is stored) already: as
           // `Fiber.join` would, without waiting, and without a lease to renew
           const done = fiber.unsafePoll()
-          if (done !== null) return Exit.isSuccess(done) ? Effect.as(fiber.inheritAll, done.value) : done
+          if (done !== null) return handling.joined(fiber, done)
           // its claim is renewed until the fiber ends: its answer is stored, or it failed or was interrupted
           const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
           const held = leases.join(
@@ -164,13 +205,18 @@ const withStore = <RS>(
           fiber.addObserver(() => leases.end(held))
           return Effect.zipRight(
             leases.started,
-            Effect.onInterrupt(Effect.interruptible(Fiber.join(fiber)), () => Effect.sync(() => (waiter.gone = true)))
+            Effect.onInterrupt(
+              Effect.interruptible(Effect.flatMap(fiber.await, (exit) => handling.joined(fiber, exit))),
+              () => Effect.sync(() => (handling.gone = true))
+            )
           )
         })
     )
   }
 
-  return Effect.flatMap(HttpServerRequest.HttpServerRequest, guarded)
+  return Effect.withFiberRuntime((fiber) =>
+    guarded(Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest))
+  )
 }
 
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */

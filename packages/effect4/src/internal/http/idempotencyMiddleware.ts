@@ -1,21 +1,22 @@
-import { Clock, Duration, Effect, Fiber, type Result, Scope } from "effect"
+import { Clock, Context, Duration, Effect, Fiber, Option, Scope } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
-import { createHash } from "node:crypto"
+import { isIP } from "node:net"
+import { clientAddress, rememberedDigests } from "../../core/clientAddress.js"
 import * as core from "../../core/idempotency.js"
 import * as decide from "../../core/idempotencyResponse.js"
 import { parseIdempotencyKey } from "../../core/structuredFields.js"
 import type { Options } from "../../IdempotencyMiddleware.js"
-import type { ClaimResult, Store } from "../../IdempotencyStore.js"
+import type { ClaimRef, ClaimResult, Store } from "../../IdempotencyStore.js"
 import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore/service.js"
 import * as validate from "../validate.js"
-import { holdUntil, unsampled } from "./admission.js"
-import { refuse, resolver } from "./clientScope.js"
-import { admitted, type App, renewal, type Settings } from "./idempotencyHandler.js"
-import { replay } from "./idempotencyHttp.js"
+import { CurrentAdmission, unsampled } from "./admission.js"
+import { digester, NoClientIdentity, refuse, resolver } from "./clientScope.js"
+import { type App, Handling, renewal, type Settings } from "./idempotencyHandler.js"
+import { fingerprint, replay } from "./idempotencyHttp.js"
 import { Leases } from "./idempotencyLeases.js"
 import { logStoreFailure, type Recorder, recorder } from "./idempotencyRecorder.js"
 import { problem } from "./problem.js"
-import { readBody, withBody } from "./requestBody.js"
+import { type Body, readBodyNow, withBody } from "./requestBody.js"
 
 export const defaultReplayHeaders = decide.defaultReplayHeaders
 
@@ -71,88 +72,143 @@ const settingsOf = <RS>(options: Options<RS>): Settings => {
 export const make = <RS>(options: Options<RS> = {}) => {
   const settings = settingsOf(options)
   const scopeOf = resolver(options.scope, options.scopeSecret)
+  const scopeNow = options.scope === undefined ? addressNow(options.scopeSecret) : undefined
   return Effect.gen(function*() {
     const store = yield* IdempotencyStore
     const later = yield* recorder(yield* Effect.serviceOption(Scope.Scope))
-    return withStore(settings, scopeOf, store, new Leases(settings.leaseMillis / 3), later)
+    return withStore(settings, scopeOf, scopeNow, store, new Leases(settings.leaseMillis / 3), later)
   })
+}
+
+/**
+ * The default scope (`ClientScope.address()`: the connection's address, no proxies trusted), digested, without
+ * an effect: it needs none, and it is read once a request. The same answers as `resolver(undefined, secret)`.
+ */
+const addressNow = (secret: Options["scopeSecret"]) => {
+  const digest = rememberedDigests(digester(secret))
+  return (request: HttpServerRequest.HttpServerRequest): string | NoClientIdentity => {
+    const found = clientAddress(
+      Option.getOrUndefined(request.remoteAddress),
+      undefined,
+      0,
+      "x-forwarded-for",
+      isIP
+    )
+    return found._tag === "Address" ? digest(found.address) : new NoClientIdentity({ reason: found.reason })
+  }
 }
 
 const withStore = <RS>(
   settings: Settings,
   scopeOf: ReturnType<typeof resolver<RS>>,
+  scopeNow: ((request: HttpServerRequest.HttpServerRequest) => string | NoClientIdentity) | undefined,
   store: Store,
   leases: Leases,
   later: Recorder
 ) =>
-<E, R>(app: App<E, R>): App<E, R | RS | HttpServerRequest.HttpServerRequest> =>
-  Effect.gen(function*() {
-    const { header, headerName, lease, maxBodyBytes, maxKeyLength, methods, required, ttl } = settings
-    const request = yield* HttpServerRequest.HttpServerRequest
-    if (!methods.has(request.method)) return yield* app
+<E, R>(app: App<E, R>): App<E, R | RS | HttpServerRequest.HttpServerRequest> => {
+  const { header, headerName, lease, maxBodyBytes, maxKeyLength, methods, required, ttl } = settings
+  type Answer = App<E, R | RS | HttpServerRequest.HttpServerRequest>
+  // One request's way through, as plain functions and continuations (no generator): every step here is paid
+  // per request. Everything up to the claim is done without an effect when it can be (the body received
+  // whole, the default scope): the claim is the first effect a guarded request runs.
+  const guarded = (request: HttpServerRequest.HttpServerRequest): Answer => {
+    if (!methods.has(request.method)) return app
     const raw = request.headers[header]
     if (raw === undefined || raw.trim() === "") {
-      if (!required) return yield* app
-      return yield* own(problem(decide.keyMissing(request.method, headerName)))
+      if (!required) return app
+      return own(problem(decide.keyMissing(request.method, headerName)))
     }
     const key = parseIdempotencyKey(raw, maxKeyLength)
-    if (key === undefined) return yield* own(problem(decide.keyInvalid(maxKeyLength)))
+    if (key === undefined) return own(problem(decide.keyInvalid(maxKeyLength)))
     if (decide.declaredTooLarge(request.headers["content-length"], maxBodyBytes)) {
-      return yield* own(problem(decide.tooLarge(maxBodyBytes)))
+      return own(problem(decide.tooLarge(maxBodyBytes)))
     }
-    const body = yield* readBody(request, maxBodyBytes)
-    if (body === "too-large") return yield* own(problem(decide.tooLarge(maxBodyBytes)))
-    if (body === "unreadable") return yield* own(problem(decide.bodyUnreadable))
+    const body = readBodyNow(request, maxBodyBytes)
+    return typeof body === "string" || body instanceof Uint8Array
+      ? withBodyRead(request, key, body)
+      : Effect.flatMap(body, (read) => withBodyRead(request, key, read))
+  }
 
-    const scope = yield* Effect.result(scopeOf(request))
-    if (scope._tag === "Failure") return yield* Effect.andThen(unsampled, refuse("idempotency", scope.failure))
+  const withBodyRead = (request: HttpServerRequest.HttpServerRequest, key: string, body: Body): Answer => {
+    if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)))
+    if (body === "unreadable") return own(problem(decide.bodyUnreadable))
+    if (scopeNow !== undefined) {
+      const scope = scopeNow(request)
+      return typeof scope === "string"
+        ? claimed(request, key, body, scope)
+        : Effect.andThen(unsampled, refuse("idempotency", scope))
+    }
+    return Effect.matchEffect(scopeOf(request), {
+      onFailure: (e) => Effect.andThen(unsampled, refuse("idempotency", e)),
+      onSuccess: (scope) => claimed(request, key, body, scope)
+    })
+  }
+
+  const claimed = (
+    request: HttpServerRequest.HttpServerRequest,
+    key: string,
+    body: Uint8Array,
+    scope: string
+  ): Answer => {
     // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
     // endpoints must not answer each other's keys
-    const fingerprint = createHash("sha256").update(`${request.method} ${core.requestTarget(request.originalUrl)}\n`)
-      .update(body)
-      .digest("hex")
-    const ref = { scope: scope.success, key }
+    const claim = store.claim({
+      scope,
+      key,
+      fingerprint: fingerprint(request.method, core.requestTarget(request.originalUrl), body),
+      ttl,
+      lease
+    })
     // From the claim to the handler's start, one uninterruptible step: a client that goes away right after
     // the claim must not leave the key in progress, with no handler, until the lease runs out.
-    return yield* Effect.uninterruptibleMask((restore) =>
-      Effect.flatMap(Effect.result(store.claim({ ...ref, fingerprint, ttl, lease })), (claimed) => {
-        if (claimed._tag === "Success" && claimed.success._tag === "Claimed") {
-          const waiter = { gone: false }
-          const owner = { ...ref, token: claimed.success.token }
-          const settle = admitted(settings, store, later, owner, withBody(request, body), app, waiter)
-          // The handler runs in a fiber of its own, with the request's context and interruptibility. The
-          // request only waits for it: a client that goes away, or a deadline that passes, ends the wait,
-          // never the handler. The load-shed slot, if any, is the handler's: it is held until the handler
-          // ends, so work nobody waits for still counts against the server's capacity.
-          return Effect.flatMap(detach(restore(settle)), (fiber) =>
-            Effect.andThen(
-              holdUntil(fiber),
-              Effect.withFiber((parent) => {
-                // started on this stack, most handlers have answered (and their answer is stored) already:
-                // their exit is the answer, with no wait and no lease to renew
-                const done = fiber.pollUnsafe()
-                if (done !== undefined) return done
-                // its claim is renewed until the fiber ends: its answer is stored, or it failed or was interrupted
-                const held = leases.join(
-                  renewal(settings, store, owner),
-                  parent.context,
-                  parent.getRef(Clock.Clock).currentTimeMillisUnsafe()
-                )
-                fiber.addObserver(() => leases.end(held))
-                return Effect.andThen(
-                  leases.started,
-                  Effect.onInterrupt(
-                    Effect.interruptible(Fiber.join(fiber)),
-                    () => Effect.sync(() => (waiter.gone = true))
-                  )
-                )
-              })
-            ))
-        }
-        return Effect.andThen(unsampled, refused(claimed, decide.redactor(key, scope.success)))
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.matchEffect(claim, {
+        onFailure: (e) => Effect.andThen(unsampled, failed(e, decide.redactor(key, scope))),
+        onSuccess: (claim) =>
+          claim._tag === "Claimed"
+            ? run(restore, withBody(request, body), { scope, key, token: claim.token })
+            : Effect.andThen(unsampled, answer(claim))
       })
     )
-  })
+  }
+
+  const run = (
+    restore: <A, E2, R2>(effect: Effect.Effect<A, E2, R2>) => Effect.Effect<A, E2, R2>,
+    request: HttpServerRequest.HttpServerRequest,
+    ref: ClaimRef
+  ): Answer => {
+    const handling = new Handling(settings, store, later, ref, request, app)
+    // The handler runs in a fiber of its own, with the request's context and interruptibility. The request
+    // only waits for it: a client that goes away, or a deadline that passes, ends the wait, never the handler.
+    // The load-shed slot, if any, is the handler's: it is held until the handler ends, so work nobody waits
+    // for still counts against the server's capacity.
+    return Effect.flatMap(detach(restore(handling.run)), (fiber) =>
+      Effect.withFiber((parent) => {
+        parent.getRef(CurrentAdmission)?.holdUntil(fiber)
+        // started on this stack, most handlers have answered (and their answer is stored) already: their exit
+        // is the answer, with no wait and no lease to renew
+        const done = fiber.pollUnsafe()
+        if (done !== undefined) return done
+        // its claim is renewed until the fiber ends: its answer is stored, or it failed or was interrupted
+        const held = leases.join(
+          renewal(settings, store, ref),
+          parent.context,
+          parent.getRef(Clock.Clock).currentTimeMillisUnsafe()
+        )
+        fiber.addObserver(() => leases.end(held))
+        return Effect.andThen(
+          leases.started,
+          Effect.onInterrupt(
+            Effect.interruptible(Fiber.join(fiber)),
+            () => Effect.sync(() => (handling.gone = true))
+          )
+        )
+      }))
+  }
+
+  return Effect.withFiber((fiber) => guarded(Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)))
+}
 
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
 const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsampled, response)
@@ -165,21 +221,22 @@ const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsam
 const detach = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.forkDetach(effect, { startImmediately: true, uninterruptible: "inherit" })
 
-/** The answer to a claim that did not admit the request: the store's refusal, or the key's state. */
-const refused = (
-  claimed: Result.Result<ClaimResult, IdempotencyStoreError | IdempotencyStoreFull>,
+/** The answer to a claim the store failed (full, or unreachable): the handler did not run. */
+const failed = (
+  error: IdempotencyStoreError | IdempotencyStoreFull,
   redact: (text: string) => string
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
-  if (claimed._tag === "Failure") {
-    if (claimed.failure instanceof IdempotencyStoreFull) {
-      return Effect.as(
-        Effect.logWarning(`idempotency: ${claimed.failure.message}; a new key was refused`),
-        problem(decide.storeFull)
-      )
-    }
-    return Effect.as(logStoreFailure("claim", claimed.failure, redact), problem(decide.storeUnavailable))
+  if (error instanceof IdempotencyStoreFull) {
+    return Effect.as(
+      Effect.logWarning(`idempotency: ${error.message}; a new key was refused`),
+      problem(decide.storeFull)
+    )
   }
-  const claim = claimed.success
+  return Effect.as(logStoreFailure("claim", error, redact), problem(decide.storeUnavailable))
+}
+
+/** The answer to a claim that did not admit the request: the key's state. */
+const answer = (claim: ClaimResult): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   switch (claim._tag) {
     case "Mismatch":
       return Effect.succeed(problem(decide.mismatch))

@@ -31,15 +31,28 @@ export type Body = Uint8Array | "too-large" | "unreadable"
  * is read with the same bound. Otherwise the platform's (cached) reader is used, under `MaxBodySize`.
  */
 export const readBody = (request: HttpServerRequest.HttpServerRequest, max: number): Effect.Effect<Body> => {
+  const now = readBodyNow(request, max)
+  return typeof now === "string" || now instanceof Uint8Array ? Effect.succeed(now) : now
+}
+
+/**
+ * {@link readBody}, with the body itself when it needs no wait (a body {@link withBody} already read, or a Node
+ * message received whole, see {@link receivedWhole}), else the effect that reads it: a caller handed most bodies
+ * at once then runs no effect for them.
+ */
+export const readBodyNow = (
+  request: HttpServerRequest.HttpServerRequest,
+  max: number
+): Uint8Array | "too-large" | Effect.Effect<Body> => {
   const known = (request as Partial<Carrier>)[buffered]?.bytes
-  if (known !== undefined) return Effect.succeed(known.byteLength > max ? "too-large" : known)
+  if (known !== undefined) return known.byteLength > max ? "too-large" : known
   const source = request.source as Partial<Readable> | undefined
   if (
     source !== undefined && typeof source.on === "function" && typeof source.resume === "function" &&
     source.readableDidRead === false && source.readableEnded === false
   ) {
     const whole = receivedWhole(source as Readable & { readonly complete?: unknown }, max)
-    return whole === undefined ? readNode(source as Readable, max) : Effect.succeed(whole)
+    return whole === undefined ? readNode(source as Readable, max) : whole
   }
   if (source instanceof Request && !source.bodyUsed) return readWeb(source, max)
   // already read by something before us: the platform caches the body

@@ -2,7 +2,7 @@
  * The memory idempotency store: a map of records, the claim decisions of `core/idempotency.ts`, and
  * expiry from a binary heap. The decisions are the SQL and Redis stores' too.
  */
-import { Clock, Duration, Effect, Layer } from "effect"
+import { Clock, Duration, Effect, Exit, type Fiber, Layer } from "effect"
 import * as core from "../../core/idempotency.js"
 import type {
   ClaimRef,
@@ -32,7 +32,8 @@ interface Record {
 
 interface Expiry {
   readonly at: number
-  readonly id: string
+  readonly scope: string
+  readonly key: string
   readonly version: number
 }
 
@@ -52,13 +53,15 @@ export const makeMemory = (options: MemoryOptions = {}) => {
 }
 
 /**
- * The records and their bookkeeping: the live count per scope and the expiry heap. Every change of a record's
- * presence or end goes through here, so the counts and the heap never disagree with the records.
+ * The records, by scope then key, and their bookkeeping: the live count and the expiry heap. Every change of a
+ * record's presence or end goes through here, so the count and the heap never disagree with the records. A
+ * scope's map holds its records (its size is the scope's count); the scope string, a digest the middleware
+ * keeps, is looked up with its hash cached, and the key alone is hashed per call (no identity string is built).
  */
 class Records {
-  readonly byId = new Map<string, Record>()
-  /** live records of each scope that holds any */
-  private readonly perScope = new Map<string, number>()
+  private readonly byScope = new Map<string, Map<string, Record>>()
+  /** live records in all scopes */
+  size = 0
   private expiries = new MinHeap<Expiry>()
   // one sequence for the whole store: a replacement record must never match a heap entry of the record
   // it replaced (a per-record counter would start again and let old entries evict the new record early)
@@ -70,27 +73,37 @@ class Records {
     return this.expiries.size
   }
 
-  schedule(id: string, record: Record): void {
+  get(scope: string, key: string): Record | undefined {
+    return this.byScope.get(scope)?.get(key)
+  }
+
+  schedule(key: string, record: Record): void {
     record.version = ++this.writes
-    this.expiries.push({ at: core.endOf(record), id, version: record.version })
+    this.expiries.push({ at: core.endOf(record), scope: record.scope, key, version: record.version })
     // Released records leave their entries behind until those come due (a TTL away): when stale entries
     // outnumber live records, rebuild from the records, so the heap stays O(records), amortised O(1) a write.
-    if (this.expiries.size > 2 * this.byId.size + 1_024) {
+    if (this.expiries.size > 2 * this.size + 1_024) {
       this.expiries = new MinHeap<Expiry>()
-      for (const [key, live] of this.byId) this.expiries.push({ at: core.endOf(live), id: key, version: live.version })
+      for (const [scope, records] of this.byScope) {
+        for (const [k, live] of records) {
+          this.expiries.push({ at: core.endOf(live), scope, key: k, version: live.version })
+        }
+      }
     }
   }
 
-  add(id: string, record: Record): void {
-    if (!this.byId.has(id)) this.perScope.set(record.scope, (this.perScope.get(record.scope) ?? 0) + 1)
-    this.byId.set(id, record)
+  add(key: string, record: Record): void {
+    let records = this.byScope.get(record.scope)
+    if (records === undefined) this.byScope.set(record.scope, records = new Map())
+    if (!records.has(key)) this.size++
+    records.set(key, record)
   }
 
-  remove(id: string, record: Record): void {
-    this.byId.delete(id)
-    const left = (this.perScope.get(record.scope) ?? 1) - 1
-    if (left > 0) this.perScope.set(record.scope, left)
-    else this.perScope.delete(record.scope)
+  remove(key: string, record: Record): void {
+    const records = this.byScope.get(record.scope)
+    if (records === undefined || !records.delete(key)) return
+    this.size--
+    if (records.size === 0) this.byScope.delete(record.scope)
   }
 
   evict(now: number, limit = EVICT_PER_CALL): void {
@@ -98,22 +111,23 @@ class Records {
       const next = this.expiries.peek()
       if (next === undefined || next.at > now) return
       this.expiries.pop()
-      const record = this.byId.get(next.id)
-      if (record !== undefined && record.version === next.version) this.remove(next.id, record)
+      const record = this.get(next.scope, next.key)
+      if (record !== undefined && record.version === next.version) this.remove(next.key, record)
     }
   }
 
-  private roomFor(id: string, scope: string) {
-    return this.byId.has(id)
+  private roomFor(scope: string, key: string) {
+    const records = this.byScope.get(scope)
+    return records?.has(key) === true
       ? "Room"
-      : core.room(this.byId.size, this.maxRecords, this.perScope.get(scope) ?? 0, this.maxRecordsPerScope)
+      : core.room(this.size, this.maxRecords, records?.size ?? 0, this.maxRecordsPerScope)
   }
 
   /** A new key's room: made from expired records only, never from live claims or stored responses. */
-  refusal(id: string, scope: string, now: number): IdempotencyStoreFull | undefined {
-    if (this.roomFor(id, scope) === "Room") return undefined
+  refusal(scope: string, key: string, now: number): IdempotencyStoreFull | undefined {
+    if (this.roomFor(scope, key) === "Room") return undefined
     this.evict(now, Infinity)
-    switch (this.roomFor(id, scope)) {
+    switch (this.roomFor(scope, key)) {
       case "Room":
         return undefined
       case "Store":
@@ -124,103 +138,98 @@ class Records {
   }
 }
 
+/** The current time of the fiber's `Clock` (as `Clock.clockWith` reads it), with no effect of its own. */
+const nowOf = (fiber: Fiber.Fiber<unknown, unknown>): number => fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+
 const build = (maxRecords: number, maxRecordsPerScope: number) => {
   const table = new Records(maxRecords, maxRecordsPerScope)
-  const records = table.byId
-  const schedule = (id: string, record: Record) => table.schedule(id, record)
   let tokens = 0
 
-  const idOf = (scope: string, key: string) => `${scope.length}:${scope}${key}`
-
+  // each operation one effect: the fiber's clock read in place, the answer returned as an exit
   const claim = (request: ClaimRequest) =>
-    Clock.clockWith((clock) =>
-      Effect.suspend((): Effect.Effect<ClaimResult, IdempotencyStoreFull> => {
-        const now = clock.currentTimeMillisUnsafe()
-        table.evict(now)
-        const id = idOf(request.scope, request.key)
-        const existing = records.get(id)
-        switch (core.decideClaim(existing, request.fingerprint, now)) {
-          case "Mismatch":
-            return Effect.succeed({ _tag: "Mismatch" })
-          case "Replay":
-            return Effect.succeed({ _tag: "Completed", response: existing!.response! })
-          case "InProgress":
-            return Effect.succeed({ _tag: "InProgress" })
-          case "New": {
-            const full = table.refusal(id, request.scope, now)
-            if (full !== undefined) return Effect.fail(full)
-            break
-          }
-          case "Reclaim":
-            // the owner stopped renewing its lease: a new fencing token refuses its late writes
-            break
+    Effect.withFiber<ClaimResult, IdempotencyStoreFull>((fiber) => {
+      const now = nowOf(fiber)
+      table.evict(now)
+      const existing = table.get(request.scope, request.key)
+      switch (core.decideClaim(existing, request.fingerprint, now)) {
+        case "Mismatch":
+          return Exit.succeed(mismatch)
+        case "Replay":
+          return Exit.succeed({ _tag: "Completed", response: existing!.response! })
+        case "InProgress":
+          return Exit.succeed(inProgress)
+        case "New": {
+          const full = table.refusal(request.scope, request.key, now)
+          if (full !== undefined) return Exit.fail(full)
+          break
         }
-        const token = `m${++tokens}`
-        const times = core.claimed(now, Duration.toMillis(request.lease), Duration.toMillis(request.ttl))
-        const record: Record = {
-          scope: request.scope,
-          fingerprint: request.fingerprint,
-          token,
-          response: undefined,
-          completed: false,
-          leaseUntil: times.leaseUntil,
-          expiresAt: times.expiresAt,
-          version: 0
-        }
-        table.add(id, record)
-        schedule(id, record)
-        return Effect.succeed({ _tag: "Claimed", token })
-      })
-    )
+        case "Reclaim":
+          // the owner stopped renewing its lease: a new fencing token refuses its late writes
+          break
+      }
+      const token = `m${++tokens}`
+      const times = core.claimed(now, Duration.toMillis(request.lease), Duration.toMillis(request.ttl))
+      const record: Record = {
+        scope: request.scope,
+        fingerprint: request.fingerprint,
+        token,
+        response: undefined,
+        completed: false,
+        leaseUntil: times.leaseUntil,
+        expiresAt: times.expiresAt,
+        version: 0
+      }
+      table.add(request.key, record)
+      table.schedule(request.key, record)
+      return Exit.succeed({ _tag: "Claimed", token })
+    })
 
   const owned = (ref: ClaimRef, now: number): Record | undefined => {
-    const record = records.get(idOf(ref.scope, ref.key))
+    const record = table.get(ref.scope, ref.key)
     return record !== undefined && core.owns(record, ref.token, now) ? record : undefined
   }
 
   const store: Store & { readonly size: Effect.Effect<number> } = {
     claim,
     complete: (ref, response, ttl) =>
-      Clock.clockWith((clock) =>
-        Effect.sync(() => {
-          const now = clock.currentTimeMillisUnsafe()
-          const record = owned(ref, now)
-          if (record === undefined) return false
-          // a copy: the handler's bytes may be a view into a larger buffer that the record would keep alive
-          record.response = { ...response, body: response.body.slice() }
-          record.completed = true
-          const times = core.completedAt(now, Duration.toMillis(ttl))
-          record.expiresAt = times.expiresAt
-          record.leaseUntil = times.leaseUntil
-          schedule(idOf(ref.scope, ref.key), record)
-          return true
-        })
-      ),
+      Effect.withFiber((fiber) => {
+        const now = nowOf(fiber)
+        const record = owned(ref, now)
+        if (record === undefined) return Exit.succeed(false)
+        // a copy: the handler's bytes may be a view into a larger buffer that the record would keep alive
+        record.response = { status: response.status, headers: response.headers, body: response.body.slice() }
+        record.completed = true
+        const times = core.completedAt(now, Duration.toMillis(ttl))
+        record.expiresAt = times.expiresAt
+        record.leaseUntil = times.leaseUntil
+        table.schedule(ref.key, record)
+        return Exit.succeed(true)
+      }),
     renew: (ref, lease) =>
-      Clock.clockWith((clock) =>
-        Effect.sync(() => {
-          const now = clock.currentTimeMillisUnsafe()
-          const record = owned(ref, now)
-          if (record === undefined) return false
-          const before = core.endOf(record)
-          record.leaseUntil = core.renewedLease(now, Duration.toMillis(lease))
-          // a lease within the TTL (the usual case) does not move the record's end: its entry still holds
-          if (core.endOf(record) !== before) schedule(idOf(ref.scope, ref.key), record)
-          return true
-        })
-      ),
+      Effect.withFiber((fiber) => {
+        const now = nowOf(fiber)
+        const record = owned(ref, now)
+        if (record === undefined) return Exit.succeed(false)
+        const before = core.endOf(record)
+        record.leaseUntil = core.renewedLease(now, Duration.toMillis(lease))
+        // a lease within the TTL (the usual case) does not move the record's end: its entry still holds
+        if (core.endOf(record) !== before) table.schedule(ref.key, record)
+        return Exit.succeed(true)
+      }),
     release: (ref) =>
-      Clock.clockWith((clock) =>
-        Effect.sync(() => {
-          const record = owned(ref, clock.currentTimeMillisUnsafe())
-          if (record !== undefined) table.remove(idOf(ref.scope, ref.key), record)
-        })
-      ),
-    size: Effect.sync(() => records.size)
+      Effect.withFiber((fiber) => {
+        const record = owned(ref, nowOf(fiber))
+        if (record !== undefined) table.remove(ref.key, record)
+        return Exit.void
+      }),
+    size: Effect.sync(() => table.size)
   }
   // not part of the public type: lets a test see that the expiry heap stays bounded by the records
   return Object.assign(store, { pendingExpiries: () => table.pendingExpiries })
 }
+
+const mismatch: ClaimResult = { _tag: "Mismatch" }
+const inProgress: ClaimResult = { _tag: "InProgress" }
 
 /** The memory store as a layer: options checked when called, one store per build of the layer. */
 export const layerMemoryWith = (options: MemoryOptions = {}): Layer.Layer<IdempotencyStore> =>
