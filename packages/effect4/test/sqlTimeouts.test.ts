@@ -1,7 +1,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Clock, Deferred, Duration, Effect, Exit, Fiber, Result } from "effect"
 import { TestClock } from "effect/testing"
-import { Timeouts } from "../src/internal/idempotencyStore/sql.js"
+import { Timeouts } from "../src/internal/sqlTimeouts.js"
 
 const timedOut = "timed out" as const
 

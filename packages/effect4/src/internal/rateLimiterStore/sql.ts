@@ -19,7 +19,7 @@ import {
 } from "../../core/rateLimiterSql.js"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
 import type { Options } from "../../RateLimiterStore/Sql.js"
-import { disconnect } from "../idempotencyStore/sql.js"
+import { disconnect } from "../sqlTimeouts.js"
 import { RateLimiterStore } from "./service.js"
 import { resolve, type Resolved, sqlSchema } from "./sqlOptions.js"
 
