@@ -87,8 +87,10 @@ export interface Implementation {
   readonly forkDetached: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R>
   /**
    * {@link forkDetached} with `service` provided to `effect` as `tag`. With the fast path the fiber starts with
-   * it in its context (no `provideService` to set it and restore it), so joining that fiber hands it on to
-   * the joiner's context, as a join hands on the fiber's other changes.
+   * it in its context (no `provideService` to set it and restore it), so a join that inherits the fiber's
+   * FiberRefs (`Fiber.join`, `inheritAll`) hands it on to the joiner's context too. No caller relies on that:
+   * the idempotency middleware inherits only from a handler fiber that changed a FiberRef, and the fallback
+   * implementation never hands it on.
    */
   readonly forkDetachedWith: <A, E, R, I, S>(
     effect: Effect.Effect<A, E, R>,
