@@ -34,8 +34,8 @@ const PAIRS = 3_000
 /**
  * PostgreSQL's pool, for the store and its floors alike: sized for the server, not for the requests in flight.
  * Every statement here is a commit; with one connection per request in flight (32), 32 backends take turns on the
- * machine's 2 CPUs, and the same runs served 12–18% fewer requests a second than with 8 (alternating runs of
- * 4, 8 and 32 connections; 4 was no better than 8). Requests beyond the pool wait for a connection in the client.
+ * machine's 2 CPUs. In alternating runs 8 served a little more than 32 and 4 no more than 8 (docs/stores.md:
+ * within this machine's noise, and no loss). Requests beyond the pool wait for a connection in the client.
  */
 const PG_POOL = 8
 const pgUrl = process.env["DATABASE_URL"] ?? "postgres://postgres@127.0.0.1:5432/test"
