@@ -256,7 +256,8 @@ export const execWithWait = (
  * `SCRIPT FLUSH`) `EVAL`, which also caches the script for the next `EVALSHA`. With `buffers`, bulk
  * replies are `Buffer`s. On a Cluster, `keys` must share a hash slot (a common hash tag). With `wait`, the
  * script is followed by `WAIT` in one pipeline, and the call fails with `NotReplicated` when too few
- * replicas acknowledged it.
+ * replicas acknowledged it. Without `wait`, its write is coalesced with those of the calls sent in the same tick
+ * ({@link coalesceWrites}).
  */
 export const runScript = <A, E>(
   client: Client,
@@ -281,7 +282,12 @@ export const runScript = <A, E>(
       command(pipeline as unknown as Eval)
     }, wait!).then((replies) => replies[replies.length - 1]![1])
   return request(
-    wait === undefined ? () => evalsha(c) : replicated(evalsha),
+    wait === undefined
+      ? () => {
+        coalesceWrites(client)
+        return evalsha(c)
+      }
+      : replicated(evalsha),
     (error) => isNoScript(error) ? (wait === undefined ? evalLua(c) : replicated(evalLua)()) : undefined,
     timeoutMillis,
     decode,
