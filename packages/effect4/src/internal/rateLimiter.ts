@@ -6,7 +6,7 @@ import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../R
 import { withDeadline } from "./deadline.js"
 import type { Fields } from "./errorFields.js"
 import { counterWith } from "./metrics.js"
-import { syncOf } from "./rateLimiterStore/memory.js"
+import { syncOf, type SyncOp } from "./rateLimiterStore/memory.js"
 import { RateLimiterStore } from "./rateLimiterStore/service.js"
 import * as validate from "./validate.js"
 
@@ -26,7 +26,6 @@ export const deniedTotal = Metric.counter("effect_resilience_rate_limiter_denied
 })
 
 type Params = TokenBucketParams | WindowParams
-type SyncOp = (key: string, cost: number, params: any, nowMillis: number) => StoreDecision
 type EffectOp = (key: string, cost: number, params: any, nowMillis: number) => Effect.Effect<StoreDecision>
 
 const zero = Duration.zero
@@ -60,18 +59,15 @@ class Limiter implements RateLimiter {
     this.window = Duration.millis(
       "windowMillis" in params ? params.windowMillis : (1000 * params.capacity) / params.refillPerSecond
     )
-    const sync = syncOf(store)
+    this.syncOp = syncOf(store)?.decider(algorithm, params.name)
     switch (algorithm) {
       case "token-bucket":
-        this.syncOp = sync === undefined ? undefined : sync.tokenBucket.bind(sync)
         this.effectOp = store.tokenBucket
         break
       case "fixed-window":
-        this.syncOp = sync === undefined ? undefined : sync.fixedWindow.bind(sync)
         this.effectOp = store.fixedWindow
         break
       case "sliding-window":
-        this.syncOp = sync === undefined ? undefined : sync.slidingWindow.bind(sync)
         this.effectOp = store.slidingWindow
         break
     }
