@@ -35,8 +35,8 @@ const toDuration = (ms: number): Duration.Duration => ms === 0 ? zero : Duration
  * The limiter itself. Hot-path notes: `tryAcquire` is one `withFiberSucceed` around a synchronous store call when
  * the store is in-process; the clock and the span are read from the fiber directly, and the counters are built once
  * with the limiter's attributes, updated with the fiber's context (its registry and `CurrentMetricAttributes`,
- * which Effect merges once per attribute set), so an allowed decision allocates only the decision and its
- * durations.
+ * which Effect merges once per attribute set), so an allowed decision allocates only the decision and, when it
+ * is not the last one's, its `resetAfter`; the store's table is found once per limiter (`MemoryCore.decider`).
  */
 class Limiter implements RateLimiter {
   private readonly allowed: Metric.Counter<number>
@@ -121,6 +121,19 @@ class Limiter implements RateLimiter {
     )
   }
 
+  // The last `resetAfter` given, given again while it repeats (a bucket that is full, or nearly, between calls
+  // resets after the same time on every call): a Duration is an immutable value.
+  private lastResetMillis = 0
+  private lastReset: Duration.Duration = zero
+
+  private resetAfter(ms: number): Duration.Duration {
+    if (ms !== this.lastResetMillis) {
+      this.lastReset = toDuration(ms)
+      this.lastResetMillis = ms
+    }
+    return this.lastReset
+  }
+
   private record(fiber: Fiber.Fiber<unknown, unknown>, d: StoreDecision): Decision {
     ;(d.allowed ? this.allowed : this.denied).updateUnsafe(1, fiber.context)
     const span = fiber.cache.span
@@ -137,7 +150,7 @@ class Limiter implements RateLimiter {
       limit: d.limit,
       remaining: d.remaining,
       retryAfter: toDuration(d.retryAfterMillis),
-      resetAfter: toDuration(d.resetAfterMillis)
+      resetAfter: this.resetAfter(d.resetAfterMillis)
     }
     // only then: a counted decision keeps exactly the contract's five fields
     return d.outage === true ? { ...decision, outage: true } : decision

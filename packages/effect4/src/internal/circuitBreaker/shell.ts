@@ -2,8 +2,8 @@
  * The Effect side every breaker shares, the local one (`local.ts`) and the fleet one (`redis.ts`, whose local
  * fallback runs on the fleet breaker's own shell): the state callers see and its transitions (gauge, counter,
  * `changes`, `subscribe`, `onTransition`), the one timer, rejections (counter, span, `CircuitOpen`), the
- * classification of a finished call, and the success-and-failure frame of closed calls, shared by every call of
- * one closed period.
+ * classification of a finished call, and the continuation of closed calls (after `Effect.exit`), shared by every
+ * call of one closed period.
  */
 import type { Cause, Exit, Fiber, Metric, Scope } from "effect"
 import { Clock, Context, Duration, Effect, PubSub, Stream } from "effect"
