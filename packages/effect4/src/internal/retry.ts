@@ -111,21 +111,21 @@ export const compile = <R2>(options: Options<R2>) => {
   // The first attempt is one frame: the budget (the options' or the fiber's) is looked up only when the attempt
   // ends, on the fiber that ran it, which is the caller's context again by then.
   const budgetNow = (): Budget | undefined => ownBudget ?? fromContext(Fiber.getCurrent()!.context)
+  const firstSucceeded = (a: unknown) => {
+    budgetNow()?.unsafeRecordSuccess()
+    return Effect.succeed(a)
+  }
 
-  // `Effect.exit` then `flatMap`, not `matchCauseEffect` (which reads both handlers' `length`, a slow accessor in
-  // V8, on every application): a success ends as the attempt's own exit, nothing rebuilt
   return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R | R2> =>
-    Effect.flatMap(Effect.exit(self), (exit): Effect.Effect<A, unknown, R | R2> => {
-      if (exit._tag === "Success") {
-        budgetNow()?.unsafeRecordSuccess()
-        return exit
+    Effect.matchCauseEffect(self, {
+      onSuccess: firstSucceeded as (a: A) => Effect.Effect<A>,
+      onFailure: (cause): Effect.Effect<A, unknown, R | R2> => {
+        // as `Effect.catch`: a defect or an interruption is not handled; only a typed failure is looked at
+        if (Cause.hasDies(cause)) return Effect.failCause(cause)
+        const found = Cause.findError(cause)
+        if (Result.isFailure(found) || !isRetryable(found.success)) return Effect.failCause(cause)
+        return decide(self, budgetNow(), found.success, undefined, 1)
       }
-      const cause = exit.cause
-      // as `Effect.catch`: a defect or an interruption is not handled; only a typed failure is looked at
-      if (Cause.hasDies(cause)) return exit
-      const found = Cause.findError(cause)
-      if (Result.isFailure(found) || !isRetryable(found.success)) return exit
-      return decide(self, budgetNow(), found.success, undefined, 1)
     })
 }
 

@@ -2,10 +2,10 @@
  * The Effect side every breaker shares, the local one (`local.ts`) and the fleet one (`redis.ts`, whose local
  * fallback runs on the fleet breaker's own shell): the state callers see and its transitions (gauge, counter,
  * `changes`, `subscribe`, `onTransition`), the one timer, rejections (counter, span, `CircuitOpen`), the
- * classification of a finished call, and the continuation of closed calls (after `Effect.exit`), shared by every
- * call of one closed period.
+ * classification of a finished call, and the success-and-failure frame of closed calls, shared by every call of
+ * one closed period.
  */
-import type { Cause, Exit, Fiber, Metric, Scope } from "effect"
+import type { Cause, Fiber, Metric, Scope } from "effect"
 import { Clock, Context, Duration, Effect, PubSub, Stream } from "effect"
 import type { State, Transition } from "../../CircuitBreaker.js"
 import * as Machine from "../../core/breaker.js"
@@ -134,8 +134,15 @@ const forkOnTransition = (
 const annotate = (key: string, value: () => unknown): Effect.Effect<void> =>
   Effect.suspend(() => Effect.annotateCurrentSpan(key, value()))
 
-/** What follows a call run as `Effect.exit(self)`: its exit again, after the annotation when the state changed. */
-type OnExit = (exit: Exit.Exit<unknown, unknown>) => Effect.Effect<unknown, unknown>
+const handlers = <A, E, B, E2>(
+  onSuccess: (a: A) => Effect.Effect<B, E2>,
+  onFailure: (cause: Cause.Cause<E>) => Effect.Effect<B, E2>
+) => ({ onSuccess, onFailure })
+
+interface ClosedHandlers {
+  readonly onSuccess: (a: unknown) => Effect.Effect<unknown, unknown>
+  readonly onFailure: (cause: Cause.Cause<unknown>) => Effect.Effect<unknown, unknown>
+}
 
 /** Feeds a finished call's outcome to a breaker; true when that changed its state. */
 export type Record = (outcome: Machine.Outcome) => boolean
@@ -153,8 +160,8 @@ export class Shell {
   private readonly reports: boolean
   private readonly annotateTransition = annotate("circuit_breaker.transition", () => this.current)
   private readonly annotateRejection = annotate("circuit_breaker.rejected", () => this.current)
-  // the continuation shared by the closed calls of one period (and one record), built by the first of them
-  private cached: OnExit | undefined
+  // the handlers shared by the closed calls of one period (and one record), built by the first of them
+  private cached: ClosedHandlers | undefined
   private cachedPeriod = -1
   private cachedRecord: RecordClosed | undefined
   // the metric series, built once: an update names no attributes
@@ -252,40 +259,45 @@ export class Shell {
   }
 
   /**
-   * Runs `self` and feeds its outcome to `record`, annotating the span when that changed the state, then ends
-   * as `self` ended (its own exit: nothing is rebuilt). `Effect.exit` then `flatMap`, not `matchCauseEffect`:
-   * that one reads both handlers' `length` (a slow accessor in V8) on every application. The continuation
-   * is an arrow in argument position on purpose: loaders that keep function names (tsx, esbuild's
+   * Runs `self` and feeds its outcome to `record`, annotating the span when that changed the state. The
+   * handlers are arrows in argument position on purpose: loaders that keep function names (tsx, esbuild's
    * keepNames) wrap every *named* closure in a costly `__name` call.
    */
   observe<A, E, R>(self: Effect.Effect<A, E, R>, record: Record): Effect.Effect<A, E, R> {
     const { annotateTransition, classifier } = this
-    return Effect.flatMap(
-      Effect.exit(self),
-      (exit: Exit.Exit<A, E>) =>
-        record(exit._tag === "Success" ? "success" : classifier.classify(exit.cause))
-          ? Effect.andThen(annotateTransition, exit)
-          : exit
+    return Effect.matchCauseEffect(
+      self,
+      handlers(
+        (a: A) => record("success") ? Effect.andThen(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
+        (cause: Cause.Cause<E>) =>
+          record(classifier.classify(cause))
+            ? Effect.andThen(annotateTransition, Effect.failCause(cause))
+            : Effect.failCause(cause)
+      )
     )
   }
 
   // The closed path without a slow-call rule needs no per-call state: the calls of one closed period share
-  // a continuation, replaced in the next period (or for another breaker's record: a fleet breaker's fallback).
-  private closedOnExit(period: number, record: RecordClosed): OnExit {
+  // handlers, replaced in the next period (or for another breaker's record: a fleet breaker's fallback).
+  private closedHandlers(period: number, record: RecordClosed): ClosedHandlers {
     if (this.cached !== undefined && this.cachedPeriod === period && this.cachedRecord === record) return this.cached
     const { annotateTransition, classifier } = this
     this.cachedPeriod = period
     this.cachedRecord = record
-    return this.cached = (exit: Exit.Exit<unknown, unknown>) =>
-      record(period, exit._tag === "Success" ? "success" : classifier.classify(exit.cause), 0)
-        ? Effect.andThen(annotateTransition, exit)
-        : exit
+    return this.cached = handlers(
+      (a: unknown) =>
+        record(period, "success", 0) ? Effect.andThen(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
+      (cause: Cause.Cause<unknown>) =>
+        record(period, classifier.classify(cause), 0)
+          ? Effect.andThen(annotateTransition, Effect.failCause(cause))
+          : Effect.failCause(cause)
+    )
   }
 
   /** Runs a closed call of `period`: one frame shared by the period's calls unless a slow-call rule times them. */
   runClosed<A, E, R>(self: Effect.Effect<A, E, R>, period: number, record: RecordClosed): Effect.Effect<A, E, R> {
     if (this.config.slowMillis === undefined) {
-      return Effect.flatMap(Effect.exit(self), this.closedOnExit(period, record)) as Effect.Effect<A, E, R>
+      return Effect.matchCauseEffect(self, this.closedHandlers(period, record)) as Effect.Effect<A, E, R>
     }
     const startedAt = this.now()
     return this.observe(self, (outcome) => record(period, outcome, startedAt))
