@@ -91,10 +91,10 @@ export const timeoutOf = (duration: Duration.Input) => {
       const deadline = fiber.getRef(CurrentDeadline)
       // the caller's deadline comes first: the child runs under it already (it is in the caller's context)
       if (deadline !== undefined && now + own >= deadline) {
-        return deadline <= now ? Effect.fail(exceeded()) : startWatched(self, deadline, clock, exceeded, restore)
+        return deadline <= now ? Effect.fail(exceeded()) : startWatched(self, deadline, clock, exceeded, restore, fiber)
       }
       if (own <= 0) return Effect.fail(timedOut())
-      return startWatched(self, now + own, clock, timedOut, restore)
+      return startWatched(self, now + own, clock, timedOut, restore, fiber)
     })
 }
 export const timeout = compiled(timeoutOf)

@@ -6,7 +6,7 @@ import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../R
 import { withDeadline } from "./deadline.js"
 import type { Fields } from "./errorFields.js"
 import { counterWith } from "./metrics.js"
-import { syncOf } from "./rateLimiterStore/memory.js"
+import { syncOf, type SyncOp } from "./rateLimiterStore/memory.js"
 import { RateLimiterStore } from "./rateLimiterStore/service.js"
 import * as validate from "./validate.js"
 
@@ -26,7 +26,6 @@ export const deniedTotal = Metric.counter("effect_resilience_rate_limiter_denied
 })
 
 type Params = TokenBucketParams | WindowParams
-type SyncOp = (key: string, cost: number, params: any, nowMillis: number) => StoreDecision
 type EffectOp = (key: string, cost: number, params: any, nowMillis: number) => Effect.Effect<StoreDecision>
 
 const zero = Duration.zero
@@ -36,8 +35,8 @@ const toDuration = (ms: number): Duration.Duration => ms === 0 ? zero : Duration
  * The limiter itself. Hot-path notes: `tryAcquire` is one `withFiberSucceed` around a synchronous store call when
  * the store is in-process; the clock and the span are read from the fiber directly, and the counters are built once
  * with the limiter's attributes, updated with the fiber's context (its registry and `CurrentMetricAttributes`,
- * which Effect merges once per attribute set), so an allowed decision allocates only the decision and its
- * durations.
+ * which Effect merges once per attribute set), so an allowed decision allocates only the decision and, when it
+ * is not the last one's, its `resetAfter`; the store's table is found once per limiter (`MemoryCore.decider`).
  */
 class Limiter implements RateLimiter {
   private readonly allowed: Metric.Counter<number>
@@ -60,18 +59,15 @@ class Limiter implements RateLimiter {
     this.window = Duration.millis(
       "windowMillis" in params ? params.windowMillis : (1000 * params.capacity) / params.refillPerSecond
     )
-    const sync = syncOf(store)
+    this.syncOp = syncOf(store)?.decider(algorithm, params.name)
     switch (algorithm) {
       case "token-bucket":
-        this.syncOp = sync === undefined ? undefined : sync.tokenBucket.bind(sync)
         this.effectOp = store.tokenBucket
         break
       case "fixed-window":
-        this.syncOp = sync === undefined ? undefined : sync.fixedWindow.bind(sync)
         this.effectOp = store.fixedWindow
         break
       case "sliding-window":
-        this.syncOp = sync === undefined ? undefined : sync.slidingWindow.bind(sync)
         this.effectOp = store.slidingWindow
         break
     }
@@ -125,6 +121,19 @@ class Limiter implements RateLimiter {
     )
   }
 
+  // The last `resetAfter` given, given again while it repeats (a bucket that is full, or nearly, between calls
+  // resets after the same time on every call): a Duration is an immutable value.
+  private lastResetMillis = 0
+  private lastReset: Duration.Duration = zero
+
+  private resetAfter(ms: number): Duration.Duration {
+    if (ms !== this.lastResetMillis) {
+      this.lastReset = toDuration(ms)
+      this.lastResetMillis = ms
+    }
+    return this.lastReset
+  }
+
   private record(fiber: Fiber.Fiber<unknown, unknown>, d: StoreDecision): Decision {
     ;(d.allowed ? this.allowed : this.denied).updateUnsafe(1, fiber.context)
     const span = fiber.cache.span
@@ -141,7 +150,7 @@ class Limiter implements RateLimiter {
       limit: d.limit,
       remaining: d.remaining,
       retryAfter: toDuration(d.retryAfterMillis),
-      resetAfter: toDuration(d.resetAfterMillis)
+      resetAfter: this.resetAfter(d.resetAfterMillis)
     }
     // only then: a counted decision keeps exactly the contract's five fields
     return d.outage === true ? { ...decision, outage: true } : decision

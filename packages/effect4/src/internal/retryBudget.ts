@@ -44,8 +44,6 @@ export const layer = (options: Options): Layer.Layer<RetryBudget> => {
   return Layer.sync(RetryBudget, () => unsafeMake(options))
 }
 
-const noBudget = (): Budget | undefined => undefined
-
 /** The budget in `context`, if any (Retry and Hedge use it when no `budget` option is given). */
 export const fromContext = (context: Context.Context<never>): Budget | undefined =>
-  Context.getOrElse(context, RetryBudget, noBudget)
+  Context.getOrUndefined(context, RetryBudget)

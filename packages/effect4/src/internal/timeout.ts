@@ -31,25 +31,26 @@ export const timeoutWith = <A, E, R, E2>(
     startWatched(self, at, clock, onTimeout, restore)
   )
 
-const interruptibleChild = { uninterruptible: false } as const
+// an interruptible child is the default (no options to read)
 const uninterruptibleChild = { uninterruptible: true } as const
 
 /**
  * The body of {@link timeoutWith}, for a caller already inside `Effect.uninterruptibleMask` (`restore` is its
- * restore): `self` starts in a child with the current fiber's context, as interruptible as the caller was.
+ * restore): `self` starts in a child with the current fiber's context (`parent`: the current fiber, when the
+ * caller has it at hand), as interruptible as the caller was.
  */
 export const startWatched = <A, E, R, E2>(
   self: Effect.Effect<A, E, R>,
   at: number,
   clock: Clock.Clock,
   onTimeout: () => E2,
-  restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>
+  restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>,
+  parent: Fiber.Fiber<unknown, unknown> = Fiber.getCurrent()!
 ): Effect.Effect<A, E | E2, R> => {
   if (syncDepth >= MAX_SYNC_DEPTH) return scheduled(self, at, clock, onTimeout, restore)
-  const parent = Fiber.getCurrent()!
   // the caller's interruptibility: an interruptible caller's mask restores with `Effect.interruptible` (known without
   // building an effect); otherwise restoring is a no-op (the same effect) for an uninterruptible caller
-  const options = restore === Effect.interruptible || restore(self) !== self ? interruptibleChild : uninterruptibleChild
+  const options = restore === Effect.interruptible || restore(self) !== self ? undefined : uninterruptibleChild
   syncDepth++
   let child: Fiber.Fiber<A, E>
   try {

@@ -2,6 +2,7 @@ import type { Scope } from "effect"
 import { Clock, Effect, Layer } from "effect"
 import * as RateWindows from "../../core/rateWindows.js"
 import * as TokenBucket from "../../core/tokenBucket.js"
+import type { Algorithm } from "../../RateLimiter.js"
 import type {
   MemoryOptions,
   MemoryStore,
@@ -25,6 +26,14 @@ class Entry<S> {
   next: Entry<S> | undefined = undefined
   constructor(readonly key: string, public state: S, public expiresAt: number) {}
 }
+
+/** One limiter's synchronous decision: `params` are that limiter's (see `MemoryCore.decider`). */
+export type SyncOp = (
+  key: string,
+  cost: number,
+  params: TokenBucketParams | WindowParams,
+  nowMillis: number
+) => StoreDecision
 
 /** One decision of the pure core (`core/tokenBucket.ts`, `core/rateWindows.ts`). */
 type Step<S, P> = (
@@ -150,6 +159,36 @@ export class MemoryCore implements SyncStore {
     return table.run(RateWindows.slidingWindow, key, cost, params, nowMillis)
   }
 
+  /**
+   * The operation of one limiter (`algorithm`, named `name`: the `params.name` it will be passed), its table
+   * found once here rather than by name on every decision. A table, once made, is never dropped.
+   */
+  decider(algorithm: Algorithm, name: string): SyncOp {
+    switch (algorithm) {
+      case "token-bucket": {
+        const table = tableOf(this.buckets, name, TokenBucket.fresh)
+        return (key, cost, params, nowMillis) => {
+          if (nowMillis > this.latest) this.latest = nowMillis
+          return table.run(TokenBucket.take, key, cost, params as TokenBucketParams, nowMillis)
+        }
+      }
+      case "fixed-window": {
+        const table = tableOf(this.fixed, name, RateWindows.fresh)
+        return (key, cost, params, nowMillis) => {
+          if (nowMillis > this.latest) this.latest = nowMillis
+          return table.run(RateWindows.fixedWindow, key, cost, params as WindowParams, nowMillis)
+        }
+      }
+      case "sliding-window": {
+        const table = tableOf(this.sliding, name, RateWindows.fresh)
+        return (key, cost, params, nowMillis) => {
+          if (nowMillis > this.latest) this.latest = nowMillis
+          return table.run(RateWindows.slidingWindow, key, cost, params as WindowParams, nowMillis)
+        }
+      }
+    }
+  }
+
   /** Keys held, over all limiters. */
   size(): number {
     let n = 0
@@ -209,10 +248,10 @@ export const evictExpired = (core: MemoryCore): Effect.Effect<void> =>
  * The synchronous operations behind in-process stores, found by the limiter to save one effect per
  * decision. Kept here rather than on `Store`, so a store written by a user is only its three operations.
  */
-const syncStores = new WeakMap<Store, SyncStore>()
+const syncStores = new WeakMap<Store, MemoryCore>()
 
 /** The synchronous operations of `store`, when it is an in-process store of this library. */
-export const syncOf = (store: Store): SyncStore | undefined => syncStores.get(store)
+export const syncOf = (store: Store): MemoryCore | undefined => syncStores.get(store)
 
 export const toStore = (core: MemoryCore): MemoryStore => {
   const store: MemoryStore = {
