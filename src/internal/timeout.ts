@@ -248,8 +248,9 @@ export class DisconnectedTimeouts {
         child.unsafeInterruptAsFork(FiberId.none)
         resume(Exit.fail(onTimeout()))
       }
-      child.addObserver(onChild)
+      // linked first: a child that has ended meanwhile (the caller yielded to the scheduler) leaves it at once
       this.link(waiter)
+      child.addObserver(onChild)
       this.startNow(parent, flags, clock)
     })
   }
