@@ -93,7 +93,8 @@ const failWith = (timeouts: DisconnectedTimeouts, operation: IdempotencyStoreErr
       : Effect.failCause(cause as Cause.Cause<never>)
   }
   return <A>(build: (clock: Clock.Clock) => Effect.Effect<A, unknown>): Effect.Effect<A, IdempotencyStoreError> =>
-    timeouts.runWithClock((clock) => Effect.catchAllCause(build(clock), toError), onTimeout)
+    // built inside the operation's fiber: a throw while building is the operation's error too
+    timeouts.runWithClock((clock) => Effect.catchAllCause(Effect.suspend(() => build(clock)), toError), onTimeout)
 }
 
 /**
