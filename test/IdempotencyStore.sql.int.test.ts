@@ -162,6 +162,27 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
       expect((yield* store.claim(claimRequest("long")))._tag).toBe("InProgress")
     }).pipe(Effect.provide(SqliteLive)))
 
+  it.scoped("a corrupt record fails the claim with IdempotencyStoreError, for any caller, not with a defect", () =>
+    Effect.gen(function*() {
+      const table = freshTable()
+      const store = yield* IdempotencyStoreSql.make({ table })
+      expect((yield* store.claim(claimRequest("k")))._tag).toBe("Claimed")
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE ${sql(table)} SET state = 'not a number'`
+      // the middleware claims uninterruptibly
+      for (const claim of [store.claim(claimRequest("k")), Effect.uninterruptible(store.claim(claimRequest("k")))]) {
+        const exit = yield* Effect.exit(claim)
+        expect(Exit.isFailure(exit) && Cause.failureOption(exit.cause)).toMatchObject({
+          _tag: "Some",
+          value: {
+            _tag: "IdempotencyStoreError",
+            operation: "claim",
+            cause: { message: "corrupt record: not a number" }
+          }
+        })
+      }
+    }).pipe(Effect.provide(SqliteLive)))
+
   it.scoped("expired rows are deleted by the background fiber each interval, not by requests", () =>
     Effect.gen(function*() {
       const table = freshTable()
@@ -352,9 +373,10 @@ describe("IdempotencyMiddleware over SQL", () => {
 })
 
 describePg("IdempotencyStore/Sql (PostgreSQL)", () => {
-  it.scoped(
-    "a locked table: the claim fails with IdempotencyStoreError after the timeout, it does not hang",
-    () =>
+  // the middleware claims uninterruptibly: the timeout must hold for such a caller too
+  it.scoped.each([["", false], [" (an uninterruptible caller)", true]] as const)(
+    "a locked table: the claim fails with IdempotencyStoreError after the timeout, it does not hang%s",
+    (_, uninterruptible) =>
       Effect.gen(function*() {
         const table = freshPgTable()
         const store = yield* IdempotencyStoreSql.make({ table, timeout: "2 seconds" })
@@ -371,7 +393,8 @@ describePg("IdempotencyStore/Sql (PostgreSQL)", () => {
           )
         )
         yield* Deferred.await(locked)
-        const claim = yield* Effect.fork(Effect.exit(store.claim(claimRequest("locked"))))
+        const claiming = store.claim(claimRequest("locked"))
+        const claim = yield* Effect.fork(Effect.exit(uninterruptible ? Effect.uninterruptible(claiming) : claiming))
         // the claim is waiting on the lock; move the test clock until its timeout fires (real time between)
         yield* eventually(
           Effect.zipRight(TestClock.adjust("500 millis"), Effect.sync(() => claim.unsafePoll() !== null))

@@ -4,14 +4,24 @@ import { DisconnectedTimeouts } from "../src/internal/timeout.js"
 
 const timedOut = "timed out" as const
 
-/** `timeouts.run(effect)` on the fiber's clock, failing with "timed out". */
-const run = <A, E>(timeouts: DisconnectedTimeouts, effect: Effect.Effect<A, E>) =>
-  Effect.clockWith((clock) => timeouts.run(effect, clock, () => timedOut))
-
 /** The instants of the sleeps pending on the TestClock. */
 const sleeps = Effect.map(TestClock.sleeps(), Chunk.toReadonlyArray)
 
-describe("DisconnectedTimeouts (one sleeping fiber for many timed operations)", () => {
+// Each case for callers that can be interrupted and for callers that cannot (a shorter path of their own)
+const callers = [
+  { name: "interruptible callers", uninterruptible: false },
+  { name: "uninterruptible callers", uninterruptible: true }
+] as const
+
+describe.each(callers)("DisconnectedTimeouts (one sleeping fiber for many timed operations), $name", (
+  { uninterruptible }
+) => {
+  /** `timeouts.run(effect)` on the fiber's clock, failing with "timed out", from a caller of this suite's kind. */
+  const run = <A, E>(timeouts: DisconnectedTimeouts, effect: Effect.Effect<A, E>) => {
+    const timed = Effect.clockWith((clock) => timeouts.run(effect, clock, () => timedOut))
+    return uninterruptible ? Effect.uninterruptible(timed) : timed
+  }
+
   it.effect("an operation that never answers fails at its deadline, even for an uninterruptible caller", () =>
     Effect.gen(function*() {
       const timeouts = new DisconnectedTimeouts(Duration.seconds(2))
@@ -80,21 +90,25 @@ describe("DisconnectedTimeouts (one sleeping fiber for many timed operations)", 
       expect(yield* Fiber.join(late)).toEqual(Either.left(timedOut))
     }))
 
-  it.effect("an interrupted caller leaves at once and interrupts its operation; the others keep their deadline", () =>
-    Effect.gen(function*() {
-      const timeouts = new DisconnectedTimeouts(Duration.seconds(1))
-      const stopped = yield* Deferred.make<void>()
-      const first = yield* Effect.fork(
-        run(timeouts, Effect.onInterrupt(Effect.never, () => Deferred.succeed(stopped, undefined)))
-      )
-      const second = yield* Effect.fork(Effect.either(run(timeouts, Effect.never)))
-      yield* Effect.yieldNow()
-      const exit = yield* Fiber.interrupt(first)
-      expect(Exit.isInterrupted(exit)).toBe(true)
-      yield* Deferred.await(stopped)
-      yield* TestClock.adjust("1 second")
-      expect(yield* Fiber.join(second)).toEqual(Either.left(timedOut))
-    }))
+  // (a caller that cannot be interrupted has no such case)
+  it.effect.skipIf(uninterruptible)(
+    "an interrupted caller leaves at once and interrupts its operation; the others keep their deadline",
+    () =>
+      Effect.gen(function*() {
+        const timeouts = new DisconnectedTimeouts(Duration.seconds(1))
+        const stopped = yield* Deferred.make<void>()
+        const first = yield* Effect.fork(
+          run(timeouts, Effect.onInterrupt(Effect.never, () => Deferred.succeed(stopped, undefined)))
+        )
+        const second = yield* Effect.fork(Effect.either(run(timeouts, Effect.never)))
+        yield* Effect.yieldNow()
+        const exit = yield* Fiber.interrupt(first)
+        expect(Exit.isInterrupted(exit)).toBe(true)
+        yield* Deferred.await(stopped)
+        yield* TestClock.adjust("1 second")
+        expect(yield* Fiber.join(second)).toEqual(Either.left(timedOut))
+      })
+  )
 
   it.effect("a caller on another clock than the sleeping fiber's gets a timer of its own", () =>
     Effect.gen(function*() {

@@ -8,10 +8,11 @@ import { Context, Effect, FiberId, FiberRefs, Runtime } from "effect"
  * and runs both. docs/conventions.md ("Fast paths") says what each trick buys, measured on the built dist/.
  *
  * The trick: a fiber that runs work for a caller but is not joined back (Deadline's timed work, the
- * handlers the idempotency middleware admits) starts at once, on the caller's stack, from the caller's
- * context, FiberRefs and runtime flags (`Runtime.runFork` with `immediate`), instead of on the scheduler as
- * `Effect.forkDaemon` starts it. Work that finishes without waiting is then done before the caller looks,
- * and `Deadline.timeout` arms no timer and waits no scheduler round trip for it.
+ * handlers the idempotency middleware admits, the SQL stores' operations in `timeout.ts`'s
+ * `DisconnectedTimeouts`, which calls `startFrom` itself only while `isActive()`) starts at once, on the
+ * caller's stack, from the caller's context, FiberRefs and runtime flags (`Runtime.runFork` with `immediate`),
+ * instead of on the scheduler as `Effect.forkDaemon` starts it. Work that finishes without waiting is then done
+ * before the caller looks, and `Deadline.timeout` arms no timer and waits no scheduler round trip for it.
  */
 
 /** The Effect versions the fast paths were checked on, as `major.minor` (the test fails outside them). */

@@ -1,6 +1,5 @@
-import type { Clock } from "effect"
-import { Duration, Effect, Exit, Fiber, FiberId } from "effect"
-import { forkDetached } from "./fastPath.js"
+import { Clock, Context, Duration, Effect, Exit, Fiber, FiberId, RuntimeFlags } from "effect"
+import { forkDetached, isActive, startFrom } from "./fastPath.js"
 
 /**
  * Stops a fiber that no one waits for: the interruption is sent, not awaited (`Fiber.interruptFork` without the
@@ -154,8 +153,49 @@ export class DisconnectedTimeouts {
     this.nanos = Duration.unsafeToNanos(duration)
   }
 
-  /** `timeoutDisconnected(self, this.duration, clock, onTimeout)`. */
+  /**
+   * `timeoutDisconnected(self, this.duration, clock, onTimeout)`. A caller that cannot be interrupted (the
+   * idempotency middleware's claim-to-completion region; @effect/platform runs every HTTP app so) takes a
+   * shorter path with the same results: nothing can interrupt it between the fork and the wait, so it needs
+   * no mask, no interruption handler and no canceler, only the fork and one callback wait. Each of those
+   * layers cost a fast operation an allocation (Effect 3's run loop allocates per step), and the garbage of
+   * a store operation was most of its CPU beyond the statement's own.
+   */
   run<A, E, R, E2>(self: Effect.Effect<A, E, R>, clock: Clock.Clock, onTimeout: () => E2): Effect.Effect<A, E | E2, R> {
+    return Effect.withFiberRuntime((parent, status) =>
+      this.runFrom(parent, status.runtimeFlags, self, clock, onTimeout)
+    )
+  }
+
+  /** {@link run} on the caller's clock, with `self` made from it (one step fewer than `Effect.clockWith`). */
+  runWithClock<A, E, R, E2>(
+    self: (clock: Clock.Clock) => Effect.Effect<A, E, R>,
+    onTimeout: () => E2
+  ): Effect.Effect<A, E | E2, R> {
+    return Effect.withFiberRuntime((parent, status) => {
+      const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
+      return this.runFrom(parent, status.runtimeFlags, self(clock), clock, onTimeout)
+    })
+  }
+
+  private runFrom<A, E, R, E2>(
+    parent: Fiber.RuntimeFiber<unknown, unknown>,
+    runtimeFlags: RuntimeFlags.RuntimeFlags,
+    self: Effect.Effect<A, E, R>,
+    clock: Clock.Clock,
+    onTimeout: () => E2
+  ): Effect.Effect<A, E | E2, R> {
+    return RuntimeFlags.interruptible(runtimeFlags) || !isActive() || (this.clock !== undefined && this.clock !== clock)
+      ? this.runInterruptible(self, clock, onTimeout)
+      : this.runUninterruptible(parent, runtimeFlags, self, clock, onTimeout)
+  }
+
+  /** {@link run} for a caller that may be interrupted while it waits: it leaves at once and interrupts `self`. */
+  private runInterruptible<A, E, R, E2>(
+    self: Effect.Effect<A, E, R>,
+    clock: Clock.Clock,
+    onTimeout: () => E2
+  ): Effect.Effect<A, E | E2, R> {
     return Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(forkDetached(Effect.interruptible(self)), (child): Effect.Effect<A, E | E2> => {
         const done = child.unsafePoll()
@@ -177,6 +217,42 @@ export class DisconnectedTimeouts {
         )
       })
     )
+  }
+
+  /**
+   * {@link run} for a caller that cannot be interrupted (with the fast path of `fastPath.ts`, whose synchronous
+   * start it uses directly): `self` starts at once in an interruptible fiber of its own, from the caller's
+   * runtime, and the caller waits for its exit, or for its deadline (then `self` is interrupted in the
+   * background and the caller fails with `onTimeout()`).
+   */
+  private runUninterruptible<A, E, R, E2>(
+    parent: Fiber.RuntimeFiber<unknown, unknown>,
+    runtimeFlags: RuntimeFlags.RuntimeFlags,
+    self: Effect.Effect<A, E, R>,
+    clock: Clock.Clock,
+    onTimeout: () => E2
+  ): Effect.Effect<A, E | E2, R> {
+    const flags = RuntimeFlags.enable(runtimeFlags, RuntimeFlags.Interruption)
+    const child = startFrom(parent, flags, self)
+    const done = child.unsafePoll()
+    if (done !== null) return done
+    const waiter = new Waiter(clock.unsafeCurrentTimeNanos() + this.nanos)
+    return Effect.async<A, E | E2>((resume) => {
+      const onChild = (exit: Exit.Exit<A, E>) => {
+        this.unlink(waiter)
+        resume(exit)
+      }
+      // set before the sleeping fiber may start (on this stack): a deadline already passed ends the wait at once
+      waiter.expire = () => {
+        child.removeObserver(onChild)
+        child.unsafeInterruptAsFork(FiberId.none)
+        resume(Exit.fail(onTimeout()))
+      }
+      // linked first: a child that has ended meanwhile (the caller yielded to the scheduler) leaves it at once
+      this.link(waiter)
+      child.addObserver(onChild)
+      this.startNow(parent, flags, clock)
+    })
   }
 
   /**
@@ -244,13 +320,28 @@ export class DisconnectedTimeouts {
     this.starting = true
     this.clock = clock
     this.starts++
-    return Effect.map(forkDetached(Effect.interruptible(this.loop(clock))), (fiber) => {
-      this.starting = false
-      // it may have ended already (nothing waiting: it cleared the clock), then a later caller starts another
-      if (fiber.unsafePoll() === null) {
-        this.fiber = fiber
-      }
-    })
+    return Effect.map(forkDetached(Effect.interruptible(this.loop(clock))), (fiber) => this.started(fiber))
+  }
+
+  /** {@link startIfIdle} at once, from `parent`'s runtime with the (interruptible) `runtimeFlags`. */
+  private startNow(
+    parent: Fiber.RuntimeFiber<unknown, unknown>,
+    runtimeFlags: RuntimeFlags.RuntimeFlags,
+    clock: Clock.Clock
+  ): void {
+    if (this.fiber !== undefined || this.starting) return
+    this.starting = true
+    this.clock = clock
+    this.starts++
+    this.started(startFrom(parent, runtimeFlags, this.loop(clock)))
+  }
+
+  private started(fiber: Fiber.RuntimeFiber<void>): void {
+    this.starting = false
+    // it may have ended already (nothing waiting: it cleared the clock), then a later caller starts another
+    if (fiber.unsafePoll() === null) {
+      this.fiber = fiber
+    }
   }
 
   /** Times out the callers whose deadline has come, then sleeps until the next one's, or ends. */

@@ -151,6 +151,23 @@ describe("IdempotencyStore/Sql (SQLite)", () => {
       expect((yield* store.claim(claimRequest("long")))._tag).toBe("InProgress")
     }).pipe(Effect.provide(SqliteLive)))
 
+  it.effect("a corrupt record fails the claim with IdempotencyStoreError, for any caller, not with a defect", () =>
+    Effect.gen(function*() {
+      const table = freshTable()
+      const store = yield* IdempotencyStoreSql.make({ table })
+      expect((yield* store.claim(claimRequest("k")))._tag).toBe("Claimed")
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`UPDATE ${sql(table)} SET state = 'not a number'`
+      // the middleware claims uninterruptibly
+      for (const claim of [store.claim(claimRequest("k")), Effect.uninterruptible(store.claim(claimRequest("k")))]) {
+        expect(yield* Effect.flip(claim)).toMatchObject({
+          _tag: "IdempotencyStoreError",
+          operation: "claim",
+          cause: { message: "corrupt record: not a number" }
+        })
+      }
+    }).pipe(Effect.provide(SqliteLive)))
+
   it.effect("expired rows are deleted by the background fiber each interval, not by requests", () =>
     Effect.gen(function*() {
       const table = freshTable()

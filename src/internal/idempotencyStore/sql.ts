@@ -1,17 +1,14 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Clock, Duration, Effect, Layer, Schedule, type Scope } from "effect"
+import { Cause, Clock, Duration, Effect, Layer, Option, Schedule, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as core from "../../core/idempotency.js"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
 import { DisconnectedTimeouts } from "../timeout.js"
 import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
-import { resolve, type ResolvedSqlOptions, type SqlDialect, sqlSchema } from "./sqlOptions.js"
-
-/** `state` values: a claim whose handler is still running, and a stored response. */
-const IN_PROGRESS = 0
-const COMPLETED = 1
+import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
+import { COMPLETED, type ExistingRow, IN_PROGRESS, queries } from "./sqlQueries.js"
 
 /** Claims that keep losing races (the row changes between the upsert and the read) give up after this many. */
 const CLAIM_ATTEMPTS = 3
@@ -33,17 +30,6 @@ export const connectionLost = (error: unknown): boolean => {
   const code = "code" in cause ? String(cause.code) : ""
   const message = cause instanceof Error ? cause.message : ""
   return lostCodes.test(code) || lostErrnos.has(code) || /^Connection terminated/.test(message)
-}
-
-interface ExistingRow {
-  readonly token: string
-  readonly fingerprint: string
-  readonly state: unknown
-  readonly status: unknown
-  readonly headers: string | null
-  readonly body: Uint8Array | null
-  readonly lease_until: unknown
-  readonly expires_at: unknown
 }
 
 /** Drivers return BIGINT as a string (pg) or a bigint (SQLite with safe integers); both fit a double here. */
@@ -89,13 +75,26 @@ export const migrate = (
 // the store's list of deadlines, no timer of its own: a statement is never done at once (pg waits for the
 // pool and the server; SQLite's synchronous driver still resumes its fiber once, from the client's lock), so
 // a timer per operation was armed, and its fiber forked and interrupted, for every statement.
+// The operation is built with the caller's clock (its `now`), and its failures and defects become the
+// operation's error inside its own fiber, in one step: every step and wrapper costs an allocation in Effect 3.
 const failWith = (timeouts: DisconnectedTimeouts, operation: IdempotencyStoreError["operation"]) => {
-  const onTimeout = () => new Error(`no answer from the database within ${Duration.format(timeouts.duration)}`)
-  const toError = (cause: unknown) => new IdempotencyStoreError({ operation, cause })
-  return <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-    Effect.clockWith((clock) =>
-      timeouts.run(Effect.catchAllDefect(effect, (defect) => Effect.fail(defect)), clock, onTimeout)
-    ).pipe(Effect.mapError(toError))
+  const onTimeout = () =>
+    new IdempotencyStoreError({
+      operation,
+      cause: new Error(`no answer from the database within ${Duration.format(timeouts.duration)}`)
+    })
+  // a defect (a corrupt record, a driver's throw) as much as a failure; an interruption stays one
+  const toError = (cause: Cause.Cause<unknown>): Effect.Effect<never, IdempotencyStoreError> => {
+    const defect = Cause.dieOption(cause)
+    if (Option.isSome(defect)) return Effect.fail(new IdempotencyStoreError({ operation, cause: defect.value }))
+    const failure = Cause.failureOption(cause)
+    return Option.isSome(failure)
+      ? Effect.fail(new IdempotencyStoreError({ operation, cause: failure.value }))
+      : Effect.failCause(cause as Cause.Cause<never>)
+  }
+  return <A>(build: (clock: Clock.Clock) => Effect.Effect<A, unknown>): Effect.Effect<A, IdempotencyStoreError> =>
+    // built inside the operation's fiber: a throw while building is the operation's error too
+    timeouts.runWithClock((clock) => Effect.catchAllCause(Effect.suspend(() => build(clock)), toError), onTimeout)
 }
 
 /**
@@ -152,66 +151,9 @@ const classify = (
   }
 }
 
-/** The statements of one store, over its table (`table` is the identifier, `tableName` its name). */
-const queries = (
-  sql: SqlClient.SqlClient,
-  dialect: SqlDialect,
-  { cleanupBatch, table: tableName }: ResolvedSqlOptions
-) => {
-  const table = sql(tableName)
-
-  // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
-  const upsert = (request: ClaimRequest, now: number, token: string) =>
-    sql<{ readonly token: string }>`
-      INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
-      VALUES (${request.scope}, ${request.key}, ${request.fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
-        ${instant(now, request.lease)}, ${instant(now, request.ttl)})
-      ON CONFLICT (scope, key) DO UPDATE SET
-        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
-        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
-      WHERE ${table}.expires_at <= ${now}
-        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
-          AND ${table}.fingerprint = excluded.fingerprint)
-      RETURNING token`
-
-  const existing = (request: ClaimRequest) =>
-    sql<ExistingRow>`
-      SELECT token, fingerprint, state, status, headers, lease_until, expires_at,
-        CASE WHEN state = ${COMPLETED} AND fingerprint = ${request.fingerprint} THEN body END AS body
-      FROM ${table}
-      WHERE scope = ${request.scope} AND key = ${request.key}`
-
-  const owner = (ref: ClaimRef, now: number) =>
-    sql`scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${IN_PROGRESS}
-      AND expires_at > ${now}`
-
-  /** After a failed attempt: the owner's own completion, committed by an attempt whose answer was lost. */
-  const completedBy = (ref: ClaimRef) =>
-    Effect.map(
-      sql`SELECT 1 AS done FROM ${table}
-        WHERE scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${COMPLETED}`,
-      (rows) => rows.length > 0
-    )
-
-  const deleteBatch = (now: number) =>
-    dialect === "pg"
-      ? sql`
-        DELETE FROM ${table} WHERE ctid IN (
-          SELECT ctid FROM ${table} WHERE expires_at <= ${now} LIMIT ${cleanupBatch}
-        ) AND expires_at <= ${now}
-        RETURNING 1 AS deleted`
-      : sql`
-        DELETE FROM ${table} WHERE rowid IN (
-          SELECT rowid FROM ${table} WHERE expires_at <= ${now} LIMIT ${cleanupBatch}
-        )
-        RETURNING 1 AS deleted`
-
-  return { sql, table, upsert, existing, owner, completedBy, deleteBatch, cleanupBatch }
-}
-
 /** The store's operations: each bounded by `timeouts` (see `failWith`) and tried again on a lost connection. */
 const operations = (statements: ReturnType<typeof queries>, timeouts: DisconnectedTimeouts) => {
-  const { cleanupBatch, completedBy, deleteBatch, existing, owner, sql, table, upsert } = statements
+  const { cleanupBatch, completedBy, completion, deleteBatch, existing, removal, renewal, upsert } = statements
   const timeoutClaim = failWith(timeouts, "claim")
   const timeoutComplete = failWith(timeouts, "complete")
   const timeoutRenew = failWith(timeouts, "renew")
@@ -229,61 +171,84 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Disconnect
     token: string,
     attempt: number
   ): Effect.Effect<ClaimResult, unknown> =>
-    Effect.flatMap(upsert(request, now, token), (inserted) =>
-      inserted.length > 0
-        ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
-        : Effect.flatMap(existing(request), (rows) =>
-          Effect.suspend(() => {
-            const row = rows[0]
-            if (row !== undefined && row.token === token && num(row.state) === IN_PROGRESS) {
-              return Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
-            }
-            const result = classify(request, row, now)
-            if (result !== undefined) return Effect.succeed(result)
-            return attempt + 1 < CLAIM_ATTEMPTS
-              ? claimAttempt(request, now, token, attempt + 1)
-              : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
-          })))
+    Effect.flatMap(
+      upsert(
+        request.scope,
+        request.key,
+        request.fingerprint,
+        token,
+        instant(now, request.lease),
+        instant(now, request.ttl),
+        now
+      ),
+      (inserted) =>
+        inserted.length > 0
+          ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
+          : Effect.flatMap(existing(request.scope, request.key, request.fingerprint), (rows) =>
+            Effect.suspend(() => {
+              const row = rows[0]
+              if (row !== undefined && row.token === token && num(row.state) === IN_PROGRESS) {
+                return Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
+              }
+              const result = classify(request, row, now)
+              if (result !== undefined) return Effect.succeed(result)
+              return attempt + 1 < CLAIM_ATTEMPTS
+                ? claimAttempt(request, now, token, attempt + 1)
+                : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
+            }))
+    )
 
   const claim = (request: ClaimRequest) =>
-    Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      const token = randomUUID()
-      return retryBroken(claimAttempt(request, now, token, 0))
-    }).pipe(timeoutClaim)
+    timeoutClaim((clock) => retryBroken(claimAttempt(request, clock.unsafeCurrentTimeMillis(), randomUUID(), 0)))
 
   const complete = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) =>
-    Effect.suspend(() => completeOnce(ref, response, ttl)).pipe(timeoutComplete)
+    timeoutComplete((clock) => completeOnce(clock, ref, response, ttl))
 
-  const completeOnce = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
+  const completeOnce = (clock: Clock.Clock, ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
     let failed = false
-    const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      sql`
-        UPDATE ${table} SET state = ${COMPLETED}, status = ${response.status},
-          headers = ${JSON.stringify(response.headers)}, body = ${response.body}, lease_until = 0,
-          expires_at = ${instant(now, ttl)}
-        WHERE ${owner(ref, now)}
-        RETURNING token`).pipe(
-        Effect.flatMap((rows) =>
-          rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
-        ),
-        Effect.tapError(() => Effect.sync(() => (failed = true)))
-      )
+    const headers = JSON.stringify(response.headers)
+    // each attempt at its own now
+    const attempt = Effect.matchEffect(
+      Effect.suspend(() => {
+        const now = clock.unsafeCurrentTimeMillis()
+        return completion(
+          response.status,
+          headers,
+          response.body,
+          instant(now, ttl),
+          ref.scope,
+          ref.key,
+          ref.token,
+          now
+        )
+      }),
+      {
+        onFailure: (error) => {
+          failed = true
+          return Effect.fail(error)
+        },
+        onSuccess: (rows) => rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
+      }
+    )
     return retryBroken(attempt)
   }
 
   const renew = (ref: ClaimRef, lease: Duration.Duration) =>
-    retryBroken(Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      sql`
-        UPDATE ${table} SET lease_until = ${instant(now, lease)}
-        WHERE ${owner(ref, now)}
-        RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), timeoutRenew)
+    timeoutRenew((clock) =>
+      Effect.map(
+        retryBroken(Effect.suspend(() => {
+          const now = clock.unsafeCurrentTimeMillis()
+          return renewal(instant(now, lease), ref.scope, ref.key, ref.token, now)
+        })),
+        (rows) => rows.length > 0
+      )
+    )
 
   const release = (ref: ClaimRef) =>
-    retryBroken(
-      Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw)
-    ).pipe(
-      Effect.asVoid,
-      timeoutRelease
+    timeoutRelease((clock) =>
+      Effect.asVoid(
+        retryBroken(Effect.suspend(() => removal(ref.scope, ref.key, ref.token, clock.unsafeCurrentTimeMillis()).raw))
+      )
     )
 
   /** Deletes expired rows one bounded batch (one short statement) at a time until a batch comes back short. */

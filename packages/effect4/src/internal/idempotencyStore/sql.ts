@@ -7,11 +7,8 @@ import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from 
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
 import { Timeouts } from "../sqlTimeouts.js"
 import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
-import { resolve, type ResolvedSqlOptions, type SqlDialect, sqlSchema } from "./sqlOptions.js"
-
-/** `state` values: a claim whose handler is still running, and a stored response. */
-const IN_PROGRESS = 0
-const COMPLETED = 1
+import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
+import { COMPLETED, type ExistingRow, IN_PROGRESS, queries } from "./sqlQueries.js"
 
 /** Claims that keep losing races (the row changes between the upsert and the read) give up after this many. */
 const CLAIM_ATTEMPTS = 3
@@ -41,17 +38,6 @@ export const connectionLost = (error: unknown): boolean => {
   if (reason._tag !== "ConnectionError") return false
   const message = cause instanceof Error ? cause.message : ""
   return message !== "Connection is closed" && reason.operation !== "connect"
-}
-
-interface ExistingRow {
-  readonly token: string
-  readonly fingerprint: string
-  readonly state: unknown
-  readonly status: unknown
-  readonly headers: string | null
-  readonly body: Uint8Array | null
-  readonly lease_until: unknown
-  readonly expires_at: unknown
 }
 
 /** Drivers return BIGINT as a string (pg) or a bigint (SQLite with safe integers); both fit a double here. */
@@ -115,11 +101,14 @@ const failWith = (timeouts: Timeouts, operation: IdempotencyStoreError["operatio
  * the lease has run out.
  */
 const retryBroken = <A, R>(effect: Effect.Effect<A, unknown, R>) =>
-  Effect.retry(effect, {
-    schedule: Schedule.exponential(RETRY_BASE),
-    times: STATEMENT_RETRIES,
-    while: connectionLost
-  })
+  // the schedule and the retry are built only after a first lost connection, not for every statement (the
+  // pauses are still 10, 20, 40, … ms)
+  Effect.catchIf(effect, connectionLost, () =>
+    Effect.retry(Effect.delay(effect, RETRY_BASE), {
+      schedule: Schedule.exponential(Duration.times(RETRY_BASE, 2)),
+      times: STATEMENT_RETRIES - 1,
+      while: connectionLost
+    }))
 
 /**
  * The decision of `core/idempotency.ts` on the row the upsert did not take. `undefined`: the row changed
@@ -155,70 +144,13 @@ const classify = (
   }
 }
 
-/** The statements of one store, over its table (`table` is the identifier, `tableName` its name). */
-const queries = (
-  sql: SqlClient.SqlClient,
-  dialect: SqlDialect,
-  { cleanupBatch, table: tableName }: ResolvedSqlOptions
-) => {
-  const table = sql(tableName)
-
-  // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
-  const upsert = (request: ClaimRequest, now: number, token: string) =>
-    sql<{ readonly token: string }>`
-      INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
-      VALUES (${request.scope}, ${request.key}, ${request.fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
-        ${instant(now, request.lease)}, ${instant(now, request.ttl)})
-      ON CONFLICT (scope, key) DO UPDATE SET
-        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
-        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
-      WHERE ${table}.expires_at <= ${now}
-        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
-          AND ${table}.fingerprint = excluded.fingerprint)
-      RETURNING token`
-
-  const existing = (request: ClaimRequest) =>
-    sql<ExistingRow>`
-      SELECT token, fingerprint, state, status, headers, lease_until, expires_at,
-        CASE WHEN state = ${COMPLETED} AND fingerprint = ${request.fingerprint} THEN body END AS body
-      FROM ${table}
-      WHERE scope = ${request.scope} AND key = ${request.key}`
-
-  const owner = (ref: ClaimRef, now: number) =>
-    sql`scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${IN_PROGRESS}
-      AND expires_at > ${now}`
-
-  /** After a failed attempt: the owner's own completion, committed by an attempt whose answer was lost. */
-  const completedBy = (ref: ClaimRef) =>
-    Effect.map(
-      sql`SELECT 1 AS done FROM ${table}
-        WHERE scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${COMPLETED}`,
-      (rows) => rows.length > 0
-    )
-
-  const deleteBatch = (now: number) =>
-    dialect === "pg"
-      ? sql`
-        DELETE FROM ${table} WHERE ctid IN (
-          SELECT ctid FROM ${table} WHERE expires_at <= ${now} LIMIT ${cleanupBatch}
-        ) AND expires_at <= ${now}
-        RETURNING 1 AS deleted`
-      : sql`
-        DELETE FROM ${table} WHERE rowid IN (
-          SELECT rowid FROM ${table} WHERE expires_at <= ${now} LIMIT ${cleanupBatch}
-        )
-        RETURNING 1 AS deleted`
-
-  return { sql, table, upsert, existing, owner, completedBy, deleteBatch, cleanupBatch }
-}
-
 /** The store's operations: each bounded by `timeouts` (see `failWith`) and tried again on a lost connection. */
 const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts) => {
   const timeoutClaim = failWith(timeouts, "claim")
   const timeoutComplete = failWith(timeouts, "complete")
   const timeoutRenew = failWith(timeouts, "renew")
   const timeoutRelease = failWith(timeouts, "release")
-  const { cleanupBatch, completedBy, deleteBatch, existing, owner, sql, table, upsert } = statements
+  const { cleanupBatch, completedBy, completion, deleteBatch, existing, removal, renewal, upsert } = statements
 
   /**
    * `token` is one claim's, the same in all its attempts and in their retries: a retry after a lost answer
@@ -232,21 +164,32 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts) 
     token: string,
     attempt: number
   ): Effect.Effect<ClaimResult, unknown> =>
-    Effect.flatMap(upsert(request, now, token), (inserted) =>
-      inserted.length > 0
-        ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
-        : Effect.flatMap(existing(request), (rows) =>
-          Effect.suspend(() => {
-            const row = rows[0]
-            if (row !== undefined && row.token === token && num(row.state) === IN_PROGRESS) {
-              return Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
-            }
-            const result = classify(request, row, now)
-            if (result !== undefined) return Effect.succeed(result)
-            return attempt + 1 < CLAIM_ATTEMPTS
-              ? claimAttempt(request, now, token, attempt + 1)
-              : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
-          })))
+    Effect.flatMap(
+      upsert(
+        request.scope,
+        request.key,
+        request.fingerprint,
+        token,
+        instant(now, request.lease),
+        instant(now, request.ttl),
+        now
+      ),
+      (inserted) =>
+        inserted.length > 0
+          ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
+          : Effect.flatMap(existing(request.scope, request.key, request.fingerprint), (rows) =>
+            Effect.suspend(() => {
+              const row = rows[0]
+              if (row !== undefined && row.token === token && num(row.state) === IN_PROGRESS) {
+                return Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
+              }
+              const result = classify(request, row, now)
+              if (result !== undefined) return Effect.succeed(result)
+              return attempt + 1 < CLAIM_ATTEMPTS
+                ? claimAttempt(request, now, token, attempt + 1)
+                : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
+            }))
+    )
 
   const claim = (request: ClaimRequest) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
@@ -259,31 +202,28 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts) 
 
   const completeOnce = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
     let failed = false
-    const attempt = Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      sql`
-        UPDATE ${table} SET state = ${COMPLETED}, status = ${response.status},
-          headers = ${JSON.stringify(response.headers)}, body = ${response.body}, lease_until = 0,
-          expires_at = ${instant(now, ttl)}
-        WHERE ${owner(ref, now)}
-        RETURNING token`).pipe(
-        Effect.flatMap((rows) =>
-          rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
-        ),
-        Effect.tapError(() => Effect.sync(() => (failed = true)))
-      )
+    const headers = JSON.stringify(response.headers)
+    const attempt = Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) =>
+        completion(response.status, headers, response.body, instant(now, ttl), ref.scope, ref.key, ref.token, now)
+    ).pipe(
+      Effect.flatMap((rows) =>
+        rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
+      ),
+      Effect.tapError(() => Effect.sync(() => (failed = true)))
+    )
     return retryBroken(attempt)
   }
 
   const renew = (ref: ClaimRef, lease: Duration.Duration) =>
-    retryBroken(Effect.flatMap(Clock.currentTimeMillis, (now) =>
-      sql`
-        UPDATE ${table} SET lease_until = ${instant(now, lease)}
-        WHERE ${owner(ref, now)}
-        RETURNING token`)).pipe(Effect.map((rows) => rows.length > 0), timeoutRenew)
+    retryBroken(
+      Effect.flatMap(Clock.currentTimeMillis, (now) => renewal(instant(now, lease), ref.scope, ref.key, ref.token, now))
+    ).pipe(Effect.map((rows) => rows.length > 0), timeoutRenew)
 
   const release = (ref: ClaimRef) =>
     retryBroken(
-      Effect.flatMap(Clock.currentTimeMillis, (now) => sql`DELETE FROM ${table} WHERE ${owner(ref, now)}`.raw)
+      Effect.flatMap(Clock.currentTimeMillis, (now) => removal(ref.scope, ref.key, ref.token, now).raw)
     ).pipe(
       Effect.asVoid,
       timeoutRelease

@@ -1,0 +1,143 @@
+import { Effect } from "effect"
+import type * as SqlClient from "effect/sql/SqlClient"
+import type * as Statement from "effect/sql/Statement"
+import type { ClaimRef } from "../../IdempotencyStore.js"
+import type { ResolvedSqlOptions, SqlDialect } from "./sqlOptions.js"
+
+/*
+ * The SQL store's statements (see `sql.ts`), each compiled once when the store is made.
+ */
+
+/** `state` values: a claim whose handler is still running, and a stored response. */
+export const IN_PROGRESS = 0
+export const COMPLETED = 1
+
+export interface ExistingRow {
+  readonly token: string
+  readonly fingerprint: string
+  readonly state: unknown
+  readonly status: unknown
+  readonly headers: string | null
+  readonly body: Uint8Array | null
+  readonly lease_until: unknown
+  readonly expires_at: unknown
+}
+
+/** Stands for a statement's parameter while {@link prepare} compiles it. */
+class Slot {
+  constructor(readonly index: number) {}
+}
+
+/**
+ * A statement compiled once, when the store is made: `build` (whose template may use only its parameters,
+ * each any number of times, and constants) is compiled with a {@link Slot} for each parameter, and every call
+ * sends the same text with the values in the slots' places, as `sql.unsafe`. The text and the values are
+ * those the template would give; building and compiling the template again for every statement cost its
+ * segments, the compiled string, and their garbage.
+ */
+const prepare = <Row extends object, P extends ReadonlyArray<unknown>>(
+  sql: SqlClient.SqlClient,
+  build: (...params: P) => Statement.Statement<Row>
+): (...params: P) => Statement.Statement<Row> => {
+  const slots = Array.from({ length: build.length }, (_, i) => new Slot(i))
+  const [text, binds] = build(...(slots as unknown as P)).compile()
+  const at = binds.map((bind) => bind instanceof Slot ? bind.index : -1)
+  if (slots.some((slot) => !binds.includes(slot))) throw new Error(`a parameter is missing from: ${text}`)
+  return (...params) => sql.unsafe<Row>(text, at.map((i, j) => i < 0 ? binds[j] : params[i]))
+}
+
+/** The statements of one store, over its table (`table` is the identifier, `tableName` its name). */
+export const queries = (
+  sql: SqlClient.SqlClient,
+  dialect: SqlDialect,
+  { cleanupBatch, table: tableName }: ResolvedSqlOptions
+) => {
+  const table = sql(tableName)
+
+  // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
+  const upsert = prepare(sql, (
+    scope: string,
+    key: string,
+    fingerprint: string,
+    token: string,
+    leaseUntil: number,
+    expiresAt: number,
+    now: number
+  ) =>
+    sql<{ readonly token: string }>`
+      INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
+      VALUES (${scope}, ${key}, ${fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
+        ${leaseUntil}, ${expiresAt})
+      ON CONFLICT (scope, key) DO UPDATE SET
+        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
+        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
+      WHERE ${table}.expires_at <= ${now}
+        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
+          AND ${table}.fingerprint = excluded.fingerprint)
+      RETURNING token`)
+
+  const existing = prepare(sql, (scope: string, key: string, fingerprint: string) =>
+    sql<ExistingRow>`
+      SELECT token, fingerprint, state, status, headers, lease_until, expires_at,
+        CASE WHEN state = ${COMPLETED} AND fingerprint = ${fingerprint} THEN body END AS body
+      FROM ${table}
+      WHERE scope = ${scope} AND key = ${key}`)
+
+  const owner = (scope: string, key: string, token: string, now: number) =>
+    sql`scope = ${scope} AND key = ${key} AND token = ${token} AND state = ${IN_PROGRESS}
+      AND expires_at > ${now}`
+
+  const completion = prepare(sql, (
+    status: number,
+    headers: string,
+    body: Uint8Array,
+    expiresAt: number,
+    scope: string,
+    key: string,
+    token: string,
+    now: number
+  ) =>
+    sql<{ readonly token: string }>`
+      UPDATE ${table} SET state = ${COMPLETED}, status = ${status}, headers = ${headers}, body = ${body},
+        lease_until = 0, expires_at = ${expiresAt}
+      WHERE ${owner(scope, key, token, now)}
+      RETURNING token`)
+
+  const renewal = prepare(
+    sql,
+    (leaseUntil: number, scope: string, key: string, token: string, now: number) =>
+      sql<{ readonly token: string }>`
+      UPDATE ${table} SET lease_until = ${leaseUntil}
+      WHERE ${owner(scope, key, token, now)}
+      RETURNING token`
+  )
+
+  const removal = prepare(
+    sql,
+    (scope: string, key: string, token: string, now: number) =>
+      sql`DELETE FROM ${table} WHERE ${owner(scope, key, token, now)}`
+  )
+
+  /** After a failed attempt: the owner's own completion, committed by an attempt whose answer was lost. */
+  const completedBy = (ref: ClaimRef) =>
+    Effect.map(
+      sql`SELECT 1 AS done FROM ${table}
+        WHERE scope = ${ref.scope} AND key = ${ref.key} AND token = ${ref.token} AND state = ${COMPLETED}`,
+      (rows) => rows.length > 0
+    )
+
+  const deleteBatch = (now: number) =>
+    dialect === "pg"
+      ? sql`
+        DELETE FROM ${table} WHERE ctid IN (
+          SELECT ctid FROM ${table} WHERE expires_at <= ${now} LIMIT ${cleanupBatch}
+        ) AND expires_at <= ${now}
+        RETURNING 1 AS deleted`
+      : sql`
+        DELETE FROM ${table} WHERE rowid IN (
+          SELECT rowid FROM ${table} WHERE expires_at <= ${now} LIMIT ${cleanupBatch}
+        )
+        RETURNING 1 AS deleted`
+
+  return { upsert, existing, completion, renewal, removal, completedBy, deleteBatch, cleanupBatch }
+}
