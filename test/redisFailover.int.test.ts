@@ -25,6 +25,11 @@ let counter = 0
 const fresh = (what: string) => `${what}-${run}-${++counter}`
 
 const wait = { replicas: 1, timeout: "150 millis" } as const
+/**
+ * For the test where a live replica must acknowledge: a WAIT that a busy machine (2 CPUs, other suites running)
+ * cannot answer in 150 ms would fail it for no fault of the store (as the Effect 4 edition's test does).
+ */
+const patient = { replicas: 1, timeout: "1 second" } as const
 
 const request = (key: string): IdempotencyStore.ClaimRequest => ({
   scope: "failover",
@@ -64,24 +69,28 @@ const onReplica = (cluster: ClusterRef, port: number, key: string, field: string
     return replica.hget(key, field)
   })
 
-const notReplicated = (exit: Exit.Exit<unknown, unknown>) => {
+const notReplicated = (exit: Exit.Exit<unknown, unknown>, withinMs = 150) => {
   expect(Exit.isFailure(exit)).toBe(true)
   if (Exit.isSuccess(exit)) return
   const error = Cause.squash(exit.cause) as { readonly cause?: unknown }
-  expect(String(error.cause)).toMatch(/NotReplicated: .* 0 of the 1 replicas asked for acknowledged it within 150 ms/)
+  expect(String(error.cause)).toMatch(
+    new RegExp(`NotReplicated: .* 0 of the 1 replicas asked for acknowledged it within ${withinMs} ms`)
+  )
 }
 
 describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
   const waiting = cluster.layer((client) => IdempotencyStoreRedis.layer({ client, waitReplicas: wait }))
+  const waitingPatiently = cluster.layer((client) => IdempotencyStoreRedis.layer({ client, waitReplicas: patient }))
   const plain = cluster.layer((client) => IdempotencyStoreRedis.layer({ client }))
   const withStores = <A, E, R>(
     body: (
       stores: { readonly waiting: IdempotencyStore.Store; readonly plain: IdempotencyStore.Store }
-    ) => Effect.Effect<A, E, R>
+    ) => Effect.Effect<A, E, R>,
+    waitingLayer = waiting
   ) =>
     Effect.flatMap(
       Effect.zip(
-        Effect.provide(IdempotencyStore.IdempotencyStore, waiting),
+        Effect.provide(IdempotencyStore.IdempotencyStore, waitingLayer),
         Effect.provide(IdempotencyStore.IdempotencyStore, plain)
       ),
       ([w, p]) => body({ waiting: w, plain: p })
@@ -237,14 +246,13 @@ describeRedisCluster("Redis Cluster with a replica per master", (cluster) => {
           expect(yield* Effect.promise(() => nodes.masterOf(slot))).not.toBe(master)
           for (const key of keys) expect((yield* plain.claim(request(key)))._tag).toBe("Completed")
           // the promoted master has no replica: every call on its slots fails with waitReplicas, replays too
-          notReplicated(yield* Effect.exit(waiting.claim(request(keys[0]!))))
+          notReplicated(yield* Effect.exit(waiting.claim(request(keys[0]!))), 1000)
           // the old master back: it rejoins as the replica of the promoted one, and calls are confirmed again
           yield* Effect.promise(() => nodes.restart(master))
           yield* Effect.promise(() => nodes.healthy("the old master rejoined as a replica"))
           expect((yield* waiting.claim(request(keys[0]!)))._tag).toBe("Completed")
           expect((yield* waiting.claim(request(fresh("kill"))))._tag).toBe("Claimed")
-        })
-      ),
+        }), waitingPatiently),
     60_000
   )
 
