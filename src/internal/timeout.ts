@@ -316,10 +316,7 @@ export class DisconnectedTimeouts {
    * fiber has started sees it, so deadlines of other clocks never join the list.
    */
   private startIfIdle(clock: Clock.Clock): Effect.Effect<void> {
-    if (this.fiber !== undefined || this.starting) return Effect.void
-    this.starting = true
-    this.clock = clock
-    this.starts++
+    if (!this.claimStart(clock)) return Effect.void
     return Effect.map(forkDetached(Effect.interruptible(this.loop(clock))), (fiber) => this.started(fiber))
   }
 
@@ -329,11 +326,16 @@ export class DisconnectedTimeouts {
     runtimeFlags: RuntimeFlags.RuntimeFlags,
     clock: Clock.Clock
   ): void {
-    if (this.fiber !== undefined || this.starting) return
+    if (this.claimStart(clock)) this.started(startFrom(parent, runtimeFlags, this.loop(clock)))
+  }
+
+  /** Whether the caller is the one to start the sleeping fiber on `clock` (then it is marked as starting). */
+  private claimStart(clock: Clock.Clock): boolean {
+    if (this.fiber !== undefined || this.starting) return false
     this.starting = true
     this.clock = clock
     this.starts++
-    this.started(startFrom(parent, runtimeFlags, this.loop(clock)))
+    return true
   }
 
   private started(fiber: Fiber.RuntimeFiber<void>): void {
