@@ -1,12 +1,13 @@
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
-import { Cause, Clock, Duration, Effect, Layer, Option, Schedule, type Scope } from "effect"
+import { Cause, Clock, Duration, Effect, Layer, Option, Runtime, Schedule, type Scope } from "effect"
 import { randomUUID } from "node:crypto"
 import * as core from "../../core/idempotency.js"
 import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from "../../IdempotencyStore.js"
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
 import { DisconnectedTimeouts } from "../timeout.js"
 import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
+import { batchedWrites, singleWrites, type Writes } from "./sqlBatch.js"
 import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
 import { COMPLETED, type ExistingRow, IN_PROGRESS, queries } from "./sqlQueries.js"
 
@@ -152,8 +153,8 @@ const classify = (
 }
 
 /** The store's operations: each bounded by `timeouts` (see `failWith`) and tried again on a lost connection. */
-const operations = (statements: ReturnType<typeof queries>, timeouts: DisconnectedTimeouts) => {
-  const { cleanupBatch, completedBy, completion, deleteBatch, existing, removal, renewal, upsert } = statements
+const operations = (statements: ReturnType<typeof queries>, timeouts: DisconnectedTimeouts, writes: Writes) => {
+  const { cleanupBatch, completedBy, deleteBatch, existing, removal, renewal, upsert } = statements
   const timeoutClaim = failWith(timeouts, "claim")
   const timeoutComplete = failWith(timeouts, "complete")
   const timeoutRenew = failWith(timeouts, "renew")
@@ -170,19 +171,17 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Disconnect
     now: number,
     token: string,
     attempt: number
-  ): Effect.Effect<ClaimResult, unknown> =>
-    Effect.flatMap(
-      upsert(
-        request.scope,
-        request.key,
-        request.fingerprint,
-        token,
-        instant(now, request.lease),
-        instant(now, request.ttl),
-        now
-      ),
+  ): Effect.Effect<ClaimResult, unknown> => {
+    const leaseUntil = instant(now, request.lease)
+    const expiresAt = instant(now, request.ttl)
+    const { fingerprint, key, scope } = request
+    return Effect.flatMap(
+      // a claim that lost a race claims again alone, at its own `now`
+      attempt === 0
+        ? writes.claim({ scope, key, fingerprint, token, leaseUntil, expiresAt, now })
+        : Effect.map(upsert(scope, key, fingerprint, token, leaseUntil, expiresAt, now), (rows) => rows.length > 0),
       (inserted) =>
-        inserted.length > 0
+        inserted
           ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
           : Effect.flatMap(existing(request.scope, request.key, request.fingerprint), (rows) =>
             Effect.suspend(() => {
@@ -197,6 +196,7 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Disconnect
                 : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
             }))
     )
+  }
 
   const claim = (request: ClaimRequest) =>
     timeoutClaim((clock) => retryBroken(claimAttempt(request, clock.unsafeCurrentTimeMillis(), randomUUID(), 0)))
@@ -211,23 +211,15 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Disconnect
     const attempt = Effect.matchEffect(
       Effect.suspend(() => {
         const now = clock.unsafeCurrentTimeMillis()
-        return completion(
-          response.status,
-          headers,
-          response.body,
-          instant(now, ttl),
-          ref.scope,
-          ref.key,
-          ref.token,
-          now
-        )
+        const { body, status } = response
+        return writes.complete({ status, headers, body, expiresAt: instant(now, ttl), ref, now })
       }),
       {
         onFailure: (error) => {
           failed = true
           return Effect.fail(error)
         },
-        onSuccess: (rows) => rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
+        onSuccess: (done) => done ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
       }
     )
     return retryBroken(attempt)
@@ -281,7 +273,14 @@ export const make = (
     if (config.migrate) yield* migrate(sql, dialect, config.table)
     const timeouts = new DisconnectedTimeouts(config.timeout)
     yield* Effect.addFinalizer(() => timeouts.shutdown)
-    const { claim, complete, deleteExpired, release, renew } = operations(queries(sql, dialect, config), timeouts)
+    const statements = queries(sql, dialect, config)
+    // on PostgreSQL a batched statement runs in a fiber of its own, from the store's runtime; like every
+    // operation's it ends when its statement does, even after the store's scope (a closed client fails it at once)
+    const fork = Runtime.runFork(yield* Effect.runtime<never>())
+    const writes = dialect === "pg"
+      ? batchedWrites(statements, (effect) => void fork(effect), (error) => !connectionLost(error))
+      : singleWrites(statements)
+    const { claim, complete, deleteExpired, release, renew } = operations(statements, timeouts, writes)
 
     if (config.cleanup) {
       yield* deleteExpired.pipe(
