@@ -276,9 +276,12 @@ export const make = (
     const statements = queries(sql, dialect, config)
     // on PostgreSQL a batched statement runs in a fiber of its own, from the store's runtime; like every
     // operation's it ends when its statement does, even after the store's scope (a closed client fails it at once)
-    const fork = Runtime.runFork(yield* Effect.runtime<never>())
     const writes = dialect === "pg"
-      ? batchedWrites(statements, (effect) => void fork(effect), (error) => !connectionLost(error))
+      ? batchedWrites(
+        statements,
+        Runtime.runFork(yield* Effect.runtime<never>()),
+        (error) => !connectionLost(error)
+      )
       : singleWrites(statements)
     const { claim, complete, deleteExpired, release, renew } = operations(statements, timeouts, writes)
 

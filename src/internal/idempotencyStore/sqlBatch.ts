@@ -12,7 +12,7 @@ import type { queries, WrittenRow } from "./sqlQueries.js"
 
 /** Statements of one kind in flight at once (each holds a connection of the pool while it runs). */
 const MAX_IN_FLIGHT = 2
-/** Operations in one statement, at most (64 completions are 512 parameters: far below either engine's limit). */
+/** Operations in one statement, at most (64 completions are 512 parameters: far below PostgreSQL's 65,535). */
 const MAX_WIDTH = 64
 
 interface Waiting<I, O> extends Member {
@@ -25,7 +25,7 @@ interface Waiting<I, O> extends Member {
  * When a batch of several fails with a failure `ownFailure` accepts (a row's own, not the connection's), its
  * operations are sent again one by one, so that one bad row fails only its own operation; any other failure,
  * defect or interruption is every operation's of the batch (a lost connection is retried by each operation,
- * see `retryBroken` in `sql.ts`). Statements run in fibers that `fork` starts (the store's scope).
+ * see `retryBroken` in `sql.ts`). Statements run in fibers that `fork` starts (from the store's runtime).
  *
  * The caller waits without a fiber of its own; interrupted before its batch went out, it leaves the queue.
  */

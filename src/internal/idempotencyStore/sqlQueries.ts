@@ -64,8 +64,8 @@ export interface WrittenRow {
 }
 
 /** The parameters of one claim in a batched upsert, and of one completion in a batched update. */
-export const CLAIM_PARAMS = 6
-export const COMPLETION_PARAMS = 8
+const CLAIM_PARAMS = 6
+const COMPLETION_PARAMS = 8
 
 /**
  * A statement for batches of `1..maxWidth` operations: the text for `n` rows is compiled when a batch of `n`
@@ -95,7 +95,16 @@ export const queries = (
 ) => {
   const table = sql(tableName)
 
-  // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
+  // the claim's upsert takes a row over when `core.decideClaim` says "New" (expired) or "Reclaim" (same request,
+  // lease run out), in SQL
+  const takeover = (now: unknown) =>
+    sql`ON CONFLICT (scope, key) DO UPDATE SET
+        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
+        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
+      WHERE ${table}.expires_at <= ${now}
+        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
+          AND ${table}.fingerprint = excluded.fingerprint)`
+
   const upsert = prepare(sql, (
     scope: string,
     key: string,
@@ -109,12 +118,7 @@ export const queries = (
       INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
       VALUES (${scope}, ${key}, ${fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
         ${leaseUntil}, ${expiresAt})
-      ON CONFLICT (scope, key) DO UPDATE SET
-        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
-        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
-      WHERE ${table}.expires_at <= ${now}
-        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
-          AND ${table}.fingerprint = excluded.fingerprint)
+      ${takeover(now)}
       RETURNING token`)
 
   const existing = prepare(sql, (scope: string, key: string, fingerprint: string) =>
@@ -200,12 +204,7 @@ export const queries = (
           ${typed(p[4 + at], "text")}, ${IN_PROGRESS}, NULL, NULL, NULL, ${typed(p[5 + at], "bigint")},
           ${typed(p[6 + at], "bigint")})`)
     }
-      ON CONFLICT (scope, key) DO UPDATE SET
-        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
-        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
-      WHERE ${table}.expires_at <= ${p[0]}
-        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${p[0]}
-          AND ${table}.fingerprint = excluded.fingerprint)
+      ${takeover(p[0])}
       RETURNING scope, key, token`)
 
   /**
