@@ -9,7 +9,7 @@ import { DisconnectedTimeouts } from "../timeout.js"
 import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
 import { batchedWrites, singleWrites, type Writes } from "./sqlBatch.js"
 import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
-import { COMPLETED, type ExistingRow, IN_PROGRESS, queries } from "./sqlQueries.js"
+import { batchedQueries, COMPLETED, type ExistingRow, IN_PROGRESS, queries } from "./sqlQueries.js"
 
 /** Claims that keep losing races (the row changes between the upsert and the read) give up after this many. */
 const CLAIM_ATTEMPTS = 3
@@ -278,7 +278,7 @@ export const make = (
     // operation's it ends when its statement does, even after the store's scope (a closed client fails it at once)
     const writes = dialect === "pg"
       ? batchedWrites(
-        statements,
+        batchedQueries(sql, config.table),
         Runtime.runFork(yield* Effect.runtime<never>()),
         (error) => !connectionLost(error)
       )

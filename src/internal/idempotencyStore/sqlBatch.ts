@@ -1,7 +1,7 @@
 import { Cause, Effect, Option } from "effect"
 import { Batches, type Member } from "../../core/batch.js"
 import type { ClaimRef } from "../../IdempotencyStore.js"
-import type { queries, WrittenRow } from "./sqlQueries.js"
+import type { batchedQueries, queries, WrittenRow } from "./sqlQueries.js"
 
 /*
  * Group commit for the SQL store's claims and completions (`core/batch.ts`): operations that arrive while a
@@ -119,7 +119,7 @@ export const singleWrites = ({ completion, upsert }: ReturnType<typeof queries>)
  * its row was written, as the single statements' `RETURNING` does.
  */
 export const batchedWrites = (
-  statements: ReturnType<typeof queries>,
+  statements: ReturnType<typeof batchedQueries>,
   fork: (effect: Effect.Effect<void>) => void,
   ownFailure: (error: unknown) => boolean
 ): Writes => {

@@ -87,6 +87,18 @@ const batched = <Row extends object>(
   }
 }
 
+/**
+ * The claim's upsert takes a row over when `core.decideClaim` says "New" (expired) or "Reclaim" (same request,
+ * lease run out), in SQL: the single and the batched upsert alike.
+ */
+const takeover = (sql: SqlClient.SqlClient, table: Statement.Identifier, now: unknown) =>
+  sql`ON CONFLICT (scope, key) DO UPDATE SET
+        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
+        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
+      WHERE ${table}.expires_at <= ${now}
+        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
+          AND ${table}.fingerprint = excluded.fingerprint)`
+
 /** The statements of one store, over its table (`table` is the identifier, `tableName` its name). */
 export const queries = (
   sql: SqlClient.SqlClient,
@@ -94,16 +106,6 @@ export const queries = (
   { cleanupBatch, table: tableName }: ResolvedSqlOptions
 ) => {
   const table = sql(tableName)
-
-  // the claim's upsert takes a row over when `core.decideClaim` says "New" (expired) or "Reclaim" (same request,
-  // lease run out), in SQL
-  const takeover = (now: unknown) =>
-    sql`ON CONFLICT (scope, key) DO UPDATE SET
-        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
-        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
-      WHERE ${table}.expires_at <= ${now}
-        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
-          AND ${table}.fingerprint = excluded.fingerprint)`
 
   const upsert = prepare(sql, (
     scope: string,
@@ -118,7 +120,7 @@ export const queries = (
       INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
       VALUES (${scope}, ${key}, ${fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
         ${leaseUntil}, ${expiresAt})
-      ${takeover(now)}
+      ${takeover(sql, table, now)}
       RETURNING token`)
 
   const existing = prepare(sql, (scope: string, key: string, fingerprint: string) =>
@@ -184,8 +186,22 @@ export const queries = (
         )
         RETURNING 1 AS deleted`
 
-  // Batched statements (PostgreSQL's; see `sqlBatch.ts`). Its VALUES lists type their parameters from nothing:
-  // each is cast to its column's type.
+  return {
+    upsert,
+    existing,
+    completion,
+    renewal,
+    removal,
+    completedBy,
+    deleteBatch,
+    cleanupBatch
+  }
+}
+
+/** The batched statements (PostgreSQL's, see `sqlBatch.ts`) of one store, over its table. */
+export const batchedQueries = (sql: SqlClient.SqlClient, tableName: string) => {
+  const table = sql(tableName)
+  // its VALUES lists type their parameters from nothing: each is cast to its column's type
   const typed = (value: unknown, type: string) => sql`${value}::${sql.literal(type)}`
   const rowsOf = (n: number, perRow: number, row: (at: number) => Statement.Fragment) =>
     sql.csv(Array.from({ length: n }, (_, i) => row(i * perRow)))
@@ -204,7 +220,7 @@ export const queries = (
           ${typed(p[4 + at], "text")}, ${IN_PROGRESS}, NULL, NULL, NULL, ${typed(p[5 + at], "bigint")},
           ${typed(p[6 + at], "bigint")})`)
     }
-      ${takeover(p[0])}
+      ${takeover(sql, table, p[0])}
       RETURNING scope, key, token`)
 
   /**
@@ -225,16 +241,5 @@ export const queries = (
         AND ${table}.state = ${IN_PROGRESS} AND ${table}.expires_at > v.column8
       RETURNING scope, key, token`)
 
-  return {
-    upsert,
-    upsertBatch,
-    existing,
-    completion,
-    completionBatch,
-    renewal,
-    removal,
-    completedBy,
-    deleteBatch,
-    cleanupBatch
-  }
+  return { upsertBatch, completionBatch }
 }
