@@ -8,11 +8,12 @@ import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type * as SqlConnection from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
-import { afterAll, expect, it } from "@effect/vitest"
+import { expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Redacted, TestClock } from "effect"
 import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"
 import type { IdempotencyStore } from "../src/index.js"
-import { available, DATABASE_URL, describePg } from "./support/services.js"
+import { dropAfterAll } from "./support/pg.js"
+import { DATABASE_URL, describePg } from "./support/services.js"
 
 const PgLive = PgClient.layer({ url: Redacted.make(DATABASE_URL), connectTimeout: "3 seconds" })
 const run = `${process.pid}_${Date.now().toString(36)}`
@@ -23,15 +24,7 @@ const freshTable = () => {
   return table
 }
 
-afterAll(async () => {
-  if (!available.postgres || tables.length === 0) return
-  await Effect.runPromise(
-    Effect.flatMap(
-      SqlClient.SqlClient,
-      (sql) => Effect.forEach(tables, (table) => sql`DROP TABLE IF EXISTS ${sql(table)}`, { discard: true })
-    ).pipe(Effect.provide(PgLive))
-  )
-})
+dropAfterAll(tables)
 
 const claimRequest = (key: string): IdempotencyStore.ClaimRequest => ({
   scope: "s",

@@ -24,7 +24,8 @@ import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { eventually } from "./support/eventually.js"
 import { post, serve, TestServer } from "./support/httpServer.js"
-import { available, DATABASE_URL, describePg } from "./support/services.js"
+import { dropAfterAll } from "./support/pg.js"
+import { DATABASE_URL, describePg } from "./support/services.js"
 
 const run = `${process.pid}_${Date.now().toString(36)}`
 let tables = 0
@@ -46,18 +47,8 @@ const freshPgTable = () => {
   return table
 }
 
-afterAll(async () => {
-  rmSync(dir, { recursive: true, force: true })
-  if (!available.postgres || pgTables.length === 0) return
-  await Effect.runPromise(
-    Effect.flatMap(
-      SqlClient.SqlClient,
-      (sql) => Effect.forEach(pgTables, (table) => sql`DROP TABLE IF EXISTS ${sql(table)}`, { discard: true })
-    ).pipe(
-      Effect.provide(PgLive)
-    )
-  )
-})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+dropAfterAll(pgTables)
 
 idempotencyStoreSuite(
   "SQLite",

@@ -15,7 +15,8 @@ import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import * as RateLimiterStoreSql from "../src/RateLimiterStore/Sql.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { eventually } from "./support/eventually.js"
-import { available, DATABASE_URL, describePg } from "./support/services.js"
+import { dropAfterAll } from "./support/pg.js"
+import { DATABASE_URL, describePg } from "./support/services.js"
 import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
 const run = `${process.pid}_${Date.now().toString(36)}`
@@ -33,16 +34,8 @@ const freshPgTable = () => {
   return table
 }
 
-afterAll(async () => {
-  rmSync(dir, { recursive: true, force: true })
-  if (!available.postgres || pgTables.length === 0) return
-  await Effect.runPromise(
-    Effect.flatMap(
-      SqlClient.SqlClient,
-      (sql) => Effect.forEach(pgTables, (table) => sql`DROP TABLE IF EXISTS ${sql(table)}`, { discard: true })
-    ).pipe(Effect.provide(PgLive))
-  )
-})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+dropAfterAll(pgTables)
 
 let counter = 0
 const fresh = (what: string) => `${what}-${++counter}`

@@ -4,8 +4,9 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import * as SqlClient from "@effect/sql/SqlClient"
+import { afterAll } from "@effect/vitest"
 import { Effect, Redacted } from "effect"
-import { DATABASE_URL } from "./services.js"
+import { available, DATABASE_URL } from "./services.js"
 
 export const databaseUrl = DATABASE_URL
 export const PgLive = PgClient.layer({
@@ -27,3 +28,18 @@ export const dropPgTables = (tables: ReadonlyArray<string>) =>
       (t) => sql`DROP TABLE IF EXISTS ${sql(t)}`,
       { discard: true }
     ))
+
+/**
+ * Drops `tables` (the array as it is at the end: tests may add to it) once the file's tests are done, when
+ * PostgreSQL answered the probe (without it, no table was made).
+ */
+export const dropAfterAll = (tables: ReadonlyArray<string>) =>
+  afterAll(async () => {
+    if (!available.postgres || tables.length === 0) return
+    await Effect.runPromise(
+      Effect.flatMap(
+        SqlClient.SqlClient,
+        (sql) => Effect.forEach(tables, (table) => sql`DROP TABLE IF EXISTS ${sql(table)}`, { discard: true })
+      ).pipe(Effect.provide(PgClient.layer({ url: Redacted.make(databaseUrl), connectTimeout: "3 seconds" })))
+    )
+  })
