@@ -7,8 +7,9 @@ import type { ClaimRef, ClaimRequest, ClaimResult, Store, StoredResponse } from 
 import type { Options as SqlOptions, SqlStore } from "../../IdempotencyStore/Sql.js"
 import { Timeouts } from "../sqlTimeouts.js"
 import { IdempotencyStore, IdempotencyStoreError } from "./service.js"
+import { batchedWrites, singleWrites, type Writes } from "./sqlBatch.js"
 import { resolve, type SqlDialect, sqlSchema } from "./sqlOptions.js"
-import { COMPLETED, type ExistingRow, IN_PROGRESS, queries } from "./sqlQueries.js"
+import { batchedQueries, COMPLETED, type ExistingRow, IN_PROGRESS, queries } from "./sqlQueries.js"
 
 /** Claims that keep losing races (the row changes between the upsert and the read) give up after this many. */
 const CLAIM_ATTEMPTS = 3
@@ -39,6 +40,13 @@ export const connectionLost = (error: unknown): boolean => {
   const message = cause instanceof Error ? cause.message : ""
   return message !== "Connection is closed" && reason.operation !== "connect"
 }
+
+/**
+ * A failure of a batched statement that is a row's own (a value out of range), not its connection's: the batch's
+ * operations are then sent again one by one (see `sqlBatch.ts`).
+ */
+const rowFailure = (error: unknown): boolean =>
+  !connectionLost(error) && !(isSqlError(error) && error.reason._tag === "ConnectionError")
 
 /** Drivers return BIGINT as a string (pg) or a bigint (SQLite with safe integers); both fit a double here. */
 const num = (value: unknown): number => {
@@ -145,12 +153,12 @@ const classify = (
 }
 
 /** The store's operations: each bounded by `timeouts` (see `failWith`) and tried again on a lost connection. */
-const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts) => {
+const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts, writes: Writes) => {
   const timeoutClaim = failWith(timeouts, "claim")
   const timeoutComplete = failWith(timeouts, "complete")
   const timeoutRenew = failWith(timeouts, "renew")
   const timeoutRelease = failWith(timeouts, "release")
-  const { cleanupBatch, completedBy, completion, deleteBatch, existing, removal, renewal, upsert } = statements
+  const { cleanupBatch, completedBy, deleteBatch, existing, removal, renewal, upsert } = statements
 
   /**
    * `token` is one claim's, the same in all its attempts and in their retries: a retry after a lost answer
@@ -163,19 +171,17 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts) 
     now: number,
     token: string,
     attempt: number
-  ): Effect.Effect<ClaimResult, unknown> =>
-    Effect.flatMap(
-      upsert(
-        request.scope,
-        request.key,
-        request.fingerprint,
-        token,
-        instant(now, request.lease),
-        instant(now, request.ttl),
-        now
-      ),
+  ): Effect.Effect<ClaimResult, unknown> => {
+    const leaseUntil = instant(now, request.lease)
+    const expiresAt = instant(now, request.ttl)
+    const { fingerprint, key, scope } = request
+    return Effect.flatMap(
+      // a claim that lost a race claims again alone, at its own `now`
+      attempt === 0
+        ? writes.claim({ scope, key, fingerprint, token, leaseUntil, expiresAt, now })
+        : Effect.map(upsert(scope, key, fingerprint, token, leaseUntil, expiresAt, now), (rows) => rows.length > 0),
       (inserted) =>
-        inserted.length > 0
+        inserted
           ? Effect.succeed<ClaimResult>({ _tag: "Claimed", token })
           : Effect.flatMap(existing(request.scope, request.key, request.fingerprint), (rows) =>
             Effect.suspend(() => {
@@ -190,6 +196,7 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts) 
                 : Effect.fail(`the record kept changing during ${CLAIM_ATTEMPTS} claims`)
             }))
     )
+  }
 
   const claim = (request: ClaimRequest) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
@@ -203,14 +210,12 @@ const operations = (statements: ReturnType<typeof queries>, timeouts: Timeouts) 
   const completeOnce = (ref: ClaimRef, response: StoredResponse, ttl: Duration.Duration) => {
     let failed = false
     const headers = JSON.stringify(response.headers)
+    const { body, status } = response
     const attempt = Effect.flatMap(
       Clock.currentTimeMillis,
-      (now) =>
-        completion(response.status, headers, response.body, instant(now, ttl), ref.scope, ref.key, ref.token, now)
+      (now) => writes.complete({ status, headers, body, expiresAt: instant(now, ttl), ref, now })
     ).pipe(
-      Effect.flatMap((rows) =>
-        rows.length > 0 ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)
-      ),
+      Effect.flatMap((done) => done ? Effect.succeed(true) : failed ? completedBy(ref) : Effect.succeed(false)),
       Effect.tapError(() => Effect.sync(() => (failed = true)))
     )
     return retryBroken(attempt)
@@ -258,7 +263,13 @@ export const make = (
     if (config.migrate) yield* migrate(sql, dialect, config.table)
     const timeouts = new Timeouts(config.timeout)
     yield* Effect.addFinalizer(() => timeouts.shutdown)
-    const { claim, complete, deleteExpired, release, renew } = operations(queries(sql, dialect, config), timeouts)
+    const statements = queries(sql, dialect, config)
+    // on PostgreSQL a batched statement runs in a fiber of its own, from the store's context; like every
+    // operation's it ends when its statement does, even after the store's scope (a closed client fails it at once)
+    const writes = dialect === "pg"
+      ? batchedWrites(batchedQueries(sql, config.table), Effect.runForkWith(yield* Effect.context<never>()), rowFailure)
+      : singleWrites(statements)
+    const { claim, complete, deleteExpired, release, renew } = operations(statements, timeouts, writes)
 
     if (config.cleanup) {
       yield* deleteExpired.pipe(

@@ -29,22 +29,75 @@ class Slot {
 }
 
 /**
- * A statement compiled once, when the store is made: `build` (whose template may use only its parameters,
+ * A statement compiled once, when the store is made: `build` (whose template may use only its `count` parameters,
  * each any number of times, and constants) is compiled with a {@link Slot} for each parameter, and every call
  * sends the same text with the values in the slots' places, as `sql.unsafe`. The text and the values are
  * those the template would give; building and compiling the template again for every statement cost its
  * segments, the compiled string, and their garbage.
  */
+const compileWith = <Row extends object>(
+  sql: SqlClient.SqlClient,
+  count: number,
+  build: (slots: ReadonlyArray<unknown>) => Statement.Statement<Row>
+): (params: ReadonlyArray<unknown>) => Statement.Statement<Row> => {
+  const slots = Array.from({ length: count }, (_, i) => new Slot(i))
+  const [text, binds] = build(slots).compile()
+  const at = binds.map((bind) => bind instanceof Slot ? bind.index : -1)
+  if (slots.some((slot) => !binds.includes(slot))) throw new Error(`a parameter is missing from: ${text}`)
+  return (params) => sql.unsafe<Row>(text, at.map((i, j) => i < 0 ? binds[j] : params[i]))
+}
+
+/** {@link compileWith} for a statement of fixed parameters, called with them. */
 const prepare = <Row extends object, P extends ReadonlyArray<unknown>>(
   sql: SqlClient.SqlClient,
   build: (...params: P) => Statement.Statement<Row>
 ): (...params: P) => Statement.Statement<Row> => {
-  const slots = Array.from({ length: build.length }, (_, i) => new Slot(i))
-  const [text, binds] = build(...(slots as unknown as P)).compile()
-  const at = binds.map((bind) => bind instanceof Slot ? bind.index : -1)
-  if (slots.some((slot) => !binds.includes(slot))) throw new Error(`a parameter is missing from: ${text}`)
-  return (...params) => sql.unsafe<Row>(text, at.map((i, j) => i < 0 ? binds[j] : params[i]))
+  const compiled = compileWith(sql, build.length, (slots) => build(...(slots as unknown as P)))
+  return (...params) => compiled(params)
 }
+
+/** A row a batched statement wrote: the claim or the completion it belongs to. */
+export interface WrittenRow {
+  readonly scope: string
+  readonly key: string
+  readonly token: string
+}
+
+/** The parameters of one claim in a batched upsert, and of one completion in a batched update. */
+const CLAIM_PARAMS = 6
+const COMPLETION_PARAMS = 8
+
+/**
+ * A statement for batches of `1..maxWidth` operations: the text for `n` rows is compiled when a batch of `n`
+ * first goes out, and kept.
+ */
+const batched = <Row extends object>(
+  sql: SqlClient.SqlClient,
+  perRow: number,
+  extra: number,
+  build: (n: number, slots: ReadonlyArray<unknown>) => Statement.Statement<Row>
+) => {
+  const bySize = new Map<number, (params: ReadonlyArray<unknown>) => Statement.Statement<Row>>()
+  return (n: number, params: ReadonlyArray<unknown>): Statement.Statement<Row> => {
+    let compiled = bySize.get(n)
+    if (compiled === undefined) {
+      bySize.set(n, compiled = compileWith(sql, extra + n * perRow, (slots) => build(n, slots)))
+    }
+    return compiled(params)
+  }
+}
+
+/**
+ * The claim's upsert takes a row over when `core.decideClaim` says "New" (expired) or "Reclaim" (same request,
+ * lease run out), in SQL: the single and the batched upsert alike.
+ */
+const takeover = (sql: SqlClient.SqlClient, table: Statement.Identifier, now: unknown) =>
+  sql`ON CONFLICT (scope, key) DO UPDATE SET
+        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
+        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
+      WHERE ${table}.expires_at <= ${now}
+        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
+          AND ${table}.fingerprint = excluded.fingerprint)`
 
 /** The statements of one store, over its table (`table` is the identifier, `tableName` its name). */
 export const queries = (
@@ -54,7 +107,6 @@ export const queries = (
 ) => {
   const table = sql(tableName)
 
-  // the WHERE is `core.decideClaim`'s "New" (expired) or "Reclaim" (same request, lease run out), in SQL
   const upsert = prepare(sql, (
     scope: string,
     key: string,
@@ -68,12 +120,7 @@ export const queries = (
       INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
       VALUES (${scope}, ${key}, ${fingerprint}, ${token}, ${IN_PROGRESS}, NULL, NULL, NULL,
         ${leaseUntil}, ${expiresAt})
-      ON CONFLICT (scope, key) DO UPDATE SET
-        fingerprint = excluded.fingerprint, token = excluded.token, state = excluded.state, status = NULL,
-        headers = NULL, body = NULL, lease_until = excluded.lease_until, expires_at = excluded.expires_at
-      WHERE ${table}.expires_at <= ${now}
-        OR (${table}.state = ${IN_PROGRESS} AND ${table}.lease_until <= ${now}
-          AND ${table}.fingerprint = excluded.fingerprint)
+      ${takeover(sql, table, now)}
       RETURNING token`)
 
   const existing = prepare(sql, (scope: string, key: string, fingerprint: string) =>
@@ -139,5 +186,60 @@ export const queries = (
         )
         RETURNING 1 AS deleted`
 
-  return { upsert, existing, completion, renewal, removal, completedBy, deleteBatch, cleanupBatch }
+  return {
+    upsert,
+    existing,
+    completion,
+    renewal,
+    removal,
+    completedBy,
+    deleteBatch,
+    cleanupBatch
+  }
+}
+
+/** The batched statements (PostgreSQL's, see `sqlBatch.ts`) of one store, over its table. */
+export const batchedQueries = (sql: SqlClient.SqlClient, tableName: string) => {
+  const table = sql(tableName)
+  // its VALUES lists type their parameters from nothing: each is cast to its column's type
+  const typed = (value: unknown, type: string) => sql`${value}::${sql.literal(type)}`
+  const rowsOf = (n: number, perRow: number, row: (at: number) => Statement.Fragment) =>
+    sql.csv(Array.from({ length: n }, (_, i) => row(i * perRow)))
+
+  /**
+   * The claim upsert for `n` new claims at once (parameters: `now`, then scope, key, fingerprint, token, lease
+   * until, expires at of each): as `upsert`, at one `now` for all (the oldest claim's, so no row counts as expired
+   * sooner than its own claim saw it). Answers with the rows it took.
+   */
+  const upsertBatch = batched(sql, CLAIM_PARAMS, 1, (n, p) =>
+    sql<WrittenRow>`
+      INSERT INTO ${table} (scope, key, fingerprint, token, state, status, headers, body, lease_until, expires_at)
+      VALUES ${
+      rowsOf(n, CLAIM_PARAMS, (at) =>
+        sql`(${typed(p[1 + at], "text")}, ${typed(p[2 + at], "text")}, ${typed(p[3 + at], "text")},
+          ${typed(p[4 + at], "text")}, ${IN_PROGRESS}, NULL, NULL, NULL, ${typed(p[5 + at], "bigint")},
+          ${typed(p[6 + at], "bigint")})`)
+    }
+      ${takeover(sql, table, p[0])}
+      RETURNING scope, key, token`)
+
+  /**
+   * `completion` for `n` completions at once (parameters of each: status, headers, body, expires at, scope,
+   * key, token, now): each row's own `now`. Answers with the rows it completed.
+   */
+  const completionBatch = batched(sql, COMPLETION_PARAMS, 0, (n, p) =>
+    sql<WrittenRow>`
+      UPDATE ${table} SET state = ${COMPLETED}, status = v.column1, headers = v.column2, body = v.column3,
+        lease_until = 0, expires_at = v.column4
+      FROM (VALUES ${
+      rowsOf(n, COMPLETION_PARAMS, (at) =>
+        sql`(${typed(p[at], "integer")}, ${typed(p[1 + at], "text")}, ${typed(p[2 + at], "bytea")},
+          ${typed(p[3 + at], "bigint")}, ${typed(p[4 + at], "text")}, ${typed(p[5 + at], "text")},
+          ${typed(p[6 + at], "text")}, ${typed(p[7 + at], "bigint")})`)
+    }) AS v
+      WHERE ${table}.scope = v.column5 AND ${table}.key = v.column6 AND ${table}.token = v.column7
+        AND ${table}.state = ${IN_PROGRESS} AND ${table}.expires_at > v.column8
+      RETURNING scope, key, token`)
+
+  return { upsertBatch, completionBatch }
 }
