@@ -37,7 +37,8 @@ const batcher = <I, O>(
   const batches = new Batches<Waiting<I, O>>(MAX_IN_FLIGHT, MAX_WIDTH)
 
   const send = (members: ReadonlyArray<Waiting<I, O>>): Effect.Effect<void> =>
-    Effect.matchCauseEffect(run(members.map((member) => member.input)), {
+    // suspended: a statement that throws while it is built fails its members (and frees its slot) as a defect
+    Effect.matchCauseEffect(Effect.suspend(() => run(members.map((member) => member.input))), {
       onSuccess: (outputs) =>
         Effect.sync(() => {
           for (let i = 0; i < members.length; i++) members[i]!.resume(Effect.succeed(outputs[i]!))
