@@ -6,7 +6,7 @@ import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../R
 import { withDeadline } from "./deadline.js"
 import type { Fields } from "./errorFields.js"
 import { syncOf } from "./rateLimiterStore/memory.js"
-import { RateLimiterStore } from "./rateLimiterStore/service.js"
+import { type Decider, deciderOf, RateLimiterStore } from "./rateLimiterStore/service.js"
 import * as validate from "./validate.js"
 
 export class RateLimited extends Data.TaggedError("RateLimited")<Fields<Api.RateLimited>> {
@@ -33,7 +33,7 @@ const toDuration = (ms: number): Duration.Duration => ms === 0 ? zero : Duration
 
 /**
  * The limiter itself. Hot-path notes: `tryAcquire` is one `withFiberRuntime` around a synchronous
- * store call when the store is in-process; the clock, metric labels and span are read from the fiber
+ * store call when the store is in-process, and around the store's `Decider` (no map step) for Redis; the clock, metric labels and span are read from the fiber
  * directly, and metrics are updated with a tag array built once (Effect caches a metric hook per
  * array identity), so an allowed decision allocates only the decision and its durations.
  */
@@ -41,6 +41,7 @@ class Limiter implements RateLimiter {
   private readonly tags: ReadonlyArray<MetricLabel.MetricLabel>
   private readonly syncOp: SyncOp | undefined
   private readonly effectOp: EffectOp
+  private readonly decider: Decider | undefined
   readonly window: Duration.Duration
 
   constructor(
@@ -56,6 +57,7 @@ class Limiter implements RateLimiter {
       "windowMillis" in params ? params.windowMillis : (1000 * params.capacity) / params.refillPerSecond
     )
     const sync = syncOf(store)
+    this.decider = deciderOf(store)
     switch (algorithm) {
       case "token-bucket":
         this.syncOp = sync === undefined ? undefined : sync.tokenBucket.bind(sync)
@@ -77,6 +79,9 @@ class Limiter implements RateLimiter {
     return Effect.withFiberRuntime((fiber) => {
       const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
       if (this.syncOp !== undefined) return Effect.succeed(this.record(fiber, this.syncOp(key, cost, this.params, now)))
+      if (this.decider !== undefined) {
+        return this.decider.decide(this.algorithm, key, cost, this.params, now, (d) => this.record(fiber, d))
+      }
       return Effect.map(this.effectOp(key, cost, this.params, now), (d) => this.record(fiber, d))
     })
   }

@@ -197,6 +197,26 @@ describeRedis("RateLimiterStore/Redis", () => {
       })))
 
   // Effect 4 passes a log's message as the array of what was logged: the first part is the text
+  it.effect("one store effect run twice is two decisions; a copy of the store (no private path) decides the same", () =>
+    withStore(suiteLayer, (store) =>
+      Effect.gen(function*() {
+        const params = { name: fresh("twice"), capacity: 2, refillPerSecond: 0.001 }
+        const decide = store.tokenBucket("k", 1, params, 1_000)
+        const runs = [yield* decide, yield* decide, yield* decide]
+        expect(runs.map((d) => [d.allowed, d.remaining])).toEqual([[true, 1], [true, 0], [false, 0]])
+        // the limiter takes the store's private path; over a copy of its methods it takes the public one
+        const copy: RateLimiterStore.Store = { ...store }
+        const decisions = (over: RateLimiterStore.Store, name: string) =>
+          Effect.gen(function*() {
+            const limiter = yield* RateLimiter.fixedWindow({ limit: 2, window: "1 hour", name })
+            return [yield* limiter.tryAcquire("k"), yield* limiter.tryAcquire("k"), yield* limiter.tryAcquire("k")]
+          }).pipe(Effect.provideService(RateLimiterStore.RateLimiterStore, over))
+        const direct = yield* decisions(store, fresh("direct"))
+        const copied = yield* decisions(copy, fresh("copied"))
+        expect(copied).toEqual(direct)
+        expect(direct.map((d) => d.allowed)).toEqual([true, true, false])
+      })))
+
   it.effect("decisions sent in one tick leave in a few writes, each answered with its own reply", () =>
     Effect.gen(function*() {
       const client = yield* Effect.acquireRelease(

@@ -1,14 +1,13 @@
 /**
- * The deadline of every Redis call (`src/internal/redis/client.ts` `request`; the Effect 3 edition's
- * redisRequest test). These are real-time bounds on network I/O, so the test waits in real time, on promises
- * that never settle (no socket): a call that gets no reply fails with `RedisTimeout`, never sooner than its
- * timeout; a call that got its reply is not failed later; an interrupted call leaves nothing behind that breaks
- * the next ones. (This edition has a timer per call where the Effect 3 edition shares one per timeout, and no
- * `requestOr`: its recover-with-a-fallback case is asserted here through `onError` alone.)
+ * The deadline of every Redis call (`src/internal/redis/request.ts`, as the Effect 3 edition's: calls share one
+ * interval timer per timeout instead of a timer each). These are real-time bounds on network I/O, so the test
+ * waits in real time, on promises that never settle (no socket): a call that gets no reply fails with
+ * `RedisTimeout`, never sooner than its timeout; a call that got its reply is not failed later; an interrupted
+ * call leaves nothing behind that breaks the next ones.
  */
 import { describe, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber, Result } from "effect"
-import { RedisTimeout, request } from "../src/internal/redis/client.js"
+import { RedisTimeout, request, requestOr } from "../src/internal/redis/client.js"
 
 const never = () => new Promise<unknown>(() => {})
 const identity = <A>(a: A) => a
@@ -44,6 +43,14 @@ describe("Redis request deadlines", () => {
 
   it.live("errors and decode failures go through onError; a retry answers once", () =>
     Effect.gen(function*() {
+      const recovered = yield* requestOr(
+        () => Promise.reject(new Error("down")),
+        undefined,
+        1000,
+        identity,
+        (cause) => Effect.succeed(`fallback: ${(cause as Error).message}`)
+      )
+      expect(recovered).toBe("fallback: down")
       const rejected = yield* Effect.result(request(
         () => Promise.reject(new Error("down")),
         undefined,

@@ -71,9 +71,9 @@ export const script = (lua: string): Script => ({ lua, sha: createHash("sha1").u
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith("NOSCRIPT")
 
-import { request, requestOr } from "./request.js"
+import { Call, request, requestOr } from "./request.js"
 
-export { RedisTimeout, request, requestOr } from "./request.js"
+export { Call, type Deadlines, deadlinesFor, RedisTimeout, request, requestOr } from "./request.js"
 
 // ioredis types `evalsha` per class; Redis and Cluster share the implementation
 type Args = ReadonlyArray<string | Buffer>
@@ -229,31 +229,30 @@ export const coalesceWrites = (client: Client): void => {
 }
 
 /**
- * {@link runScriptOr} for the hot path of a script of one key without `WAIT` (a rate limiter's decision): the
- * same `EVALSHA` with the `EVAL` fallback, deadline and errors, its writes coalesced with those of the calls
- * sent in the same tick ({@link coalesceWrites}), and no array of keys or closures for the variants it does not
- * need.
+ * {@link runScriptOr} for the hot path of a script of one key without `WAIT` (a rate limiter's decision), as one
+ * object per call (see `Call`): the same `EVALSHA` with the `EVAL` fallback on `NOSCRIPT`, its writes coalesced
+ * with those of the calls sent in the same tick ({@link coalesceWrites}), and no array of keys or closures for the
+ * variants it does not need. A subclass says what a reply means and what an error ends as; start it with
+ * `Call.start` (its deadline and errors are `requestOr`'s).
  */
-export const runKeyScriptOr = <A, E>(
-  client: Client,
-  s: Script,
-  key: string,
-  args: Args,
-  timeoutMillis: number,
-  decode: (reply: unknown) => A,
-  recover: (cause: unknown) => Effect.Effect<A, E>
-): Effect.Effect<A, E> => {
-  const c = client as unknown as Eval
-  return requestOr(
-    () => {
-      coalesceWrites(client)
-      return c.evalsha(s.sha, 1, key, ...args)
-    },
-    (error) => isNoScript(error) ? c.eval(s.lua, 1, key, ...args) : undefined,
-    timeoutMillis,
-    decode,
-    recover
-  )
+export abstract class KeyScriptCall<A, E> extends Call<A, E> {
+  constructor(
+    private readonly client: Client,
+    private readonly s: Script,
+    private readonly key: string,
+    private readonly args: Args
+  ) {
+    super()
+  }
+
+  send(): Promise<unknown> {
+    coalesceWrites(this.client)
+    return (this.client as unknown as Eval).evalsha(this.s.sha, 1, this.key, ...this.args)
+  }
+
+  retry(error: unknown): Promise<unknown> | undefined {
+    return isNoScript(error) ? (this.client as unknown as Eval).eval(this.s.lua, 1, this.key, ...this.args) : undefined
+  }
 }
 
 /** {@link runScriptOr} where every error fails the effect with `onError(cause)`. */

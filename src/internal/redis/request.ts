@@ -35,7 +35,7 @@ abstract class Waiting {
   abstract expire(): void
 }
 
-class Deadlines {
+export class Deadlines {
   private head: Waiting | undefined = undefined
   private tail: Waiting | undefined = undefined
   private tick = 0
@@ -90,52 +90,81 @@ class Deadlines {
 }
 
 const deadlines = new Map<number, Deadlines>()
-const deadlinesFor = (timeoutMillis: number): Deadlines => {
+/** The deadlines of the calls with this timeout (one list per timeout, made on first use and kept). */
+export const deadlinesFor = (timeoutMillis: number): Deadlines => {
   let d = deadlines.get(timeoutMillis)
   if (d === undefined) deadlines.set(timeoutMillis, d = new Deadlines(timeoutMillis))
   return d
 }
 
-/** One call in flight: its reply, its rejection (and the one retry), and its deadline. */
-class Pending<A, E> extends Waiting {
-  constructor(
-    private readonly resume: (effect: Effect.Effect<A, E>) => void,
-    private readonly deadlines: Deadlines,
-    private readonly retry: ((error: unknown) => Promise<unknown> | undefined) | undefined,
-    private readonly decode: (reply: unknown) => A,
-    private readonly recover: (cause: unknown) => Effect.Effect<A, E>
-  ) {
-    super()
+/**
+ * One call in flight, as one object: how it is sent (`send`, and `retry` for a rejection), what its reply means
+ * (`answer`), what an error ends as (`recover`), and its place among the deadlines. A backend's hot call is a
+ * subclass holding its own arguments (`client.ts`'s `KeyScriptCall`), so a call costs this object, its two promise
+ * callbacks and the register function of its wait; {@link requestOr} wraps closures in one for every other call.
+ */
+export abstract class Call<A, E> extends Waiting {
+  private resume: ((effect: Effect.Effect<A, E>) => void) | undefined = undefined
+  private settled = false
+  private deadlines: Deadlines | undefined = undefined
+  private readonly onReply = (reply: unknown): void => this.succeed(reply)
+  private readonly onError = (error: unknown): void => this.fallback(error)
+
+  /** Sends the call. */
+  abstract send(): Promise<unknown>
+  /** A second attempt after `send()` rejected with `error` (a promise for it), or `undefined` for none. */
+  abstract retry(error: unknown): Promise<unknown> | undefined
+  /** The reply as the effect the call ends with; a throw ends it as `recover(cause)`. */
+  abstract answer(reply: unknown): Effect.Effect<A, E>
+  /** What a rejection, a throw or no reply in time ends as: a failure, or a fallback answer. */
+  abstract recover(cause: unknown): Effect.Effect<A, E>
+
+  /**
+   * Starts the call from the register function of `Effect.async`, with a real-time deadline of
+   * `deadlines.timeoutMillis`: it settles once, by its reply, its error or its deadline (see `Deadlines`). Make
+   * the object in the register function, so that every run of the effect is a call of its own.
+   *
+   * Hot path of every decision: no timer of its own, and no interruption handler (which would cost a mask and an
+   * exit frame per call): an interrupted fiber ignores a late resume, and the command may still run on the
+   * server, but nobody waits for it.
+   */
+  start(resume: (effect: Effect.Effect<A, E>) => void, deadlines: Deadlines): void {
+    this.resume = resume
+    this.deadlines = deadlines
+    deadlines.add(this)
+    try {
+      this.send().then(this.onReply, this.onError)
+    } catch (cause) {
+      this.fail(cause)
+    }
   }
 
-  settled = false
-
-  fail(cause: unknown): void {
+  private fail(cause: unknown): void {
     if (this.settled) return
     this.settled = true
-    this.deadlines.remove(this)
-    this.resume(this.recover(cause))
+    this.deadlines!.remove(this)
+    this.resume!(this.recover(cause))
   }
 
-  succeed(reply: unknown): void {
+  private succeed(reply: unknown): void {
     if (this.settled) return
-    let a: A
+    let effect: Effect.Effect<A, E>
     try {
-      a = this.decode(reply)
+      effect = this.answer(reply)
     } catch (cause) {
       return this.fail(cause)
     }
     this.settled = true
-    this.deadlines.remove(this)
-    this.resume(Effect.succeed(a))
+    this.deadlines!.remove(this)
+    this.resume!(effect)
   }
 
-  fallback(error: unknown): void {
+  private fallback(error: unknown): void {
     if (this.settled) return
     try {
-      const again = this.retry?.(error)
+      const again = this.retry(error)
       if (again === undefined) return this.fail(error)
-      again.then((reply) => this.succeed(reply), (cause) => this.fail(cause))
+      again.then(this.onReply, (cause) => this.fail(cause))
     } catch (cause) {
       this.fail(cause)
     }
@@ -144,7 +173,27 @@ class Pending<A, E> extends Waiting {
   expire(): void {
     if (this.settled) return
     this.settled = true
-    this.resume(this.recover(new RedisTimeout(this.deadlines.timeoutMillis)))
+    this.resume!(this.recover(new RedisTimeout(this.deadlines!.timeoutMillis)))
+  }
+}
+
+/** A call made of closures (see {@link requestOr}). */
+class FnCall<A, E> extends Call<A, E> {
+  constructor(
+    readonly send: () => Promise<unknown>,
+    private readonly retryWith: ((error: unknown) => Promise<unknown> | undefined) | undefined,
+    private readonly decode: (reply: unknown) => A,
+    readonly recover: (cause: unknown) => Effect.Effect<A, E>
+  ) {
+    super()
+  }
+
+  retry(error: unknown): Promise<unknown> | undefined {
+    return this.retryWith?.(error)
+  }
+
+  answer(reply: unknown): Effect.Effect<A, E> {
+    return Effect.succeed(this.decode(reply))
   }
 }
 
@@ -154,11 +203,7 @@ class Pending<A, E> extends Waiting {
  * `send` or `decode`, or no reply within `timeoutMillis` ends as `recover(cause)` (an effect: a failure, or
  * a fallback answer). A blocking command (`XREADGROUP … BLOCK`, `BLPOP`) would need `timeoutMillis` to add
  * its block time, or every quiet wait would count as an outage; the library sends none (the stream queue
- * reads without `BLOCK`).
- *
- * Hot path of every decision: one object and one promise callback pair, no timer of its own (see `Deadlines`), and no
- * interruption handler (which would cost a mask and an exit frame per call): an interrupted fiber ignores
- * a late resume, and the command may still run on the server, but nobody waits for it.
+ * reads without `BLOCK`). See {@link Call.start}.
  */
 export const requestOr = <A, E>(
   send: () => Promise<unknown>,
@@ -167,19 +212,7 @@ export const requestOr = <A, E>(
   decode: (reply: unknown) => A,
   recover: (cause: unknown) => Effect.Effect<A, E>
 ): Effect.Effect<A, E> =>
-  Effect.async<A, E>((resume) => {
-    const d = deadlinesFor(timeoutMillis)
-    const p = new Pending(resume, d, retry, decode, recover)
-    d.add(p)
-    try {
-      send().then(
-        (reply) => p.succeed(reply),
-        retry === undefined ? (cause) => p.fail(cause) : (error) => p.fallback(error)
-      )
-    } catch (cause) {
-      p.fail(cause)
-    }
-  })
+  Effect.async<A, E>((resume) => new FnCall(send, retry, decode, recover).start(resume, deadlinesFor(timeoutMillis)))
 
 /** {@link requestOr} where every error fails the effect with `onError(cause)`. */
 export const request = <A, E>(

@@ -7,7 +7,7 @@ import { withDeadline } from "./deadline.js"
 import type { Fields } from "./errorFields.js"
 import { counterWith } from "./metrics.js"
 import { syncOf, type SyncOp } from "./rateLimiterStore/memory.js"
-import { RateLimiterStore } from "./rateLimiterStore/service.js"
+import { type Decider, deciderOf, RateLimiterStore } from "./rateLimiterStore/service.js"
 import * as validate from "./validate.js"
 
 export class RateLimited extends Data.TaggedError("RateLimited")<Fields<Api.RateLimited>> {
@@ -43,6 +43,7 @@ class Limiter implements RateLimiter {
   private readonly denied: Metric.Counter<number>
   private readonly syncOp: SyncOp | undefined
   private readonly effectOp: EffectOp
+  private readonly decider: Decider | undefined
   readonly window: Duration.Duration
 
   constructor(
@@ -60,6 +61,7 @@ class Limiter implements RateLimiter {
       "windowMillis" in params ? params.windowMillis : (1000 * params.capacity) / params.refillPerSecond
     )
     this.syncOp = syncOf(store)?.decider(algorithm, params.name)
+    this.decider = deciderOf(store)
     switch (algorithm) {
       case "token-bucket":
         this.effectOp = store.tokenBucket
@@ -80,6 +82,20 @@ class Limiter implements RateLimiter {
     if (syncOp !== undefined) {
       return Effect.withFiberSucceed((fiber) =>
         this.record(fiber, syncOp(key, cost, this.params, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()))
+      )
+    }
+    const decider = this.decider
+    // a network store of this library hands its answer to `record` in the step that resumes the fiber
+    if (decider !== undefined) {
+      return Effect.withFiber((fiber) =>
+        decider.decide(
+          this.algorithm,
+          key,
+          cost,
+          this.params,
+          fiber.getRef(Clock.Clock).currentTimeMillisUnsafe(),
+          (d) => this.record(fiber, d)
+        )
       )
     }
     return Effect.withFiber((fiber) =>

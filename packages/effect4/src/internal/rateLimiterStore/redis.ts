@@ -7,8 +7,9 @@
  * time until it is indistinguishable from a fresh key — plus `expiryMargin`, so an idle key goes away on its own
  * and a process whose clock is a little behind still finds it.
  */
-import { Effect, identity, Layer } from "effect"
+import { Effect, Layer } from "effect"
 import * as lua from "../../core/rateLimiterScript.js"
+import type { Algorithm } from "../../RateLimiter.js"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
 import * as redis from "../redis/client.js"
 import {
@@ -17,7 +18,7 @@ import {
   type ResolvedRateLimiter,
   resolveRateLimiter
 } from "../redis/options.js"
-import { RateLimiterStore } from "./service.js"
+import { RateLimiterStore, withDecider } from "./service.js"
 
 export type Options = redis.ClientOptions & RateLimiterOptions
 
@@ -67,40 +68,69 @@ export const make = (
   }
 
   const fixedOf = lua.fixedCache<redis.Script>(options.prefix)
+  const fixed = (algorithm: Algorithm, params: TokenBucketParams | WindowParams): lua.Fixed<redis.Script> => {
+    if (algorithm === "token-bucket") {
+      const p = params as TokenBucketParams
+      return fixedOf(p, tokenBucketScript, "tb", p.capacity, p.refillPerSecond)
+    }
+    const p = params as WindowParams
+    return algorithm === "fixed-window"
+      ? fixedOf(p, fixedWindowScript, "fw", p.limit, p.windowMillis)
+      : fixedOf(p, slidingWindowScript, "sw", p.limit, p.windowMillis)
+  }
+  const deadlines = redis.deadlinesFor(options.timeoutMillis)
 
-  // every script takes ARGV now, cost, its limit, its rate or window, and the expiry margin
-  const run = (
-    f: lua.Fixed<redis.Script>,
+  /**
+   * One decision: every script takes ARGV now, cost, its limit, its rate or window, and the expiry margin. An error
+   * answers with the fallback decision in the same step (no catchAll frame per call); with `finish` (the limiter's
+   * `Decider` path) the reply is decoded when it arrives and `finish` runs in the caller's fiber.
+   */
+  class DecisionCall<B> extends redis.KeyScriptCall<B, never> {
+    constructor(
+      f: lua.Fixed<redis.Script>,
+      key: string,
+      cost: number,
+      private readonly limit: number,
+      private readonly nowMillis: number,
+      private readonly finish: ((d: StoreDecision) => B) | undefined
+    ) {
+      super(client, f.script, lua.keyFor(f, key), lua.argsFor(f, cost, nowMillis, margin))
+    }
+
+    answer(reply: unknown): Effect.Effect<B> {
+      const d = lua.decode(this.limit, reply)
+      const finish = this.finish
+      return finish === undefined ? Effect.succeed(d as B) : Effect.sync(() => finish(d))
+    }
+
+    recover(cause: unknown): Effect.Effect<B> {
+      const d = fallback(this.limit, this.nowMillis, cause)
+      return this.finish === undefined ? d as Effect.Effect<B> : Effect.map(d, this.finish)
+    }
+  }
+
+  const decide = <B>(
+    algorithm: Algorithm,
     key: string,
     cost: number,
-    nowMillis: number
-  ): Effect.Effect<StoreDecision> =>
-    Effect.catch(
-      redis.runKeyScript(
-        client,
-        f.script,
-        lua.keyFor(f, key),
-        lua.argsFor(f, cost, nowMillis, margin),
-        options.timeoutMillis,
-        (reply) => lua.decode(f.limit, reply),
-        identity
-      ),
-      (cause) => fallback(f.limit, nowMillis, cause)
+    params: TokenBucketParams | WindowParams,
+    nowMillis: number,
+    finish: ((d: StoreDecision) => B) | undefined
+  ): Effect.Effect<B> => {
+    const f = fixed(algorithm, params)
+    return Effect.callback<B>((resume) =>
+      new DecisionCall(f, key, cost, f.limit, nowMillis, finish).start(resume, deadlines)
     )
-
-  return {
-    tokenBucket: (key: string, cost: number, params: TokenBucketParams, nowMillis: number) =>
-      run(
-        fixedOf(params, tokenBucketScript, "tb", params.capacity, params.refillPerSecond),
-        key,
-        cost,
-        nowMillis
-      ),
-    fixedWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
-      run(fixedOf(params, fixedWindowScript, "fw", params.limit, params.windowMillis), key, cost, nowMillis),
-    slidingWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
-      run(fixedOf(params, slidingWindowScript, "sw", params.limit, params.windowMillis), key, cost, nowMillis)
   }
+
+  return withDecider({
+    tokenBucket: (key: string, cost: number, params: TokenBucketParams, nowMillis: number) =>
+      decide("token-bucket", key, cost, params, nowMillis, undefined),
+    fixedWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
+      decide("fixed-window", key, cost, params, nowMillis, undefined),
+    slidingWindow: (key: string, cost: number, params: WindowParams, nowMillis: number) =>
+      decide("sliding-window", key, cost, params, nowMillis, undefined)
+  }, { decide })
 }
 
 export const layer = (options: Options): Layer.Layer<RateLimiterStore> => {

@@ -2,7 +2,8 @@
  * The one Redis adapter of the library, used by every Redis backend (the idempotency and rate-limit
  * stores, later the stream queue): getting a client (the caller's, or one the layer owns), running Lua
  * scripts as `EVALSHA` with a reload on `NOSCRIPT`, `WAIT` for replicas, and a real-time deadline on every
- * call. (The Effect 3 edition's copy also has the pub/sub listener of the fleet breaker; it comes with it.)
+ * call (`request.ts`). (The Effect 3 edition's copy also has the pub/sub listener of the fleet breaker; it comes
+ * with it.)
  *
  * Imported only by the Redis backend entry points, so the package root does not load `ioredis`.
  */
@@ -72,85 +73,9 @@ export const script = (lua: string): Script => ({ lua, sha: createHash("sha1").u
 
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith("NOSCRIPT")
 
-/** Why a call failed when Redis did not answer in time. */
-export class RedisTimeout extends Error {
-  constructor(readonly millis: number) {
-    super(`Redis did not answer within ${millis} ms`)
-    this.name = "RedisTimeout"
-  }
-}
+import { Call, request } from "./request.js"
 
-/**
- * Sends one request as an effect: `send()`, and when it rejects with an error `retry` accepts (it returns a
- * promise for it), that second promise instead. The reply goes through `decode`; a rejection, a throw in
- * `send` or `decode`, or no reply within `timeoutMillis` fails with `onError(cause)`. A blocking command
- * (`XREADGROUP … BLOCK`, `BLPOP`) would need `timeoutMillis` to add its block time, or every quiet wait
- * would count as an outage; the library sends none (the stream queue reads without `BLOCK`).
- *
- * Hot path of every decision: one promise callback pair, one timer, no intermediate promises.
- *
- * Effect 4 resumes a `callback` wait on the resumer's stack; here the resumer is a promise callback or a timer,
- * each on a fresh stack of its own, so these waits cannot nest and need no depth guard (`internal/resume.ts`).
- */
-export const request = <A, E>(
-  send: () => Promise<unknown>,
-  retry: ((error: unknown) => Promise<unknown> | undefined) | undefined,
-  timeoutMillis: number,
-  decode: (reply: unknown) => A,
-  onError: (cause: unknown) => E
-): Effect.Effect<A, E> =>
-  Effect.callback<A, E>((resume) => {
-    let settled = false
-    const fail = (cause: unknown) => {
-      if (settled) return
-      settled = true
-      clearTimeout(timer)
-      resume(Effect.fail(onError(cause)))
-    }
-    const succeed = (reply: unknown) => {
-      if (settled) return
-      let a: A
-      try {
-        a = decode(reply)
-      } catch (cause) {
-        fail(cause)
-        return
-      }
-      settled = true
-      clearTimeout(timer)
-      resume(Effect.succeed(a))
-    }
-    const fallback = (error: unknown) => {
-      if (settled) return
-      try {
-        const again = retry?.(error)
-        if (again === undefined) return fail(error)
-        again.then(succeed, fail)
-      } catch (cause) {
-        fail(cause)
-      }
-    }
-    // A real timer on purpose: it bounds network I/O, which happens in real time, and must fire
-    // under TestClock too (a test clock that never moves would turn a dead server into a hung
-    // test). It decides nothing about the result.
-    // eslint-disable-next-line no-restricted-globals
-    const timer = setTimeout(() => {
-      if (settled) return
-      settled = true
-      resume(Effect.fail(onError(new RedisTimeout(timeoutMillis))))
-    }, timeoutMillis)
-    timer.unref()
-    try {
-      send().then(succeed, retry === undefined ? fail : fallback)
-    } catch (cause) {
-      fail(cause)
-    }
-    // interrupted while waiting: the command may still run on the server, but nobody waits for it
-    return Effect.sync(() => {
-      settled = true
-      clearTimeout(timer)
-    })
-  })
+export { Call, type Deadlines, deadlinesFor, RedisTimeout, request, requestOr } from "./request.js"
 
 // ioredis types `evalsha` per class; Redis and Cluster share the implementation
 type Args = ReadonlyArray<string | Buffer>
@@ -306,31 +231,30 @@ export const coalesceWrites = (client: Client): void => {
 }
 
 /**
- * {@link runScript} for the hot path of a script of one key without `WAIT` (a rate limiter's decision): the
- * same `EVALSHA` with the `EVAL` fallback, deadline and errors, its writes coalesced with those of the calls
- * sent in the same tick ({@link coalesceWrites}), and no array of keys or closures for the variants it does not
- * need.
+ * {@link runScript} for the hot path of a script of one key without `WAIT` (a rate limiter's decision), as one
+ * object per call (see `Call`): the same `EVALSHA` with the `EVAL` fallback on `NOSCRIPT`, its writes coalesced
+ * with those of the calls sent in the same tick ({@link coalesceWrites}), and no array of keys or closures for the
+ * variants it does not need. A subclass says what a reply means and what an error ends as; start it with
+ * `Call.start` (its deadline and errors are `requestOr`'s).
  */
-export const runKeyScript = <A, E>(
-  client: Client,
-  s: Script,
-  key: string,
-  args: Args,
-  timeoutMillis: number,
-  decode: (reply: unknown) => A,
-  onError: (cause: unknown) => E
-): Effect.Effect<A, E> => {
-  const c = client as unknown as Eval
-  return request(
-    () => {
-      coalesceWrites(client)
-      return c.evalsha(s.sha, 1, key, ...args)
-    },
-    (error) => isNoScript(error) ? c.eval(s.lua, 1, key, ...args) : undefined,
-    timeoutMillis,
-    decode,
-    onError
-  )
+export abstract class KeyScriptCall<A, E> extends Call<A, E> {
+  constructor(
+    private readonly client: Client,
+    private readonly s: Script,
+    private readonly key: string,
+    private readonly args: Args
+  ) {
+    super()
+  }
+
+  send(): Promise<unknown> {
+    coalesceWrites(this.client)
+    return (this.client as unknown as Eval).evalsha(this.s.sha, 1, this.key, ...this.args)
+  }
+
+  retry(error: unknown): Promise<unknown> | undefined {
+    return isNoScript(error) ? (this.client as unknown as Eval).eval(this.s.lua, 1, this.key, ...this.args) : undefined
+  }
 }
 
 /** Any other call (a command, a pipeline's or transaction's `exec`) with the same deadline and errors. */
