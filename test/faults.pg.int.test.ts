@@ -9,6 +9,7 @@ import { consumerKillPg, consumerKillRedis } from "../examples/faults/consumerKi
 import type { Fault } from "../examples/faults/fault.js"
 import { pgTerminateClaim } from "../examples/faults/pgTerminateClaim.js"
 import { pgTerminateConsume } from "../examples/faults/pgTerminateConsume.js"
+import { failed } from "../examples/faults/runner.js"
 import { describeWith, type Service } from "./support/services.js"
 
 const faults: ReadonlyArray<readonly [Fault, ReadonlyArray<Service>]> = [
@@ -23,15 +24,10 @@ for (const [fault, services] of faults) {
     it("survives: nothing lost, nothing duplicated", async () => {
       const rows = await fault.run()
       expect(rows.length).toBeGreaterThan(0)
-      for (const row of rows) {
-        // the whole row in the message: its notes say what happened
-        expect({ lost: row.lost, duplicated: row.duplicated, ok: row.ok !== false, row }).toMatchObject({
-          lost: 0,
-          duplicated: 0,
-          ok: true
-        })
-        expect(row.offered).toBeGreaterThan(0)
-      }
+      // the whole row in the message when one fails: its notes say what happened (a match of a few of its
+      // fields showed only those, and a row that failed a bound said nothing of which)
+      expect(rows.filter(failed)).toEqual([])
+      for (const row of rows) expect(row.offered).toBeGreaterThan(0)
     }, 150_000)
   })
 }

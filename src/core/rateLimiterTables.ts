@@ -30,6 +30,7 @@ export type SyncOp = (
 
 /** Expired entries evicted from the front of a table per new key: more than one, so eviction outpaces growth. */
 export const EVICT_PER_INSERT = 2
+
 /**
  * A key's state plus its place in its table's recency list. The numbers live in fields of their own,
  * declared as numbers (not `undefined` first), so V8 keeps them as doubles updated in place: a decision
