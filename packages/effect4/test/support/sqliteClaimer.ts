@@ -4,13 +4,15 @@
  * other processes share. Arguments: `<mode> <file> <table> <keys> [concurrency|leaseMillis]`.
  *
  * - `race`: prints `ready`, waits for `go` on stdin, then claims `key-0` … `key-<keys-1>` (`concurrency` at a
- *   time); a claim it wins is completed with its pid as the body. Prints one JSON line: what it claimed, what
- *   every other answer was, and how long the claims took.
+ *   time), prints `claimed` and waits for `complete`: the claims it won are completed (with its pid as the body)
+ *   only once every process has made all its claims, so the others' claims of them meet them in progress,
+ *   however the processes' starts fall. Prints one JSON line: what it claimed, what every other answer was, and
+ *   how long the claims took.
  * - `hold`: claims `<keys>` (a key name here) with a lease of `leaseMillis`, prints `held`, and never completes.
  * - `takeover`: claims `<keys>` every 20 ms until it wins, completes it with its pid, prints `done`.
  */
 import { Duration, Effect, Layer } from "effect"
-import { createInterface } from "node:readline"
+import { createInterface, type Interface } from "node:readline"
 import * as IdempotencyStore from "../../src/IdempotencyStore.js"
 import * as IdempotencyStoreSql from "../../src/IdempotencyStore/Sql.js"
 import * as Sqlite from "../../src/Sqlite.js"
@@ -29,35 +31,44 @@ const complete = (store: IdempotencyStore.Store, key: string, token: string) =>
   store.complete({ scope: "multiprocess", key, token }, { status: 201, headers: {}, body }, Duration.hours(1))
 
 const line = (text: string) => Effect.sync(() => process.stdout.write(`${text}\n`))
-const go = Effect.callback<void>((resume) => {
-  const input = createInterface({ input: process.stdin })
-  input.on("line", (l) => {
-    if (l.trim() === "go") {
-      input.close()
+/** stdin's lines, read only by the modes that wait for commands (a reader keeps the process alive). */
+let lines: Interface | undefined
+/** Waits for the line `word` on stdin. */
+const command = (word: string) =>
+  Effect.callback<void>((resume) => {
+    const input = lines ??= createInterface({ input: process.stdin })
+    const onLine = (l: string) => {
+      if (l.trim() !== word) return
+      input.off("line", onLine)
       resume(Effect.void)
     }
+    input.on("line", onLine)
   })
-})
 
 const race = (store: IdempotencyStore.Store) =>
   Effect.gen(function*() {
     const n = Number(keys)
     yield* line("ready")
-    yield* go
+    yield* command("go")
     const started = performance.now()
     const answers = yield* Effect.forEach(
       Array.from({ length: n }, (_, i) => `key-${i}`),
-      (key) =>
-        Effect.flatMap(store.claim(request(key)), (answer) =>
-          answer._tag === "Claimed"
-            ? Effect.as(complete(store, key, answer.token), { key, tag: "Claimed" })
-            : Effect.succeed({ key, tag: answer._tag })),
+      (key) => Effect.map(store.claim(request(key)), (answer) => ({ key, answer })),
       { concurrency: Number(extra ?? 8) }
     )
     const millis = performance.now() - started
-    const claimed = answers.filter((a) => a.tag === "Claimed").map((a) => a.key)
+    yield* line("claimed")
+    yield* command("complete")
+    yield* Effect.forEach(
+      answers,
+      ({ answer, key }) => answer._tag === "Claimed" ? complete(store, key, answer.token) : Effect.void,
+      { concurrency: Number(extra ?? 8), discard: true }
+    )
+    const claimed = answers.filter((a) => a.answer._tag === "Claimed").map((a) => a.key)
     const others: Record<string, number> = {}
-    for (const a of answers) if (a.tag !== "Claimed") others[a.tag] = (others[a.tag] ?? 0) + 1
+    for (const { answer } of answers) {
+      if (answer._tag !== "Claimed") others[answer._tag] = (others[answer._tag] ?? 0) + 1
+    }
     yield* line(JSON.stringify({ pid: process.pid, claimed, others, millis }))
   })
 
