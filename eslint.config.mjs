@@ -12,8 +12,8 @@ export default tseslint.config(
       ".docs-check/**",
       ".docgen/**",
       ".tools/**",
-      // the editions' generated files: a copy of the one core (linted where it lives), builds, extracted examples
-      "packages/*/src/core/**",
+      // each package's builds and extracted examples, its own node_modules
+      "packages/*/node_modules/**",
       "packages/*/dist/**",
       "packages/*/.examples/**"
     ]

@@ -1,21 +1,21 @@
-// Checks the shape of src/ that ARCHITECTURE.md promises. Exits non-zero and lists every violation:
+// Checks the shape of the packages that ARCHITECTURE.md promises. Exits non-zero and lists every violation:
 //
-// - src/core/ is plain TypeScript: it imports nothing from `effect`, `@effect/*` or any other package, and only
-//   other files of src/core/ (type-only imports included, so an Effect 4 edition can share it unchanged);
+// - the core (packages/core/src) is plain TypeScript: it imports nothing from `effect`, `@effect/*` or any other
+//   package, and only other files of the core (type-only imports included, so both editions share it unchanged);
+// - each edition (packages/effect4, packages/effect3) reaches the core only as the package
+//   `@effect-resilience/core/<module>` (no relative path into packages/core), and no file of an edition (sources,
+//   tests, examples, benches, scripts) imports anything from the other edition's folder;
 // - files under src/internal/ never import values from public modules (src/*.ts and the
 //   backend entries): public modules describe and re-export, internal modules implement;
 // - no import cycle between files of src/ through value imports (`import type` and `export type` are free);
-// - the file list is the API: every public file of src/ (not internal/, core/ or index.ts) is exactly one
+// - the file list is the API: every public file of src/ (not internal/ or index.ts) is exactly one
 //   package.json `exports` entry whose dist paths mirror it (src/A/B.ts is "./A/B" → ./dist/A/B.js and .d.ts),
 //   "." is src/index.ts, and every entry has its file;
-// - no file of src/internal/ or src/core/ over 400 lines, no function in them (any function-like node with a body:
-//   declarations, expressions, arrows, methods, accessors, constructors) over 120 lines, and no internal/x.ts beside
-//   an internal/x/ folder (the folder holds the module);
+// - no file of src/internal/ or of the core over 400 lines, no function in them (any function-like node with a
+//   body: declarations, expressions, arrows, methods, accessors, constructors) over 120 lines, and no internal/x.ts
+//   beside an internal/x/ folder (the folder holds the module);
 // - the client's combinators (internal/http/resilientHttpClient/) import no server middleware: the header names
-//   both sides use live in core/httpHeaders.ts.
-//
-// The same rules hold for the Effect 4 edition in packages/effect4. Its src/core is a generated copy of src/core
-// (packages/effect4/scripts/core.mjs), so it is checked once, here, as src/core.
+//   both sides use live in the core's httpHeaders.ts.
 //
 // Imports are read with TypeScript's parser, so `import { type A }` counts as type-only only when every name is.
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs"
@@ -29,10 +29,11 @@ const root = resolve(new URL("..", import.meta.url).pathname)
 const MAX_FILE_LINES = 400
 const MAX_FUNCTION_LINES = 120
 
+const skipped = new Set(["node_modules", "dist", ".examples", ".docgen"])
 const files = (dir) =>
   readdirSync(dir, { withFileTypes: true }).flatMap((entry) =>
     entry.isDirectory()
-      ? files(join(dir, entry.name))
+      ? skipped.has(entry.name) ? [] : files(join(dir, entry.name))
       : entry.name.endsWith(".ts") && !entry.name.endsWith(".d.ts")
       ? [join(dir, entry.name)]
       : []
@@ -99,16 +100,66 @@ const longFunctions = (source) => {
 const failures = []
 let checked = 0
 
-/** The rules for one package: `pkg` is its folder; `withCore` false when its src/core is a generated copy. */
-const checkPackage = (pkg, { withCore }) => {
+const lineCount = (source) =>
+  source.getLineAndCharacterOfPosition(source.getEnd()).line + (source.text.endsWith("\n") ? 0 : 1)
+
+/** The file and function sizes of an implementation file (internal/ or the core). */
+const sizes = (source, shown) => [
+  ...(lineCount(source) > MAX_FILE_LINES
+    ? [`${shown}: ${lineCount(source)} lines (at most ${MAX_FILE_LINES})`]
+    : []),
+  ...longFunctions(source).map((f) =>
+    `${shown}:${f.line}: a function of ${f.lines} lines (at most ${MAX_FUNCTION_LINES})`
+  )
+]
+
+/** The core: plain TypeScript that imports only itself. */
+const checkCore = (dir) => {
+  const src = join(dir, "src")
+  const all = files(src)
+  checked += all.length
+  for (const file of all) {
+    const source = parse(file)
+    for (const i of importsOf(source)) {
+      if (i.target === undefined || !i.target.startsWith(src + "/")) {
+        failures.push(`${relative(root, file)}: the core imports "${i.specifier}" (core imports only other core files)`)
+      }
+    }
+    failures.push(...sizes(source, relative(root, file)))
+  }
+}
+
+/** No file of an edition reaches into the other edition's folder or into the core by a path. */
+const checkBoundaries = (pkg, other) => {
+  const mine = files(pkg)
+  const core = join(root, "packages", "core")
+  for (const file of mine) {
+    for (const i of importsOf(parse(file))) {
+      if (i.target !== undefined && i.target.startsWith(other + "/")) {
+        failures.push(
+          `${relative(root, file)}: imports "${i.specifier}" from the other edition (${relative(root, other)})`
+        )
+      }
+      if (i.target !== undefined && i.target.startsWith(core + "/")) {
+        failures.push(
+          `${
+            relative(root, file)
+          }: imports the core by its path "${i.specifier}" (import @effect-resilience/core/<module>)`
+        )
+      }
+    }
+  }
+}
+
+/** The rules for one edition: `pkg` is its folder. */
+const checkPackage = (pkg) => {
   const src = join(pkg, "src")
   const name = (file) => relative(src, file)
   const shown = (file) => relative(root, file)
-  const isCore = (file) => name(file).startsWith("core/")
   const isInternal = (file) => name(file).startsWith("internal/")
-  const isPublic = (file) => !isCore(file) && !isInternal(file)
+  const isPublic = (file) => !isInternal(file)
   const isClient = (file) => name(file).startsWith("internal/http/resilientHttpClient/")
-  const all = files(src).filter((file) => withCore || !isCore(file))
+  const all = files(src)
   checked += all.length
 
   const graph = new Map()
@@ -117,33 +168,22 @@ const checkPackage = (pkg, { withCore }) => {
     const imports = importsOf(source)
     graph.set(file, imports.filter((i) => i.target !== undefined && !i.typeOnly).map((i) => i.target))
     for (const i of imports) {
-      if (isCore(file) && (i.target === undefined || !isCore(i.target))) {
-        failures.push(`${shown(file)}: src/core/ imports "${i.specifier}" (core imports only other core files)`)
-      }
       if (isInternal(file) && i.target !== undefined && !i.typeOnly && isPublic(i.target)) {
         failures.push(`${shown(file)}: internal module imports a value from the public module ${name(i.target)}`)
       }
       if (isClient(file) && i.target !== undefined && /Middleware\.ts$/i.test(i.target)) {
         failures.push(
-          `${shown(file)}: the client imports the server middleware ${name(i.target)} (shared names: core/)`
+          `${shown(file)}: the client imports the server middleware ${name(i.target)} (shared names: the core)`
         )
       }
     }
-    const layout = []
-    if (!isPublic(file)) {
-      const lines = source.getLineAndCharacterOfPosition(source.getEnd()).line + (source.text.endsWith("\n") ? 0 : 1)
-      if (lines > MAX_FILE_LINES) layout.push(`${shown(file)}: ${lines} lines (at most ${MAX_FILE_LINES})`)
-      for (const f of longFunctions(source)) {
-        layout.push(`${shown(file)}:${f.line}: a function of ${f.lines} lines (at most ${MAX_FUNCTION_LINES})`)
-      }
-    }
     if (isInternal(file)) {
+      failures.push(...sizes(source, shown(file)))
       const folder = file.replace(/\.ts$/, "")
       if (existsSync(folder) && statSync(folder).isDirectory()) {
-        layout.push(`${shown(file)}: beside the folder ${shown(folder)}/ (move it into the folder)`)
+        failures.push(`${shown(file)}: beside the folder ${shown(folder)}/ (move it into the folder)`)
       }
     }
-    failures.push(...layout)
   }
 
   // the file list is the API
@@ -209,15 +249,20 @@ const checkPackage = (pkg, { withCore }) => {
   for (const file of all) if (!indices.has(file)) strongConnect(file)
 }
 
-checkPackage(root, { withCore: true })
-const effect4 = join(root, "packages", "effect4")
-if (existsSync(join(effect4, "package.json"))) checkPackage(effect4, { withCore: false })
+const packages = join(root, "packages")
+const [effect4, effect3] = [join(packages, "effect4"), join(packages, "effect3")]
+checkCore(join(packages, "core"))
+for (const [pkg, other] of [[effect4, effect3], [effect3, effect4]]) {
+  checkPackage(pkg)
+  checkBoundaries(pkg, other)
+}
 
 if (failures.length > 0) {
   console.error(`check-architecture: ${failures.length} problem(s)\n  ${failures.join("\n  ")}`)
   process.exit(1)
 }
 console.log(
-  `check-architecture: ${checked} files; core is plain, internal imports no public values, no cycles, ` +
+  `check-architecture: ${checked} files; core is plain, the editions reach neither each other nor the core's ` +
+    `files, internal imports no public values, no cycles, ` +
     `the file list is the exports, sizes within ${MAX_FILE_LINES} lines a file and ${MAX_FUNCTION_LINES} a function`
 )

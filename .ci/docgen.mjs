@@ -1,11 +1,11 @@
 // The API reference: @effect/docgen reads the JSDoc of the public modules (docgen.json) and writes one page per
 // module into docs/api/modules/, with docs/api/README.md as the index.
 //
-//   node .ci/docgen.mjs                  (npm run docs)   writes docs/api/
-//   node .ci/docgen.mjs --check          (npm run check)  writes nothing; fails when docgen fails or docs/api/ is stale
-//   node .ci/docgen.mjs [--check] <dir>  the same for the package in <dir>, with its own docgen.json, tsconfig.json
-//                                        and node_modules: packages/effect4 (the Effect 4 edition) writes
-//                                        packages/effect4/docs/api/, its examples compiled against its effect 4
+//   node .ci/docgen.mjs <dir>            (npm run docs)   writes <dir>/docs/api/
+//   node .ci/docgen.mjs --check <dir>    (npm run check)  writes nothing; fails when docgen fails or docs/api/ is stale
+//
+// <dir> is an edition's package, packages/effect4 or packages/effect3, with its own docgen.json, tsconfig.json and
+// node_modules: its examples are compiled against its own effect.
 //
 // docgen fails when an export has no `@since` or a JSDoc `@example` does not compile: it writes every example to
 // a file and runs `tsc` on them with the project's compiler options (tsconfig.json, so `effect-resilience/...`
@@ -33,7 +33,12 @@ import { delimiter, dirname, join, relative, resolve } from "node:path"
 const repo = new URL("..", import.meta.url).pathname
 const args = process.argv.slice(2)
 const check = args.includes("--check")
-const root = resolve(repo, args.find((a) => a !== "--check") ?? ".")
+const dir = args.find((a) => a !== "--check")
+if (dir === undefined) {
+  console.error("usage: node .ci/docgen.mjs [--check] <package dir>")
+  process.exit(2)
+}
+const root = resolve(repo, dir)
 const read = (file) => readFileSync(join(root, file), "utf8")
 const config = JSON.parse(read("docgen.json"))
 const pkg = JSON.parse(read("package.json"))
@@ -62,7 +67,10 @@ writeFileSync(
   JSON.stringify({
     ...config,
     outDir: "out",
-    examplesCompilerOptions: { ...options, paths, noEmit: true, noUnusedLocals: false, noUnusedParameters: false }
+    examplesCompilerOptions: { ...options, paths, noEmit: true, noUnusedLocals: false, noUnusedParameters: false },
+    // the signatures are read with the same `paths`: a type from the core (@effect-resilience/core/*) is named,
+    // not `any`
+    parseCompilerOptions: { ...options, paths }
   })
 )
 
@@ -86,7 +94,8 @@ try {
 const sources = JSON.parse(read("tsconfig.json")).compilerOptions.paths
 const entries = Object.entries(sources)
   .map(([specifier, [source]]) => ({ specifier, page: source.replace(/^\.\/src\//, "modules/") + ".md" }))
-  .filter((entry) => entry.specifier !== pkg.name)
+  // the entry points, not the package itself nor the core it bundles (`@effect-resilience/core/*`)
+  .filter((entry) => entry.specifier.startsWith(`${pkg.name}/`))
 
 const failures = []
 const pages = new Map()
@@ -148,9 +157,9 @@ function index(entries) {
     .map((n) => `\`${n}\``).join(" and ")
   const effect = pkg.peerDependencies.effect
   const edition = `the Effect ${/\d+/.exec(effect)?.[0]} edition (\`effect\` ${effect})`
-  const guides = root === resolve(repo)
-    ? `This is the reference of ${edition}; the guides are listed in the [README](../../README.md#modules).`
-    : `This is the reference of ${edition}; its [README](../../README.md) says where it differs from the Effect 3 edition.`
+  const guides = /^\^?4/.test(effect)
+    ? `This is the reference of ${edition}, the current one; its [README](../../README.md) introduces it.`
+    : `This is the reference of ${edition}, the LTS line; its [README](../../README.md) says what that means.`
   const reexported = new Map(
     [...read("src/index.ts").matchAll(/^export \* as (\w+) from "\.\/(.+)\.js"$/gm)].map(([, name, path]) => [
       `modules/${path}.ts.md`,

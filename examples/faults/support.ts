@@ -11,9 +11,6 @@ import { mkdtempSync, rmSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { fileURLToPath } from "node:url"
-
-export const root = fileURLToPath(new URL("../..", import.meta.url))
 
 /** Every child started here, killed when this process exits however it ends (a scenario cleans up its own). */
 const children = new Set<ChildProcess>()
@@ -110,9 +107,9 @@ export interface Served {
 }
 
 /**
- * How a TypeScript program of the examples is run: `node <args> <script>` in `cwd`. By default the Effect 3
- * edition's way, tsx in the repository's root; the Effect 4 edition's examples use their own (plain node 22 over
- * packages/effect4), through {@link useServeProgram}.
+ * How a TypeScript program of the examples is run: `node <args> <script>` in `cwd`, the way of the edition whose
+ * programs these are (plain node 22 over packages/effect4; tsx in packages/effect3). Each edition's entry point says
+ * it through {@link useServeProgram} before it starts a server.
  */
 export interface Program {
   readonly cwd: string
@@ -121,27 +118,34 @@ export interface Program {
   readonly serve: string
 }
 
-let serveProgram: Program = { cwd: root, nodeArgs: ["--import", "tsx"], serve: "examples/serve.ts" }
+let serveProgram: Program | undefined
 
-/** Makes {@link startServe} start another edition's `npm run serve` (the Effect 4 edition's `npm run overload`). */
+/** Says which edition's `npm run serve` (and other server scripts) {@link startServe} starts. */
 export const useServeProgram = (program: Program): void => {
   serveProgram = program
 }
 
+const program = (): Program => {
+  if (serveProgram === undefined) {
+    throw new Error("examples/faults/support.ts: no edition's program: call useServeProgram first")
+  }
+  return serveProgram
+}
+
 /** Starts `npm run serve`'s program with `args` on a port of its choosing and waits for its "listening on" line. */
 export const startServe = (args: ReadonlyArray<string>, env: Record<string, string> = {}): Promise<Served> =>
-  startProgram(serveProgram, serveProgram.serve, ["--port", "0", ...args], env)
+  startProgram(program(), program().serve, ["--port", "0", ...args], env)
 
 /**
  * Starts another server script of the same edition (a path from its directory, run as {@link startServe} runs
- * `serve`: the root's examples/faults/failoverApp.ts, or the Effect 4 edition's) and waits for its "listening on"
+ * `serve`: its examples/faults/failoverApp.ts) and waits for its "listening on"
  * line.
  */
 export const startServer = (
   script: string,
   args: ReadonlyArray<string>,
   env: Record<string, string> = {}
-): Promise<Served> => startProgram(serveProgram, script, args, env)
+): Promise<Served> => startProgram(program(), script, args, env)
 
 const startProgram = async (
   program: Program,

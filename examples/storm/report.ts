@@ -1,5 +1,5 @@
 /** What a storm sweep writes: results.csv, the two charts, the table, the target checks and the JSON line. */
-import { formatNumber, lineChart, type Series } from "../simulate/chart.js"
+import { formatNumber, lineChart, type Series } from "../../packages/effect3/examples/simulate/chart.js"
 import { type Cell, policies, type Policy, type Row } from "./figures.js"
 import { capacityOf, type Scenario } from "./model.js"
 

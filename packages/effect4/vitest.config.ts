@@ -2,6 +2,7 @@ import { fileURLToPath } from "node:url"
 import { defineConfig } from "vitest/config"
 
 const src = fileURLToPath(new URL("src/", import.meta.url))
+const core = fileURLToPath(new URL("../core/src/", import.meta.url))
 
 /**
  * Integration tests are marked by their file name, `*.int.test.ts`: the files that need a service (PostgreSQL at
@@ -19,7 +20,9 @@ export default defineConfig({
   resolve: {
     alias: [
       { find: /^effect-resilience$/, replacement: `${src}index.ts` },
-      { find: /^effect-resilience\/(.*)$/, replacement: `${src}$1.ts` }
+      { find: /^effect-resilience\/(.*)$/, replacement: `${src}$1.ts` },
+      // the core's sources, as tsconfig.json's paths map them (a build resolves its package, node_modules/@effect-resilience/core)
+      { find: /^@effect-resilience\/core\/(.*)$/, replacement: `${core}$1.ts` }
     ]
   },
   test: {

@@ -1,7 +1,7 @@
 // Lets a plain `node` process (Node 22.18+, which strips TypeScript types itself) run this package's sources as
 // they are: they import `./x.js` as tsc wants, and this hook answers with `./x.ts` where only that exists; and
-// `effect-resilience` and its entry points (`effect-resilience/RateLimiterStore/Redis`) are this package's src/, as
-// tsconfig.json's paths map them for tsc. Used by the examples (`npm run serve`, `npm run demo`, ...) and by the
+// `effect-resilience` and its entry points (`effect-resilience/RateLimiterStore/Redis`) are this package's src/, and
+// `@effect-resilience/core/<module>` the core's sources (packages/core/src), as tsconfig.json's paths map them for tsc. Used by the examples (`npm run serve`, `npm run demo`, ...) and by the
 // processes the multi-process tests start (`node --import ./scripts/tsResolve.mjs script.ts`).
 import { existsSync } from "node:fs"
 import { register } from "node:module"
@@ -17,11 +17,15 @@ if (!process.env.TS_RESOLVE_REGISTERED) {
 }
 
 const src = new URL("../src/", import.meta.url)
+const core = new URL("../../core/src/", import.meta.url)
 
 export const resolve = async (specifier, context, next) => {
   if (specifier === "effect-resilience" || specifier.startsWith("effect-resilience/")) {
     const entry = new URL(specifier === "effect-resilience" ? "index.ts" : `${specifier.slice(18)}.ts`, src)
     if (existsSync(fileURLToPath(entry))) return next(entry.href, context)
+  }
+  if (specifier.startsWith("@effect-resilience/core/")) {
+    return next(new URL(`${specifier.slice(24)}.ts`, core).href, context)
   }
   if ((specifier.startsWith(".") || specifier.startsWith("/")) && specifier.endsWith(".js") && context.parentURL) {
     const url = new URL(specifier, context.parentURL)

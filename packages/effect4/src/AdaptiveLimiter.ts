@@ -7,8 +7,8 @@
  *
  * @since 1.0.0
  */
+import type * as core from "@effect-resilience/core/adaptiveLimit"
 import type { Cause, Context, Duration, Effect, Layer, Metric, Scope } from "effect"
-import type * as core from "./core/adaptiveLimit.js"
 import * as internal from "./internal/adaptiveLimiter.js"
 import type { Fields } from "./internal/errorFields.js"
 

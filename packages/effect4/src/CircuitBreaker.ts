@@ -15,8 +15,8 @@
  *
  * @since 1.0.0
  */
+import type * as breakerWindow from "@effect-resilience/core/breakerWindow"
 import type { Cause, Context, Duration, Effect, Layer, Metric, PubSub, Schedule, Scope, Stream } from "effect"
-import type * as breakerWindow from "./core/breakerWindow.js"
 import * as internal from "./internal/circuitBreaker/breaker.js"
 import * as keyedInternal from "./internal/circuitBreaker/keyed.js"
 import * as policy from "./internal/circuitBreaker/policy.js"

@@ -10,8 +10,8 @@
  *
  * @since 1.0.0
  */
+import type * as core from "@effect-resilience/core/criticality"
 import type { Effect } from "effect"
-import type * as core from "./core/criticality.js"
 import * as internal from "./internal/criticality.js"
 
 /**

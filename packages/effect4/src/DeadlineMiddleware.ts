@@ -13,9 +13,9 @@
  *
  * @since 1.0.0
  */
+import * as DeadlineHeader from "@effect-resilience/core/deadlineHeader"
 import type { Duration } from "effect"
 import type { Middleware } from "./ClientScope.js"
-import * as DeadlineHeader from "./core/deadlineHeader.js"
 import * as internal from "./internal/http/deadlineMiddleware.js"
 
 /**

@@ -20,7 +20,7 @@
  *
  * @since 1.0.0
  */
-import * as core from "./core/httpClassify.js"
+import * as core from "@effect-resilience/core/httpClassify"
 
 /**
  * The request never left the client (connection refused, connect timeout, DNS failure, pool timeout).

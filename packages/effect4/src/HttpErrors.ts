@@ -10,10 +10,10 @@
  *
  * @since 1.0.0
  */
+import type { ConnectFailureReason } from "@effect-resilience/core/httpClassify"
+import * as core from "@effect-resilience/core/httpClassify"
 import type { Cause } from "effect"
 import type { HttpClientRequest, HttpClientResponse } from "effect/http"
-import type { ConnectFailureReason } from "./core/httpClassify.js"
-import * as core from "./core/httpClassify.js"
 import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/http/httpErrors.js"
 

@@ -22,9 +22,9 @@
  *
  * @since 1.0.0
  */
+import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
+import * as core from "@effect-resilience/core/rateLimitHeaders"
 import type { Option } from "effect"
-import * as HttpHeaders from "./core/httpHeaders.js"
-import * as core from "./core/rateLimitHeaders.js"
 import * as internal from "./internal/http/rateLimitHeaders.js"
 
 /**

@@ -183,7 +183,7 @@ describe("three processes share one breaker on Redis", () => {
   )
 })
 
-// The fleet protocol is the core's (src/core/breakerFleetScript.ts and the replies it decodes), which both
+// The fleet protocol is the core's (packages/core/src/breakerFleetScript.ts and the replies it decodes), which both
 // editions run: replicas of either edition that share a name share one breaker.
 describe("an Effect 3 replica and an Effect 4 replica share one breaker on Redis", () => {
   it.live(

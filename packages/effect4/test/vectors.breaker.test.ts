@@ -1,5 +1,5 @@
 /**
- * The Effect 4 edition's driver of the shared breaker vectors (packages/core/vectors/breaker.json; README.md there):
+ * The Effect 4 edition's driver of the shared breaker vectors (packages/contract/vectors/breaker.json; README.md there):
  * each vector runs one `CircuitBreaker.make` under the TestClock, its calls in fibers of their own. The Effect 3
  * edition's driver is the root's test/vectors.breaker.test.ts; a vector that passes there and fails here is a bug of
  * this edition.
@@ -7,7 +7,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
 import { TestClock } from "effect/testing"
-import { type Json, load, type Outcome, type Step, type Vector } from "../../core/vectors/format.js"
+import { type Json, load, type Outcome, type Step, type Vector } from "../../contract/vectors/format.js"
 import { Backoff, CircuitBreaker, Failure } from "../src/index.js"
 
 type Fields = { readonly [field: string]: Json }

@@ -1,5 +1,5 @@
 /**
- * The Effect 4 edition's driver of the shared idempotency vectors (packages/core/vectors/idempotency.json, README.md
+ * The Effect 4 edition's driver of the shared idempotency vectors (packages/contract/vectors/idempotency.json, README.md
  * there): each vector's requests go through `IdempotencyMiddleware` over a memory store, under the TestClock, each in
  * a fiber of its own. The Effect 3 edition's driver is the root's test/vectors.idempotency.test.ts.
  */
@@ -7,7 +7,7 @@ import { describe, expect, it } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Logger, Option } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
-import { type Json, load, type Outcome, type Vector } from "../../core/vectors/format.js"
+import { type Json, load, type Outcome, type Vector } from "../../contract/vectors/format.js"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
 
 type Fields = { readonly [field: string]: Json }

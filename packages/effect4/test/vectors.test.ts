@@ -1,5 +1,5 @@
 /**
- * The Effect 4 edition's driver of the shared scenario vectors (packages/core/vectors, README.md there): each vector
+ * The Effect 4 edition's driver of the shared scenario vectors (packages/contract/vectors, README.md there): each vector
  * runs under the TestClock, its calls in fibers of their own. The Effect 3 edition's driver is the root's
  * test/vectors.test.ts; a vector that passes there and fails here is a bug of this edition.
  */
@@ -15,7 +15,7 @@ import {
   type Subject,
   subjects,
   type Vector
-} from "../../core/vectors/format.js"
+} from "../../contract/vectors/format.js"
 import {
   AdaptiveThrottle,
   Backoff,

@@ -1,5 +1,5 @@
+import * as core from "@effect-resilience/core/backoff"
 import { Duration, Effect, Random, Schedule } from "effect"
-import * as core from "../core/backoff.js"
 import * as validate from "./validate.js"
 
 export type Bounds = core.Bounds

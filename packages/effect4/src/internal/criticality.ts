@@ -1,6 +1,6 @@
+import * as core from "@effect-resilience/core/criticality"
+import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
 import { Context, Effect } from "effect"
-import * as core from "../core/criticality.js"
-import * as HttpHeaders from "../core/httpHeaders.js"
 import { compiled } from "./dual.js"
 import * as validate from "./validate.js"
 

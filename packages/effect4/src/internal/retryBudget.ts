@@ -1,5 +1,5 @@
+import * as core from "@effect-resilience/core/retryBudget"
 import { Context, Effect, Layer } from "effect"
-import * as core from "../core/retryBudget.js"
 import type { Budget, Options } from "../RetryBudget.js"
 import * as validate from "./validate.js"
 

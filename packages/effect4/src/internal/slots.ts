@@ -1,6 +1,6 @@
+import { FairQueue } from "@effect-resilience/core/fairQueue"
 import type { Metric } from "effect"
 import { Cause, Effect } from "effect"
-import { FairQueue } from "../core/fairQueue.js"
 import { counterWith } from "./metrics.js"
 import { resume } from "./resume.js"
 

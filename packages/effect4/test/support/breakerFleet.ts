@@ -13,18 +13,18 @@ import {
   startDependency,
   startReplica,
   type Stats
-} from "../../../../test/support/fleetProcesses.js"
+} from "../../../contract/support/fleetProcesses.js"
 import { eventually } from "./eventually.js"
 import { kill } from "./redisServer.js"
 
-export type { Call, Dependency, Event, Mode, Stats } from "../../../../test/support/fleetProcesses.js"
+export type { Call, Dependency, Event, Mode, Stats } from "../../../contract/support/fleetProcesses.js"
 export {
   effect3Replica,
   effect4Replica,
   inFallback,
   lastState,
   transitions
-} from "../../../../test/support/fleetProcesses.js"
+} from "../../../contract/support/fleetProcesses.js"
 
 /** The dependency, stopped when the scope closes. */
 export const dependency = Effect.acquireRelease(Effect.promise(startDependency), ({ close }) => Effect.sync(close))

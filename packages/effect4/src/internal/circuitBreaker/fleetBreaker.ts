@@ -3,12 +3,12 @@
  * to what it knows (`fleetState.ts`) and to its callers, and the switch to its local fallback
  * (`fleetFallback.ts`) when Redis fails. `redis.ts` builds it.
  */
+import type * as Machine from "@effect-resilience/core/breaker"
+import * as Fleet from "@effect-resilience/core/breakerFleet"
+import * as Protocol from "@effect-resilience/core/breakerFleetProtocol"
+import * as Window from "@effect-resilience/core/breakerWindow"
 import { type Cause, Effect } from "effect"
 import type { Snapshot, State } from "../../CircuitBreaker.js"
-import type * as Machine from "../../core/breaker.js"
-import * as Fleet from "../../core/breakerFleet.js"
-import * as Protocol from "../../core/breakerFleetProtocol.js"
-import * as Window from "../../core/breakerWindow.js"
 import * as redis from "../redis/client.js"
 import type { CircuitOpen } from "./errors.js"
 import type { FleetConfig } from "./fleetConfig.js"

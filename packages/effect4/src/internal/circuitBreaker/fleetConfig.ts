@@ -2,11 +2,11 @@
  * The fleet breaker's options, validated and decoded once, and the names it has in Redis: its keys and its
  * channel.
  */
+import * as Fleet from "@effect-resilience/core/breakerFleet"
+import type * as Window from "@effect-resilience/core/breakerWindow"
 import type { Duration } from "effect"
 import type { Options as LocalOptions } from "../../CircuitBreaker.js"
 import type { Options } from "../../CircuitBreaker/Redis.js"
-import * as Fleet from "../../core/breakerFleet.js"
-import type * as Window from "../../core/breakerWindow.js"
 import type * as redis from "../redis/client.js"
 import { checkConnection, type Connection, escapePart } from "../redis/options.js"
 import * as validate from "../validate.js"

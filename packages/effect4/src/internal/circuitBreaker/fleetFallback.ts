@@ -4,10 +4,10 @@
  * fleet breaker's own shell (its timer, transitions and metrics): it holds nothing of its own, so switching
  * to it and back is synchronous, and nothing outlives the breaker's scope.
  */
+import * as Fleet from "@effect-resilience/core/breakerFleet"
 import type { Context, Metric } from "effect"
 import { Effect } from "effect"
 import type { Snapshot } from "../../CircuitBreaker.js"
-import * as Fleet from "../../core/breakerFleet.js"
 import { counterWith, gaugeWith } from "../metrics.js"
 import { Local } from "./local.js"
 import { fleetFallback, fleetFallbacks } from "./metrics.js"

@@ -4,8 +4,8 @@
  * has seen, the counts it has not sent yet, the flushes messages may still prompt, and whether it was refused
  * a permit in this period.
  */
-import * as Fleet from "../../core/breakerFleet.js"
-import type * as Protocol from "../../core/breakerFleetProtocol.js"
+import * as Fleet from "@effect-resilience/core/breakerFleet"
+import type * as Protocol from "@effect-resilience/core/breakerFleetProtocol"
 import type { Fallback } from "./fleetFallback.js"
 import { delayAt } from "./policy.js"
 import type { Failure, Shell } from "./shell.js"

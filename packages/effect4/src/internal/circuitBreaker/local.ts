@@ -8,11 +8,11 @@
  * one synchronous step, so no other fiber can interleave, and the closed path costs no effect of its own (a
  * `Ref` would add one per call). The fleet breaker runs one of these on its own shell while Redis fails.
  */
+import * as Machine from "@effect-resilience/core/breaker"
+import * as Window from "@effect-resilience/core/breakerWindow"
 import type { Effect as Eff } from "effect"
 import { Effect } from "effect"
 import type { Snapshot, State } from "../../CircuitBreaker.js"
-import * as Machine from "../../core/breaker.js"
-import * as Window from "../../core/breakerWindow.js"
 import type { CircuitOpen } from "./errors.js"
 import { delayAt, start, type Stepper, stepSync } from "./policy.js"
 import type { Failure, Shell } from "./shell.js"

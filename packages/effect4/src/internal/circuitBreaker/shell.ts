@@ -5,10 +5,10 @@
  * classification of a finished call, and the success-and-failure frame of closed calls, shared by every call of
  * one closed period.
  */
+import * as Machine from "@effect-resilience/core/breaker"
 import type { Cause, Fiber, Metric, Scope } from "effect"
 import { Clock, Context, Duration, Effect, PubSub, Stream } from "effect"
 import type { State, Transition } from "../../CircuitBreaker.js"
-import * as Machine from "../../core/breaker.js"
 import { counterWith, gaugeWith } from "../metrics.js"
 import { type CircuitOpen, circuitOpen } from "./errors.js"
 import { rejections, stateGauge, transitions } from "./metrics.js"

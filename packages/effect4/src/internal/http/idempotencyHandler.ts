@@ -1,6 +1,6 @@
+import * as decide from "@effect-resilience/core/idempotencyResponse"
 import { Cause, Clock, Duration, Effect, Random } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import * as decide from "../../core/idempotencyResponse.js"
 import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
 import { CurrentDeadline } from "../deadline.js"
 import { captureBody, type Captured, capturedNow, pickHeaders, withBytes } from "./idempotencyHttp.js"

@@ -1,7 +1,7 @@
+import { replayedHeader } from "@effect-resilience/core/idempotencyResponse"
 import { Effect, Stream } from "effect"
 import { Headers, HttpBody, HttpServerResponse } from "effect/http"
 import * as crypto from "node:crypto"
-import { replayedHeader } from "../../core/idempotencyResponse.js"
 import type { StoredResponse } from "../../IdempotencyStore.js"
 import { concat } from "./requestBody.js"
 

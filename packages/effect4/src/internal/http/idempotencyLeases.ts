@@ -1,5 +1,5 @@
+import { LeaseLink, LeaseQueue } from "@effect-resilience/core/leaseQueue"
 import { Clock, type Context, Effect } from "effect"
-import { LeaseLink, LeaseQueue } from "../../core/leaseQueue.js"
 
 /**
  * The lease renewals of one idempotency middleware's admitted handlers: one sleeping fiber for all of them,

@@ -1,5 +1,5 @@
+import * as decide from "@effect-resilience/core/idempotencyResponse"
 import { Effect, Fiber, Option, Scope } from "effect"
-import * as decide from "../../core/idempotencyResponse.js"
 import type { IdempotencyStoreError } from "../idempotencyStore/service.js"
 
 /**

@@ -1,5 +1,5 @@
+import { type Problem, problemBody } from "@effect-resilience/core/problem"
 import { HttpServerResponse } from "effect/http"
-import { type Problem, problemBody } from "../../core/problem.js"
 
 /**
  * An RFC 9457 problem+json response. `type` is a URI naming the kind of problem: a short name becomes

@@ -1,5 +1,5 @@
+import * as core from "@effect-resilience/core/rateLimitHeaders"
 import { Option } from "effect"
-import * as core from "../../core/rateLimitHeaders.js"
 
 export const parsePolicy = (value: string): Option.Option<ReadonlyArray<core.QuotaPolicy>> =>
   Option.fromNullishOr(core.parsePolicy(value))

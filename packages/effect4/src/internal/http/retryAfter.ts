@@ -1,5 +1,5 @@
+import * as core from "@effect-resilience/core/retryAfter"
 import { Duration, Option } from "effect"
-import * as core from "../../core/retryAfter.js"
 
 export const maxDelaySeconds = core.maxDelaySeconds
 

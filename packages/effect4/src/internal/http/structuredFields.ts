@@ -1,5 +1,5 @@
+import * as sf from "@effect-resilience/core/structuredFields"
 import { Option } from "effect"
-import * as sf from "../../core/structuredFields.js"
 
 export const parseSfString = (value: string): Option.Option<string> => Option.fromNullishOr(sf.parseSfString(value))
 

@@ -2,8 +2,8 @@
  * The memory idempotency store: a map of records, the claim decisions of `core/idempotency.ts`, and
  * expiry from a binary heap. The decisions are the SQL and Redis stores' too.
  */
+import * as core from "@effect-resilience/core/idempotency"
 import { Clock, Duration, Effect, Exit, type Fiber, Layer } from "effect"
-import * as core from "../../core/idempotency.js"
 import type {
   ClaimRef,
   ClaimRequest,

@@ -1,5 +1,5 @@
+import { Batches, type Member } from "@effect-resilience/core/batch"
 import { Cause, Effect, Option } from "effect"
-import { Batches, type Member } from "../../core/batch.js"
 import type { ClaimRef } from "../../IdempotencyStore.js"
 import { resume } from "../resume.js"
 import type { batchedQueries, queries, WrittenRow } from "./sqlQueries.js"

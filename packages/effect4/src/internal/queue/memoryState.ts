@@ -1,5 +1,5 @@
+import * as visibilityRules from "@effect-resilience/core/visibility"
 import { Queue } from "effect"
-import * as visibilityRules from "../../core/visibility.js"
 import type { DeadLetter } from "../../DeadLetter.js"
 import type { Message, ReleaseOptions } from "../../QueueSource.js"
 import { MinHeap } from "../heap.js"

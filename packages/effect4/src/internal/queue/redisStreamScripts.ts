@@ -2,7 +2,7 @@
  * The Lua scripts of the Redis stream queue, ready for `EVALSHA`: their text lives in the core
  * (`core/streamQueueScripts.ts`), shared by both editions.
  */
-import * as lua from "../../core/streamQueueScripts.js"
+import * as lua from "@effect-resilience/core/streamQueueScripts"
 import * as redisClient from "../redis/client.js"
 
 export const CREATE_GROUP = redisClient.script(lua.CREATE_GROUP)

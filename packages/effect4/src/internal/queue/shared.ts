@@ -1,6 +1,6 @@
+import { serializeAll } from "@effect-resilience/core/queueMessages"
+import * as visibility from "@effect-resilience/core/visibility"
 import { Cause, type Duration, Effect, type Metric, Option, Random, Result } from "effect"
-import { serializeAll } from "../../core/queueMessages.js"
-import * as visibility from "../../core/visibility.js"
 import type { ListOptions } from "../../DeadLetter.js"
 import * as validate from "../validate.js"
 import { count } from "./metrics.js"
@@ -14,7 +14,7 @@ export {
   splitReceipt,
   tryParse,
   withAckMany
-} from "../../core/queueMessages.js"
+} from "@effect-resilience/core/queueMessages"
 
 export const listLimit = (options: ListOptions | undefined): number =>
   options?.limit === undefined ? 100 : validate.positiveInt("DeadLetterQueue.list limit", options.limit)

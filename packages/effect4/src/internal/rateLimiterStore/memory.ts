@@ -1,8 +1,8 @@
+import { MemoryCore } from "@effect-resilience/core/rateLimiterTables"
 import type { Scope } from "effect"
 import { Clock, Effect, Layer } from "effect"
-import { MemoryCore } from "../../core/rateLimiterTables.js"
 
-export type { SyncOp } from "../../core/rateLimiterTables.js"
+export type { SyncOp } from "@effect-resilience/core/rateLimiterTables"
 import type { MemoryOptions, MemoryStore, Store } from "../../RateLimiterStore.js"
 import * as validate from "../validate.js"
 import { RateLimiterStore } from "./service.js"

@@ -7,8 +7,8 @@
  * time until it is indistinguishable from a fresh key — plus `expiryMargin`, so an idle key goes away on its own
  * and a process whose clock is a little behind still finds it.
  */
+import * as lua from "@effect-resilience/core/rateLimiterScript"
 import { Effect, Layer } from "effect"
-import * as lua from "../../core/rateLimiterScript.js"
 import type { Algorithm } from "../../RateLimiter.js"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
 import * as redis from "../redis/client.js"

@@ -3,9 +3,6 @@
  * by the core from the state the database decided on, a background sweep of rows back to the fresh state,
  * and the Redis store's outage policy (deny or allow, marked `outage: true`, a warning at most every 10 s).
  */
-import { Clock, Duration, Effect, Layer, Schedule, type Scope } from "effect"
-import * as SqlClient from "effect/sql/SqlClient"
-import { SqlError, UnknownError } from "effect/sql/SqlError"
 import {
   bind,
   type Call,
@@ -16,7 +13,10 @@ import {
   stored,
   tokenBucketCall,
   windowCall
-} from "../../core/rateLimiterSql.js"
+} from "@effect-resilience/core/rateLimiterSql"
+import { Clock, Duration, Effect, Layer, Schedule, type Scope } from "effect"
+import * as SqlClient from "effect/sql/SqlClient"
+import { SqlError, UnknownError } from "effect/sql/SqlError"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
 import type { Options } from "../../RateLimiterStore/Sql.js"
 import { disconnect } from "../sqlTimeouts.js"

@@ -1,6 +1,6 @@
 // No effect/sql import here: the public module loads this eagerly to check options and print the schema.
+import { defaultTable, type Dialect, schema, tableRule, validTable } from "@effect-resilience/core/rateLimiterSql"
 import type { Duration } from "effect"
-import { defaultTable, type Dialect, schema, tableRule, validTable } from "../../core/rateLimiterSql.js"
 import type { Options } from "../../RateLimiterStore/Sql.js"
 import * as validate from "../validate.js"
 

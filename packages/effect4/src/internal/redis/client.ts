@@ -7,11 +7,11 @@
  *
  * Imported only by the Redis backend entry points, so the package root does not load `ioredis`.
  */
+import { beforeWrite } from "@effect-resilience/core/writeCoalescing"
 import { Effect } from "effect"
 import type { Duration, Scope } from "effect"
 import { Cluster, Redis } from "ioredis"
 import { createHash } from "node:crypto"
-import { beforeWrite } from "../../core/writeCoalescing.js"
 import * as validate from "../validate.js"
 import type { Connection } from "./options.js"
 

@@ -74,7 +74,7 @@ export const resolve = (
   return { prefix, timeoutMillis, marginMillis }
 }
 
-export { escapePart, hashTagOf } from "../../core/redisKey.js"
+export { escapePart, hashTagOf } from "@effect-resilience/core/redisKey"
 
 export interface RateLimiterOptions extends CommonOptions {
   readonly onError?: "allow" | "deny"

@@ -3,11 +3,11 @@
  * response, however many policies ask), whether it says a keyed request is still in progress, and a detached
  * copy of it for a response that is going to be retried.
  */
+import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
+import { parseRateLimit, type ServiceLimit } from "@effect-resilience/core/rateLimitHeaders"
+import * as RetryAfter from "@effect-resilience/core/retryAfter"
 import { Effect, Stream } from "effect"
 import { HttpClientResponse } from "effect/http"
-import * as HttpHeaders from "../../../core/httpHeaders.js"
-import { parseRateLimit, type ServiceLimit } from "../../../core/rateLimitHeaders.js"
-import * as RetryAfter from "../../../core/retryAfter.js"
 
 interface Fields {
   readonly retryAfterMillis: number | undefined

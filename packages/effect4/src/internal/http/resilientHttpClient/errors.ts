@@ -1,6 +1,6 @@
+import * as HttpClassify from "@effect-resilience/core/httpClassify"
 import { Data, Duration, Effect } from "effect"
 import { HttpClient, HttpClientError } from "effect/http"
-import * as HttpClassify from "../../../core/httpClassify.js"
 import type * as Api from "../../../ResilientHttpClient.js"
 import type { Fields } from "../../errorFields.js"
 import { ConnectFailed, NoResponse } from "../httpErrors.js"

@@ -6,12 +6,12 @@
  * `Retry-After` (what a breaker's `openForAtLeast` reads), and is handed on as the response it is outside — so
  * a ready-made breaker or throttle, built with its own options, judges HTTP answers right.
  */
+import * as Backpressure from "@effect-resilience/core/backpressure"
+import * as HttpClassify from "@effect-resilience/core/httpClassify"
 import { Clock, Effect } from "effect"
 import type { HttpClient, HttpClientResponse } from "effect/http"
 import type { AdaptiveThrottle } from "../../../AdaptiveThrottle.js"
 import type { Keyed } from "../../../CircuitBreaker.js"
-import * as Backpressure from "../../../core/backpressure.js"
-import * as HttpClassify from "../../../core/httpClassify.js"
 import type { RateLimiter } from "../../../RateLimiter.js"
 import { type Retryable, retryable } from "../../failure.js"
 import * as validate from "../../validate.js"

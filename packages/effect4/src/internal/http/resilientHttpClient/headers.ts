@@ -3,10 +3,10 @@
  * the fiber's criticality (`LoadShedMiddleware`). Both are set as the request is sent, so an attempt that waited
  * (for a pause, a limiter, a backoff) sends what is left then.
  */
+import * as DeadlineHeader from "@effect-resilience/core/deadlineHeader"
+import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
 import { Clock, Effect } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
-import * as DeadlineHeader from "../../../core/deadlineHeader.js"
-import * as HttpHeaders from "../../../core/httpHeaders.js"
 import { CurrentCriticality, headerName as criticalityDefault } from "../../criticality.js"
 import { CurrentDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"

@@ -9,10 +9,10 @@
  * caller passed — whatever the inner client does to the request afterwards (a base URL, say) and however many
  * times.
  */
+import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
 import { Effect } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import { randomUUID } from "node:crypto"
-import * as HttpHeaders from "../../../core/httpHeaders.js"
 import * as validate from "../../validate.js"
 import { headerName } from "./headers.js"
 

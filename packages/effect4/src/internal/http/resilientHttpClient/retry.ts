@@ -3,10 +3,10 @@
  * again (not sent, unknown outcome, 408/429/5xx, a 409 saying the keyed request is still running), and when (the
  * schedule, the server's `Retry-After`, the deadline, the budget). Each retry re-runs everything inside it.
  */
+import * as Backpressure from "@effect-resilience/core/backpressure"
+import * as HttpClassify from "@effect-resilience/core/httpClassify"
 import { Clock, type Duration, Effect, type Schedule } from "effect"
 import type { HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
-import * as Backpressure from "../../../core/backpressure.js"
-import * as HttpClassify from "../../../core/httpClassify.js"
 import type { Budget } from "../../../RetryBudget.js"
 import { fullJitter } from "../../backoff.js"
 import { type Retryable, retryable } from "../../failure.js"

@@ -4,9 +4,9 @@
  * when its deadline comes first. The wait runs before any policy inside (limiter, throttle, breaker, attempt
  * timeout), so it is neither paced, counted nor timed as part of the call.
  */
+import * as Backpressure from "@effect-resilience/core/backpressure"
 import { Clock, Duration, Effect } from "effect"
 import type { HttpClient } from "effect/http"
-import * as Backpressure from "../../../core/backpressure.js"
 import { withDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
 import { fieldsOf } from "./answer.js"

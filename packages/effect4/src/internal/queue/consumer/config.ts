@@ -1,6 +1,6 @@
+import * as visibilityRules from "@effect-resilience/core/visibility"
 import { Duration } from "effect"
 import type { Options } from "../../../Consumer.js"
-import * as visibilityRules from "../../../core/visibility.js"
 import type { Message } from "../../../QueueSource.js"
 import * as retry from "../../retry.js"
 import * as validate from "../../validate.js"

@@ -1,5 +1,5 @@
+import * as visibilityRules from "@effect-resilience/core/visibility"
 import { Clock, Duration, Effect, Exit, Fiber } from "effect"
-import * as visibilityRules from "../../../core/visibility.js"
 import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
 import { CurrentDeadline, DeadlineExceeded } from "../../deadline.js"
 import { timeoutWith } from "../../timeout.js"

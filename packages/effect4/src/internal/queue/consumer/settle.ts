@@ -1,5 +1,5 @@
+import * as visibilityRules from "@effect-resilience/core/visibility"
 import { Cause, Effect, Exit, Option } from "effect"
-import * as visibilityRules from "../../../core/visibility.js"
 import type { Message, QueueError } from "../../../QueueSource.js"
 import { isFatal } from "../../failure.js"
 import { count } from "../metrics.js"

@@ -1,0 +1,254 @@
+import * as core from "@effect-resilience/core/adaptiveLimit"
+import * as shed from "@effect-resilience/core/criticality"
+import type { Context, Duration, Scope } from "effect"
+import { Cause, Data, Effect, Exit, FiberRef, Layer, Metric, MetricLabel, Random } from "effect"
+import { globalValue } from "effect/GlobalValue"
+import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
+import type * as Api from "../AdaptiveLimiter.js"
+import { currentCriticality } from "./criticality.js"
+import type { Fields } from "./errorFields.js"
+import * as slots from "./slots.js"
+import * as validate from "./validate.js"
+
+/**
+ * The partition (client, tenant) of the call the fiber makes, set by `LoadShedMiddleware`'s `partitionBy`:
+ * the limiter's waiters are served round robin between partitions (see `slots.ts`). `undefined`: one shared.
+ */
+export const currentPartition: FiberRef.FiberRef<string | undefined> = globalValue(
+  "effect-resilience/AdaptiveLimiter/currentPartition",
+  () => FiberRef.unsafeMake<string | undefined>(undefined)
+)
+
+export class LimitExceeded extends Data.TaggedError("LimitExceeded")<Fields<Api.LimitExceeded>> {
+  override get message(): string {
+    const which = this.limiter === undefined ? "adaptive limiter" : `adaptive limiter "${this.limiter}"`
+    switch (this.reason) {
+      case "queue-full":
+        return `${which} is full: ${this.limit} running and ${this.maxQueue} waiting`
+      case "queue-timeout":
+        return `${which}: waited too long for one of its ${this.limit} slots`
+      case "closed":
+        return `${which} is closed`
+      case "shed":
+        return `${which}: the rest of its ${this.limit} slots is kept for more critical calls`
+    }
+  }
+}
+
+export const limitGauge = Metric.gauge("effect_resilience_adaptive_limiter_limit", {
+  description: "the concurrency limit an adaptive limiter has found"
+})
+export const inflightGauge = Metric.gauge("effect_resilience_adaptive_limiter_inflight", {
+  description: "calls holding an adaptive limiter slot"
+})
+export const queuedGauge = Metric.gauge("effect_resilience_adaptive_limiter_queued", {
+  description: "calls waiting for an adaptive limiter slot"
+})
+export const dropsTotal = Metric.counter("effect_resilience_adaptive_limiter_drops_total", {
+  description: "calls an adaptive limiter refused, by reason",
+  incremental: true
+})
+
+const timeoutTags = new Set(["AttemptTimeout", "DeadlineExceeded", "TimeoutException"])
+
+/** The default drop: the call timed out (ours, Effect's or the deadline's). */
+export const isTimeout = (cause: Cause.Cause<unknown>): boolean => {
+  const failure = Cause.failureOption(cause)
+  if (failure._tag === "None") return false
+  const error = failure.value
+  return typeof error === "object" && error !== null && timeoutTags.has((error as { _tag?: unknown })._tag as string)
+}
+
+export const aimd = (
+  options?: { readonly backoffRatio?: number; readonly timeout?: Duration.DurationInput }
+): core.Aimd => {
+  const backoffRatio = options?.backoffRatio ?? core.defaults.aimd.backoffRatio
+  if (!(backoffRatio > 0 && backoffRatio < 1)) {
+    validate.invalid(`AdaptiveLimiter.aimd backoffRatio must be in (0, 1), got ${backoffRatio}`)
+  }
+  const timeoutMillis = options?.timeout === undefined
+    ? core.defaults.aimd.timeoutMillis
+    : validate.millis("AdaptiveLimiter.aimd timeout", options.timeout)
+  if (!(timeoutMillis > 0)) validate.invalid("AdaptiveLimiter.aimd timeout must be longer than zero")
+  return { _tag: "Aimd", backoffRatio, timeoutMillis }
+}
+
+const unitInterval = (name: string, n: number) => {
+  if (!(n > 0 && n <= 1)) validate.invalid(`${name} must be in (0, 1], got ${n}`)
+  return n
+}
+
+export const vegas = (options?: {
+  readonly smoothing?: number
+  readonly probeMultiplier?: number
+  readonly alpha?: number
+  readonly beta?: number
+}): core.Vegas => {
+  const d = core.defaults.vegas
+  const alpha = options?.alpha ?? d.alpha
+  const beta = options?.beta ?? d.beta
+  if (!(alpha > 0 && beta > alpha && Number.isFinite(beta))) {
+    validate.invalid(`AdaptiveLimiter.vegas needs 0 < alpha < beta (finite), got alpha ${alpha}, beta ${beta}`)
+  }
+  return {
+    _tag: "Vegas",
+    smoothing: unitInterval("AdaptiveLimiter.vegas smoothing", options?.smoothing ?? d.smoothing),
+    probeMultiplier: validate.positiveInt(
+      "AdaptiveLimiter.vegas probeMultiplier",
+      options?.probeMultiplier ?? d.probeMultiplier
+    ),
+    alpha,
+    beta,
+    window: d.window
+  }
+}
+
+export const gradient2 = (options?: {
+  readonly smoothing?: number
+  readonly rttTolerance?: number
+  readonly longWindow?: number
+  readonly queueSize?: number
+}): core.Gradient2 => {
+  const d = core.defaults.gradient2
+  const rttTolerance = options?.rttTolerance ?? d.rttTolerance
+  if (!(rttTolerance >= 1 && Number.isFinite(rttTolerance))) {
+    validate.invalid(`AdaptiveLimiter.gradient2 rttTolerance must be a finite number >= 1, got ${rttTolerance}`)
+  }
+  const queueSize = options?.queueSize ?? d.queueSize
+  if (!(Number.isInteger(queueSize) && queueSize >= 0)) {
+    validate.invalid(`AdaptiveLimiter.gradient2 queueSize must be an integer >= 0, got ${queueSize}`)
+  }
+  return {
+    _tag: "Gradient2",
+    smoothing: unitInterval("AdaptiveLimiter.gradient2 smoothing", options?.smoothing ?? d.smoothing),
+    rttTolerance,
+    longWindow: validate.positiveInt("AdaptiveLimiter.gradient2 longWindow", options?.longWindow ?? d.longWindow),
+    queueSize
+  }
+}
+
+const resolve = (options: Options) => {
+  const minLimit = validate.positiveInt("AdaptiveLimiter minLimit", options.minLimit ?? 1)
+  const maxLimit = validate.positiveInt("AdaptiveLimiter maxLimit", options.maxLimit ?? 1_000)
+  const initialLimit = validate.positiveInt(
+    "AdaptiveLimiter initialLimit",
+    options.initialLimit ?? Math.max(minLimit, Math.min(20, maxLimit))
+  )
+  if (!(minLimit <= initialLimit && initialLimit <= maxLimit)) {
+    validate.invalid(
+      `AdaptiveLimiter needs minLimit <= initialLimit <= maxLimit, got ${minLimit}, ${initialLimit}, ${maxLimit}`
+    )
+  }
+  const maxQueue = options.maxQueue ?? 0
+  if (!(Number.isInteger(maxQueue) && maxQueue >= 0)) {
+    validate.invalid(`AdaptiveLimiter maxQueue must be an integer >= 0, got ${maxQueue}`)
+  }
+  const queueTimeout = options.queueTimeout === undefined
+    ? undefined
+    : validate.millis("AdaptiveLimiter queueTimeout", options.queueTimeout)
+  const config: core.Config = {
+    bounds: { minLimit, maxLimit, initialLimit },
+    algorithm: options.algorithm ?? core.defaults.gradient2
+  }
+  const shares = options.shares === undefined ? undefined : {
+    default: unitInterval("AdaptiveLimiter shares.default", options.shares.default ?? shed.defaultShares.default),
+    sheddable: unitInterval(
+      "AdaptiveLimiter shares.sheddable",
+      options.shares.sheddable ?? shed.defaultShares.sheddable
+    )
+  }
+  return { config, maxQueue, queueTimeout, name: options.name, isOverload: options.isOverload ?? isTimeout, shares }
+}
+
+export const make = (options: Options): Effect.Effect<AdaptiveLimiter, never, Scope.Scope> => {
+  const resolved = resolve(options)
+  return Effect.flatMap(Random.next, (seed) =>
+    Effect.suspend(() => {
+      const built = build(resolved, seed)
+      return Effect.as(Effect.addFinalizer(() => Effect.sync(built.close)), built.limiter)
+    }))
+}
+
+export const layer = <I>(tag: Context.Tag<I, AdaptiveLimiter>, options: Options): Layer.Layer<I> => {
+  resolve(options)
+  return Layer.scoped(tag, make(options))
+}
+
+const build = (
+  { config, isOverload, maxQueue, name, queueTimeout, shares }: ReturnType<typeof resolve>,
+  seed: number
+) => {
+  const tags: ReadonlyArray<MetricLabel.MetricLabel> = name === undefined ? [] : [MetricLabel.make("limiter", name)]
+  const rejectionTags = slots.reasonLabels(tags)
+  let state = core.initial(config, seed)
+  let limit = core.limitOf(config, state)
+  // gauges move by deltas, so limiters sharing a label set (or none) add up instead of overwriting each other
+  limitGauge.unsafeModify(limit, tags)
+  const needsRandom = config.algorithm._tag === "Vegas"
+
+  const slotted = slots.make<LimitExceeded>({
+    capacity: () => limit,
+    maxQueue,
+    queueTimeout,
+    reject: (reason) => {
+      dropsTotal.unsafeUpdate(1, rejectionTags[reason])
+      return new LimitExceeded({ reason, limiter: name, limit, maxQueue })
+    },
+    onActive: (delta) => inflightGauge.unsafeModify(delta, tags),
+    onQueued: (delta) => queuedGauge.unsafeModify(delta, tags),
+    span: "adaptive_limiter"
+  })
+
+  const record = (rttMillis: number, inflight: number, dropped: boolean, started: number, random: number) => {
+    state = core.update(config, state, { rttMillis, inflight, dropped, limit: started }, random)
+    const next = core.limitOf(config, state)
+    if (next !== limit) {
+      limitGauge.unsafeModify(next - limit, tags)
+      limit = next
+    }
+  }
+
+  /** Times `self` inside its slot and feeds the outcome to the algorithm: successes and overloads; other failures and
+   * interruptions say nothing about the dependency's capacity and are ignored. */
+  const measured = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.clockWith((clock) => {
+      // nanoseconds: a fast call must not measure as zero
+      const start = clock.unsafeCurrentTimeNanos()
+      const inflight = slotted.active()
+      const started = limit
+      return Effect.onExit(self, (exit) => {
+        const dropped = Exit.isFailure(exit) && isOverload(exit.cause)
+        if (Exit.isFailure(exit) && !dropped) return Effect.void
+        const rtt = Number(clock.unsafeCurrentTimeNanos() - start) / 1e6
+        return needsRandom
+          ? Effect.map(Random.next, (r) => record(rtt, inflight, dropped, started, r))
+          : Effect.sync(() => record(rtt, inflight, dropped, started, 0))
+      })
+    })
+
+  const limiter: AdaptiveLimiter = {
+    protect: shares === undefined
+      ? (self) =>
+        Effect.flatMap(
+          FiberRef.get(currentPartition),
+          (partition) => slotted.protect(measured(self), undefined, partition)
+        )
+      : (self) =>
+        Effect.flatMap(
+          Effect.zip(FiberRef.get(currentCriticality), FiberRef.get(currentPartition)),
+          ([level, partition]) =>
+            slotted.protect(
+              measured(self),
+              level === "critical" ? undefined : shed.threshold(limit, level, shares),
+              partition
+            )
+        ),
+    limit: Effect.sync(() => limit),
+    stats: Effect.sync(() => ({ limit, inflight: slotted.active(), queued: slotted.queued() }))
+  }
+  const close = () => {
+    slotted.close()
+    limitGauge.unsafeModify(-limit, tags)
+  }
+  return { limiter, close }
+}

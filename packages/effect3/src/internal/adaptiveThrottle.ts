@@ -1,0 +1,98 @@
+import * as core from "@effect-resilience/core/throttle"
+import type { Context } from "effect"
+import { Data, Effect, Exit, Layer, Metric, MetricLabel } from "effect"
+import { dual } from "effect/Function"
+import type { AdaptiveThrottle, Options } from "../AdaptiveThrottle.js"
+import type * as Api from "../AdaptiveThrottle.js"
+import type { Fields } from "./errorFields.js"
+import * as validate from "./validate.js"
+
+export class LocallyRejected extends Data.TaggedError("LocallyRejected")<Fields<Api.LocallyRejected>> {
+  override get message(): string {
+    return `rejected locally by adaptive throttling for "${this.key}" (p = ${this.probability.toFixed(3)}): ` +
+      "the backend has been refusing most requests"
+  }
+}
+
+export const rejectionsTotal = Metric.counter("effect_resilience_adaptive_throttle_rejections_total", {
+  description: "calls rejected locally by adaptive throttling",
+  incremental: true
+})
+
+/** Default: a success is accepted; a failure is not; an interruption is not counted as an answer. */
+const defaultIsAccepted = (exit: Exit.Exit<unknown, unknown>): boolean | undefined =>
+  Exit.isSuccess(exit) ? true : Exit.isInterrupted(exit) ? undefined : false
+
+const resolve = (options: Options) => {
+  const k = options.k ?? core.defaults.k
+  if (!(k >= 1 && Number.isFinite(k))) validate.invalid(`AdaptiveThrottle k must be a finite number >= 1, got ${k}`)
+  const windowMillis = options.window === undefined
+    ? core.defaults.windowMillis
+    : validate.millis("AdaptiveThrottle window", options.window, { finite: true })
+  if (windowMillis <= 0) validate.invalid("AdaptiveThrottle window must be longer than zero")
+  const buckets = validate.positiveInt("AdaptiveThrottle buckets", options.buckets ?? core.defaults.buckets)
+  const maxKeys = validate.positiveInt("AdaptiveThrottle maxKeys", options.maxKeys ?? 10_000)
+  const maxRejectionRate = options.maxRejectionRate ?? core.defaults.maxRejectionRate
+  if (!(maxRejectionRate >= 0 && maxRejectionRate <= 1)) {
+    validate.invalid(`AdaptiveThrottle maxRejectionRate must be a number in [0, 1], got ${maxRejectionRate}`)
+  }
+  const config: core.Config = { windowMillis, buckets, k, maxRejectionRate }
+  return { config, maxKeys, isAccepted: options.isAccepted ?? defaultIsAccepted, name: options.name }
+}
+
+export const make = (options: Options = {}): Effect.Effect<AdaptiveThrottle> => {
+  const resolved = resolve(options)
+  return Effect.sync(() => build(resolved))
+}
+
+export const layer = <I>(tag: Context.Tag<I, AdaptiveThrottle>, options: Options = {}): Layer.Layer<I> => {
+  const resolved = resolve(options)
+  return Layer.sync(tag, () => build(resolved))
+}
+
+const build = ({ config, isAccepted, maxKeys, name }: ReturnType<typeof resolve>): AdaptiveThrottle => {
+  const tags: ReadonlyArray<MetricLabel.MetricLabel> = name === undefined ? [] : [MetricLabel.make("throttle", name)]
+  // least recently used first: a key touched moves to the end, the first one goes when there are too many
+  const windows = new Map<string, core.Window>()
+  const windowOf = (key: string, now: number): core.Window => {
+    let window = windows.get(key)
+    if (window === undefined) {
+      window = core.makeWindow(config, now)
+      if (windows.size >= maxKeys) windows.delete(windows.keys().next().value!)
+    } else {
+      windows.delete(key)
+    }
+    windows.set(key, window)
+    return window
+  }
+
+  const protect = <A, E, R>(self: Effect.Effect<A, E, R>, key: string): Effect.Effect<A, E | LocallyRejected, R> =>
+    Effect.clockWith((clock) => {
+      const now = clock.unsafeCurrentTimeMillis()
+      const window = windowOf(key, now)
+      const probability = core.probabilityAt(config, window, now)
+      // no draw while nothing would be rejected: a throttle must not shift a seeded Random sequence for nothing
+      const decide = (draw: number): Effect.Effect<A, E | LocallyRejected, R> => {
+        if (!core.admit(config, window, now, draw)) {
+          rejectionsTotal.unsafeUpdate(1, tags)
+          return Effect.fail(new LocallyRejected({ key, probability }))
+        }
+        return Effect.onExit(self, (exit) =>
+          Effect.sync(() => {
+            if (isAccepted(exit) === true) core.recordAccept(config, window, clock.unsafeCurrentTimeMillis())
+          }))
+      }
+      return probability === 0 ? decide(1) : Effect.flatMap(Effect.randomWith((random) => random.next), decide)
+    })
+
+  return {
+    protect: dual(2, protect),
+    probability: (key) =>
+      Effect.clockWith((clock) =>
+        Effect.sync(() => {
+          const window = windows.get(key)
+          return window === undefined ? 0 : core.probabilityAt(config, window, clock.unsafeCurrentTimeMillis())
+        })
+      )
+  }
+}

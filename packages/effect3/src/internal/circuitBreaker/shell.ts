@@ -1,0 +1,291 @@
+/**
+ * The Effect side every breaker shares, the local one (`local.ts`) and the fleet one (`redis.ts`, whose local
+ * fallback runs on the fleet breaker's own shell): the state callers see and its transitions (gauge, counter,
+ * `changes`, `subscribe`, `onTransition`), the one timer, rejections (counter, span, `CircuitOpen`), the
+ * classification of a finished call, and the success-and-failure frame of closed calls, shared by every call of
+ * one closed period.
+ */
+import * as Machine from "@effect-resilience/core/breaker"
+import type { Clock, Fiber, Scope } from "effect"
+import { Cause, Duration, Effect, FiberId, MetricLabel, PubSub, Queue, Runtime, Stream } from "effect"
+import type { State, Transition } from "../../CircuitBreaker.js"
+import { type CircuitOpen, circuitOpen } from "./errors.js"
+import { rejections, stateGauge, transitions } from "./metrics.js"
+import type { Config } from "./policy.js"
+
+/** What a breaker takes from the fiber that builds it: its clock, and a runtime for timers and schedules. */
+export interface Env {
+  readonly clock: Clock.Clock
+  readonly runtime: Runtime.Runtime<never>
+}
+
+export const env: Effect.Effect<Env> = Effect.zipWith(
+  Effect.clock,
+  Effect.runtime<never>(),
+  (clock, runtime) => ({ clock, runtime })
+)
+
+export const retryAfterOf = (millis: number): Duration.Duration =>
+  millis === 0 ? Duration.zero : millis === Infinity ? Duration.infinity : Duration.millis(millis)
+
+/** A failure that opened a breaker: the typed failure or the defect (`CircuitOpen.lastFailure`). */
+export interface Failure {
+  readonly error: unknown
+}
+
+/**
+ * What a finished call meant for a breaker (`classify`), and of the last call it classified as a failure, what
+ * that failure asked for through `openForAtLeast`, in milliseconds (`asked`, 0 for nothing usable), and the
+ * failure itself (`failure`: the typed failure or the defect). One per breaker: both are read right after
+ * `classify`, in the same synchronous step.
+ */
+export interface Classifier {
+  readonly classify: (cause: Cause.Cause<unknown>) => Machine.Outcome
+  readonly asked: number
+  readonly failure: unknown
+}
+
+export const makeClassifier = (config: Config): Classifier => {
+  const { isFailure, isIgnored, openForAtLeast } = config
+  const c = {
+    asked: 0,
+    failure: undefined as unknown,
+    classify: (cause: Cause.Cause<unknown>): Machine.Outcome => {
+      if (Cause.isInterruptedOnly(cause)) return "ignored"
+      c.asked = 0
+      const defect = Cause.dieOption(cause)
+      if (defect._tag === "Some") {
+        c.failure = defect.value
+        return "failure"
+      }
+      const failure = Cause.failureOption(cause)
+      if (failure._tag === "None") return "ignored"
+      if (isIgnored !== undefined && isIgnored(failure.value)) return "ignored"
+      if (!isFailure(failure.value)) return "success"
+      c.failure = failure.value
+      if (openForAtLeast !== undefined) {
+        const asked = openForAtLeast(failure.value)
+        const millis = asked === undefined ? 0 : Duration.toMillis(asked)
+        c.asked = millis > 0 && Number.isFinite(millis) ? millis : 0
+      }
+      return "failure"
+    }
+  }
+  return c
+}
+
+/**
+ * Runs `onTransition`, if given, for every transition published on `hub`, in a fiber of the current scope;
+ * its failures are logged, never the breaker's. Subscribes before returning, so no transition is missed.
+ */
+const forkOnTransition = (
+  hub: PubSub.PubSub<Transition>,
+  onTransition: ((transition: Transition) => Effect.Effect<void>) | undefined
+): Effect.Effect<void, never, Scope.Scope> =>
+  onTransition === undefined ?
+    Effect.void :
+    Effect.flatMap(PubSub.subscribe(hub), (subscription) =>
+      Queue.take(subscription).pipe(
+        Effect.flatMap((t) =>
+          Effect.catchAllCause(
+            Effect.suspend(() => onTransition(t)),
+            (cause) => Effect.logWarning("circuit breaker: onTransition failed", cause)
+          )
+        ),
+        Effect.forever,
+        Effect.interruptible,
+        Effect.forkScoped,
+        Effect.asVoid
+      ))
+
+/**
+ * Sets an attribute on the current span, if any. (`Effect.annotateCurrentSpan` builds a
+ * `NoSuchElementException`, stack trace included, when there is no span: too dear for a rejection path.)
+ */
+const annotate = (key: string, value: () => unknown): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    const span = fiber.currentSpan
+    if (span !== undefined && span._tag === "Span") span.attribute(key, value())
+    return Effect.void
+  })
+
+const handlers = <A, E, B, E2>(
+  onSuccess: (a: A) => Effect.Effect<B, E2>,
+  onFailure: (cause: Cause.Cause<E>) => Effect.Effect<B, E2>
+) => ({ onSuccess, onFailure })
+
+interface ClosedHandlers {
+  readonly onSuccess: (a: unknown) => Effect.Effect<unknown, unknown>
+  readonly onFailure: (cause: Cause.Cause<unknown>) => Effect.Effect<unknown, unknown>
+}
+
+/** Feeds a finished call's outcome to a breaker; true when that changed its state. */
+export type Record = (outcome: Machine.Outcome) => boolean
+
+/** Records a closed call admitted in period `period`, started at `startedAt` (0 without a slow-call rule). */
+export type RecordClosed = (period: number, outcome: Machine.Outcome, startedAt: number) => boolean
+
+export class Shell {
+  readonly classifier: Classifier
+  readonly changes: Stream.Stream<Transition>
+  readonly subscribe: Effect.Effect<Queue.Dequeue<Transition>, never, Scope.Scope>
+  private current: State
+  private timer: Fiber.RuntimeFiber<void> | undefined
+  private isDisposed = false
+  private readonly reports: boolean
+  private readonly annotateTransition = annotate("circuit_breaker.transition", () => this.current)
+  private readonly annotateRejection = annotate("circuit_breaker.rejected", () => this.current)
+  // the handlers shared by the closed calls of one period (and one record), built by the first of them
+  private cached: ClosedHandlers | undefined
+  private cachedPeriod = -1
+  private cachedRecord: RecordClosed | undefined
+
+  constructor(
+    readonly config: Config,
+    readonly env: Env,
+    private readonly hub: PubSub.PubSub<Transition>,
+    initial: State
+  ) {
+    this.classifier = makeClassifier(config)
+    this.changes = Stream.fromPubSub(hub)
+    this.subscribe = PubSub.subscribe(hub)
+    this.current = initial
+    this.reports = config.gauge !== "off"
+  }
+
+  readonly now = (): number => this.env.clock.unsafeCurrentTimeMillis()
+
+  /** The state callers see, the one transitions are reported from. */
+  shown(): State {
+    return this.current
+  }
+
+  /** The scope closed: nothing reports or arms any more. */
+  disposed(): boolean {
+    return this.isDisposed
+  }
+
+  /** Writes the shown state to the gauge again (see the keyed registry). */
+  readonly publish = (): void => {
+    if (this.reports && !this.isDisposed) stateGauge.unsafeUpdate(Machine.gaugeValue(this.current), this.config.labels)
+  }
+
+  /** Shows `to` from `at`: a change is a transition (gauge, counter, `changes`, `onTransition`). */
+  show(to: State, at: number): void {
+    const from = this.current
+    if (from === to) return
+    this.current = to
+    this.publish()
+    transitions.unsafeUpdate(1, [...this.config.labels, MetricLabel.make("from", from), MetricLabel.make("to", to)])
+    this.hub.unsafeOffer({ from, to, at })
+  }
+
+  cancelTimer(): void {
+    if (this.timer !== undefined) {
+      this.timer.unsafeInterruptAsFork(FiberId.none)
+      this.timer = undefined
+    }
+  }
+
+  /** Runs `onFire` after `delayMillis` of the breaker's `Clock`, instead of what was armed before. */
+  arm(delayMillis: number, onFire: () => void): void {
+    this.cancelTimer()
+    if (this.isDisposed) return
+    this.timer = Runtime.runFork(
+      this.env.runtime,
+      Effect.zipRight(
+        this.env.clock.sleep(Duration.millis(delayMillis)),
+        Effect.sync(() => {
+          this.timer = undefined
+          onFire()
+        })
+      )
+    )
+  }
+
+  /** Refuses a call: `CircuitOpen` with `retryAfterMillis` and, when known, the failure that opened it. */
+  reject(retryAfterMillis: number, opened: Failure | undefined): Effect.Effect<never, CircuitOpen> {
+    rejections.unsafeUpdate(1, this.config.labels)
+    return Effect.zipRight(
+      this.annotateRejection,
+      Effect.fail(circuitOpen(retryAfterOf(retryAfterMillis), opened))
+    )
+  }
+
+  /** The failure the call just classified opened the breaker (else `undefined`: nothing failed). */
+  openedBy(outcome: Machine.Outcome): Failure | undefined {
+    return outcome === "failure" ? { error: this.classifier.failure } : undefined
+  }
+
+  /**
+   * Runs `self` and feeds its outcome to `record`, annotating the span when that changed the state. The
+   * handlers are arrows in argument position on purpose: loaders that keep function names (tsx, esbuild's
+   * keepNames) wrap every *named* closure in a costly `__name` call.
+   */
+  observe<A, E, R>(self: Effect.Effect<A, E, R>, record: Record): Effect.Effect<A, E, R> {
+    const { annotateTransition, classifier } = this
+    return Effect.matchCauseEffect(
+      self,
+      handlers(
+        (a: A) => record("success") ? Effect.zipRight(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
+        (cause: Cause.Cause<E>) =>
+          record(classifier.classify(cause))
+            ? Effect.zipRight(annotateTransition, Effect.failCause(cause))
+            : Effect.failCause(cause)
+      )
+    )
+  }
+
+  // The closed path without a slow-call rule needs no per-call state: the calls of one closed period share
+  // handlers, replaced in the next period (or for another breaker's record: a fleet breaker's fallback).
+  private closedHandlers(period: number, record: RecordClosed): ClosedHandlers {
+    if (this.cached !== undefined && this.cachedPeriod === period && this.cachedRecord === record) return this.cached
+    const { annotateTransition, classifier } = this
+    this.cachedPeriod = period
+    this.cachedRecord = record
+    return this.cached = handlers(
+      (a: unknown) =>
+        record(period, "success", 0) ? Effect.zipRight(annotateTransition, Effect.succeed(a)) : Effect.succeed(a),
+      (cause: Cause.Cause<unknown>) =>
+        record(period, classifier.classify(cause), 0)
+          ? Effect.zipRight(annotateTransition, Effect.failCause(cause))
+          : Effect.failCause(cause)
+    )
+  }
+
+  /** Runs a closed call of `period`: one frame shared by the period's calls unless a slow-call rule times them. */
+  runClosed<A, E, R>(self: Effect.Effect<A, E, R>, period: number, record: RecordClosed): Effect.Effect<A, E, R> {
+    if (this.config.slowMillis === undefined) {
+      return Effect.matchCauseEffect(self, this.closedHandlers(period, record)) as Effect.Effect<A, E, R>
+    }
+    const startedAt = this.now()
+    return this.observe(self, (outcome) => record(period, outcome, startedAt))
+  }
+
+  /** What the scope's finalizer does: the timer stops, the transitions end. */
+  readonly dispose: Effect.Effect<void> = Effect.suspend(() => {
+    // a keyed breaker's series outlives it (Effect's registry keeps every label set): leave it closed
+    if (this.config.gauge === "release" && !this.isDisposed) {
+      stateGauge.unsafeUpdate(Machine.gaugeValue("closed"), this.config.labels)
+    }
+    this.isDisposed = true
+    const t = this.timer
+    this.timer = undefined
+    return Effect.zipRight(t === undefined ? Effect.void : t.interruptAsFork(FiberId.none), this.hub.shutdown)
+  })
+}
+
+/**
+ * Builds a shell in the current scope, showing `initial` (a restored snapshot's state: no transition); its
+ * finalizer stops the timer and ends the transitions.
+ */
+export const make = (config: Config, e: Env, initial: State = "closed"): Effect.Effect<Shell, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const hub = yield* PubSub.unbounded<Transition>()
+    const shell = new Shell(config, e, hub, initial)
+    shell.publish()
+    // subscribed before the breaker is returned, so no transition can be missed
+    yield* forkOnTransition(hub, config.onTransition)
+    yield* Effect.addFinalizer(() => shell.dispose)
+    return shell
+  })

@@ -1,0 +1,56 @@
+import * as DeadlineHeader from "@effect-resilience/core/deadlineHeader"
+import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
+import type { HttpApp } from "@effect/platform"
+import { HttpServerRequest } from "@effect/platform"
+import { Effect } from "effect"
+import type { Options } from "../../DeadlineMiddleware.js"
+import { DeadlineExceeded, withinOf } from "../deadline.js"
+import * as validate from "../validate.js"
+import { problem } from "./problem.js"
+
+export const defaultHeader = HttpHeaders.requestTimeout
+
+export const make = (options: Options = {}) => {
+  const headerName = options.header ?? defaultHeader
+  if (typeof headerName !== "string" || headerName === "") {
+    validate.invalid(`DeadlineMiddleware header must be a header name, got ${String(headerName)}`)
+  }
+  const header = headerName.toLowerCase()
+  if (options.onMalformed !== undefined && options.onMalformed !== "ignore" && options.onMalformed !== "reject") {
+    validate.invalid(`DeadlineMiddleware onMalformed must be "ignore" or "reject", got ${String(options.onMalformed)}`)
+  }
+  const max = validate.millis("DeadlineMiddleware maxTimeout", options.maxTimeout ?? "60 seconds")
+  const fallback = options.defaultTimeout === undefined
+    ? undefined
+    : Math.min(max, validate.millis("DeadlineMiddleware defaultTimeout", options.defaultTimeout))
+  const reject = options.onMalformed === "reject"
+
+  return <E, R>(app: HttpApp.Default<E, R>): HttpApp.Default<E, R | HttpServerRequest.HttpServerRequest> =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) => {
+      const raw = request.headers[header]
+      const parsed = raw === undefined ? undefined : DeadlineHeader.parse(raw)
+      if (raw !== undefined && parsed === undefined && reject) {
+        return Effect.succeed(problem({
+          status: 400,
+          type: "deadline-header-invalid",
+          title: `Invalid ${options.header ?? HttpHeaders.spelled[HttpHeaders.requestTimeout]} header`,
+          detail: "expected the remaining time in milliseconds as a non-negative integer"
+        }))
+      }
+      const budget = DeadlineHeader.serverBudget(parsed, max, fallback)
+      if (budget === undefined) return app
+      return app.pipe(
+        withinOf(budget),
+        Effect.catchIf(
+          (e): e is DeadlineExceeded => e instanceof DeadlineExceeded,
+          () =>
+            Effect.succeed(problem({
+              status: 504,
+              type: "deadline-exceeded",
+              title: "Deadline exceeded",
+              detail: "the request's deadline passed before it could be answered"
+            }))
+        )
+      )
+    })
+}

@@ -1,0 +1,92 @@
+import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
+import * as RateLimitHeaders from "@effect-resilience/core/rateLimitHeaders"
+import type { HttpApp } from "@effect/platform"
+import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { Duration, Effect } from "effect"
+import type { Decision } from "../../RateLimiter.js"
+import type { Options } from "../../RateLimitMiddleware.js"
+import * as validate from "../validate.js"
+import { refuse, resolver } from "./clientScope.js"
+import { problem } from "./problem.js"
+
+export const quotaExceededType = "https://iana.org/assignments/http-problem-types#quota-exceeded"
+export const storeUnavailableType = "urn:effect-resilience:problem:rate-limit-store-unavailable"
+
+/**
+ * A decision the store made because it could not count (`Decision.outage`): a denial is a 503 that says so, an
+ * admission passes; neither carries RateLimit fields, which would report a quota nobody used.
+ */
+const duringOutage = <E, R>(decision: Decision, app: HttpApp.Default<E, R>): HttpApp.Default<E, R> => {
+  if (decision.allowed) return app
+  const retryAfter = RateLimitHeaders.retryAfterSeconds(Duration.toMillis(decision.retryAfter))
+  return Effect.succeed(problem({
+    status: 503,
+    type: storeUnavailableType,
+    title: "Service Unavailable",
+    detail: `the rate limiter cannot reach its store, so the request was not processed; retry in ${retryAfter} s`,
+    headers: { [HttpHeaders.retryAfter]: String(retryAfter) }
+  }))
+}
+
+export const make = <R = never>(options: Options<R>) => {
+  const name = options?.name ?? "default"
+  if (!RateLimitHeaders.isValidName(name)) {
+    validate.invalid(`RateLimitMiddleware name is not a valid sf-string: ${name}`)
+  }
+  const limiter = options?.limiter
+  if (limiter === undefined || limiter === null || typeof limiter.tryAcquire !== "function") {
+    validate.invalid("RateLimitMiddleware needs a limiter (e.g. RateLimiter.tokenBucket)")
+  }
+  if (options.cost !== undefined && typeof options.cost !== "function") {
+    validate.invalid("RateLimitMiddleware cost must be a function of the request")
+  }
+  const scopeOf = resolver(options.scope, options.scopeSecret)
+  const windowMillis = Duration.toMillis(limiter.window)
+  // the policy never changes: written once
+  const policy = RateLimitHeaders.policyFor(name, limiter.limit, windowMillis)
+  const headersOf = (decision: Decision) => ({
+    [HttpHeaders.rateLimitPolicy]: policy,
+    [HttpHeaders.rateLimit]: RateLimitHeaders.stateFor(
+      name,
+      decision.remaining,
+      RateLimitHeaders.nextQuotaMillis({
+        algorithm: limiter.algorithm,
+        limit: limiter.limit,
+        windowMillis,
+        allowed: decision.allowed,
+        remaining: decision.remaining,
+        retryAfterMillis: Duration.toMillis(decision.retryAfter),
+        resetAfterMillis: Duration.toMillis(decision.resetAfter)
+      })
+    )
+  })
+
+  const decide = <E, R1>(scope: string, request: HttpServerRequest.HttpServerRequest, app: HttpApp.Default<E, R1>) =>
+    Effect.flatMap(
+      limiter.tryAcquire(scope, options.cost === undefined ? 1 : options.cost(request)),
+      (decision) => {
+        if (decision.outage === true) return duringOutage(decision, app)
+        const headers = headersOf(decision)
+        if (!decision.allowed) {
+          const retryAfter = RateLimitHeaders.retryAfterSeconds(Duration.toMillis(decision.retryAfter))
+          return Effect.succeed(problem({
+            status: 429,
+            type: quotaExceededType,
+            title: "Too Many Requests",
+            detail: `quota of ${limiter.limit} per ${
+              RateLimitHeaders.secondsOf(windowMillis)
+            } s exceeded; retry in ${retryAfter} s`,
+            headers: { ...headers, [HttpHeaders.retryAfter]: String(retryAfter) }
+          }))
+        }
+        return Effect.map(app, HttpServerResponse.setHeaders(headers))
+      }
+    )
+
+  return <E, R1>(app: HttpApp.Default<E, R1>): HttpApp.Default<E, R1 | R> =>
+    Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+      Effect.flatMap(
+        Effect.either(scopeOf(request)),
+        (scope) => scope._tag === "Left" ? refuse("rate limit", scope.left) : decide(scope.right, request, app)
+      ))
+}

@@ -1,0 +1,117 @@
+/**
+ * The retry: what is safe to send again (RFC 9110's method rules, or an Idempotency-Key), what is worth sending
+ * again (not sent, unknown outcome, 408/429/5xx, a 409 saying the keyed request is still running), and when (the
+ * schedule, the server's `Retry-After`, the deadline, the budget). Each retry re-runs everything inside it.
+ */
+import * as Backpressure from "@effect-resilience/core/backpressure"
+import * as HttpClassify from "@effect-resilience/core/httpClassify"
+import type { HttpClientRequest, HttpClientResponse } from "@effect/platform"
+import type { HttpClient } from "@effect/platform"
+import { Clock, type Duration, Effect, type Schedule } from "effect"
+import type { Budget } from "../../../RetryBudget.js"
+import { fullJitter } from "../../backoff.js"
+import { type Retryable, retryable } from "../../failure.js"
+import { compile as retryWith } from "../../retry.js"
+import * as validate from "../../validate.js"
+import { ConnectFailed, NoResponse, StatusError } from "../httpErrors.js"
+import { detach, fieldsOf, saysInProgress } from "./answer.js"
+import { around } from "./client.js"
+import { classifyTransportError } from "./errors.js"
+import { headerName } from "./headers.js"
+import { defaultKeyHeader } from "./idempotencyKeys.js"
+
+export interface RetryOptions {
+  readonly schedule?: Schedule.Schedule<Duration.Duration> | undefined
+  readonly maxAttempts?: number | undefined
+  readonly maxRetryAfter?: Duration.DurationInput | undefined
+  readonly budget?: Budget | undefined
+  readonly idempotencyKeyHeader?: string | undefined
+}
+
+/**
+ * How long the server asked to wait before this answer is retried: `Retry-After` on 413, 429 and 503; without
+ * it, on a 429 or 503 whose `RateLimit` field says the quota is spent (`r=0`), its `t` — the draft lets a
+ * client use `t` only when there is no `Retry-After`.
+ */
+const waitAsked = (response: HttpClientResponse.HttpClientResponse, now: number): number | undefined => {
+  const answer = fieldsOf(response, now)
+  if (answer.retryAfterMillis !== undefined) {
+    return HttpClassify.honoursRetryAfter(response.status) ? answer.retryAfterMillis : undefined
+  }
+  return Backpressure.isRefusal(response.status)
+    ? Backpressure.quotaPauseMillis({ ...answer, status: response.status })
+    : undefined
+}
+
+type Classified = Retryable<ConnectFailed | NoResponse | StatusError>
+
+const again = (error: StatusError, waitMillis: number | undefined): Classified =>
+  waitMillis === undefined ? retryable(error) : retryable(error, waitMillis)
+
+/** A response to retry fails with its detached copy; any other is returned. */
+const classifyResponse = (
+  response: HttpClientResponse.HttpClientResponse,
+  hasKey: boolean
+): Effect.Effect<HttpClientResponse.HttpClientResponse, Classified> => {
+  const { status } = response
+  const retried = HttpClassify.retriesStatus(response.request.method, status, hasKey)
+  // a 409 for a keyed request: the first attempt with this key may still be running (its Retry-After says when to
+  // ask again), and a new key would run it twice
+  const conflict = status === 409 && hasKey
+  if (!retried && !conflict) return Effect.succeed(response)
+  return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const wait = waitAsked(response, now) ?? (conflict ? fieldsOf(response, now).retryAfterMillis : undefined)
+    // the connection goes back to the pool before the backoff
+    return Effect.flatMap(detach(response), ({ bytes, copy }) => {
+      if (conflict && wait === undefined && !saysInProgress(copy, bytes)) return Effect.succeed(copy)
+      return Effect.fail(again(new StatusError({ status, response: copy }), wait))
+    })
+  })
+}
+
+/** A failure that is worth sending again, as `Retryable`; any other as it is. */
+const classifyFailure = <E>(error: E, hasKey: boolean, request: HttpClientRequest.HttpClientRequest) => {
+  const known = typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "RequestError"
+    ? classifyTransportError(error as never)
+    : error
+  if (known instanceof ConnectFailed) return retryable(known)
+  if (!(known instanceof NoResponse)) return known
+  const decision = HttpClassify.classify({
+    method: request.method,
+    outcome: HttpClassify.unknownOutcome,
+    hasIdempotencyKey: hasKey
+  })
+  return decision === "retry" ? retryable(known) : known
+}
+
+export const resolveRetry = (options: RetryOptions | undefined) => {
+  if (options !== undefined && (typeof options !== "object" || options === null)) {
+    validate.invalid("ResilientHttpClient retry options must be an object or false")
+  }
+  const budget = options?.budget
+  if (budget !== undefined && (budget === null || typeof budget.unsafeRecordFailure !== "function")) {
+    validate.invalid("ResilientHttpClient retry budget must be a RetryBudget.Budget")
+  }
+  return {
+    policy: retryWith({
+      schedule: options?.schedule ?? fullJitter({ base: "100 millis", cap: "5 seconds" }),
+      maxAttempts: options?.maxAttempts ?? 3,
+      ...(options?.maxRetryAfter === undefined ? {} : { maxRetryAfter: options.maxRetryAfter }),
+      ...(budget === undefined ? {} : { budget })
+    }),
+    keyHeader: headerName("retry.idempotencyKeyHeader", options?.idempotencyKeyHeader ?? defaultKeyHeader)
+  }
+}
+
+export const retry = (options?: RetryOptions) => {
+  const { keyHeader, policy } = resolveRetry(options)
+  return <E, R>(self: HttpClient.HttpClient.With<E, R>) =>
+    around(self, (request, execute) => {
+      const hasKey = request.headers[keyHeader] !== undefined
+      const attempt = Effect.matchEffect(execute(request), {
+        onFailure: (error) => Effect.fail(classifyFailure(error, hasKey, request)),
+        onSuccess: (response) => classifyResponse(response, hasKey)
+      })
+      return policy(attempt) as Effect.Effect<HttpClientResponse.HttpClientResponse, unknown, R>
+    })
+}

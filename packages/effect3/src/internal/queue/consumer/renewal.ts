@@ -1,0 +1,146 @@
+import * as visibilityRules from "@effect-resilience/core/visibility"
+import { Clock, Duration, Effect, Exit, Fiber, FiberRef, Tracer } from "effect"
+import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
+import { currentDeadline, DeadlineExceeded } from "../../deadline.js"
+import { forkDetachedWith } from "../../fastPath.js"
+import { timeoutWith } from "../../timeout.js"
+import type { Counters } from "./settle.js"
+import { warn } from "./settle.js"
+
+/**
+ * Runs one delivery's handler (`effect`, retries included) under its time limit, while extending its
+ * message's visibility, as SQS's `ChangeMessageVisibility`: whenever a third of the visibility timeout is
+ * left, the consumer extends the message by one more timeout, for as long as the handler runs. At the limit
+ * the handler is interrupted and the delivery fails with `DeadlineExceeded`; the handler sees the limit as its
+ * deadline (`Deadline.remaining`), as under `Deadline.within`.
+ *
+ * The handler starts at once, on this stack: one that ends without waiting costs no timer and no renewer.
+ * An extension is never cut short (it is uninterruptible), and none starts once the handler has ended, so the
+ * message is settled only after the last one answered: a late extension cannot push out a message that was
+ * released meanwhile. While no extension is under way, the renewer is stopped without waiting for it.
+ *
+ * An extension the source refuses (the receipt is stale: the message was delivered again) ends the renewal,
+ * with a warning; the handler runs on, and its acknowledgement will be refused too. One that fails (the
+ * engine did not answer) is tried again a tenth of the timeout later, while the message is still invisible.
+ * `stopped` ends the renewal of handlers the consumer gave up on at shutdown.
+ */
+export const runDelivery = <A, X, E, R>(
+  source: QueueSource<A>,
+  timeLimit: number,
+  stats: Counters,
+  stopped: () => boolean,
+  message: Message<A>,
+  effect: Effect.Effect<X, E, R>,
+  span: Tracer.Span
+): Effect.Effect<X, E | DeadlineExceeded, R> =>
+  Effect.clockWith((clock) => {
+    if (timeLimit <= 0) return Effect.fail(new DeadlineExceeded())
+    const startedAt = clock.unsafeCurrentTimeMillis()
+    const limitAt = startedAt + timeLimit
+    return Effect.uninterruptibleMask((restore) =>
+      // the handler's fiber gets the span as its parent span in its context as it starts (cheaper than
+      // `Effect.withParentSpan`, which changes the context FiberRef and back)
+      Effect.flatMap(
+        // (the deadline is set, not `locally`: the fiber is never joined, so nothing is left to restore)
+        forkDetachedWith(
+          restore(Effect.zipRight(FiberRef.set(currentDeadline, limitAt), effect)),
+          Tracer.ParentSpan,
+          span
+        ),
+        (child) => {
+          const done = child.unsafePoll()
+          if (done !== null) return done
+          const state: RenewalState = { ended: false, extending: false }
+          const renewer = Effect.withParentSpan(
+            renewerOf(source, stats, () => stopped() || state.ended, state, message, startedAt, timeLimit),
+            span
+          )
+          return Effect.flatMap(renewer, (fiber) =>
+            timeoutWith(restore(Fiber.await(child)), limitAt, clock, () => TIME_UP).pipe(
+              Effect.onInterrupt(() => Fiber.interrupt(child)),
+              Effect.catchAll(() => Effect.zipRight(Fiber.interrupt(child), Effect.fail(new DeadlineExceeded()))),
+              Effect.ensuring(Effect.suspend(() => {
+                state.ended = true
+                if (fiber === undefined) return Effect.void
+                return state.extending ? Fiber.interrupt(fiber) : Fiber.interruptFork(fiber)
+              })),
+              Effect.flatten
+            ))
+        }
+      )
+    )
+  })
+
+const TIME_UP = Symbol("time up")
+
+/** Forks the renewal of a handler still running, unless the source cannot extend or it cannot need one. */
+const renewerOf = <A>(
+  source: QueueSource<A>,
+  stats: Counters,
+  over: () => boolean,
+  state: RenewalState,
+  message: Message<A>,
+  startedAt: number,
+  timeLimit: number
+): Effect.Effect<Fiber.RuntimeFiber<void> | undefined> => {
+  const extend = source.extend
+  const visibility = Duration.toMillis(source.visibilityTimeout)
+  const visibleUntil = visibilityRules.invisibleUntil(message.receivedAt, visibility)
+  if (extend === undefined || !visibilityRules.needsRenewal(startedAt, timeLimit, visibleUntil, visibility)) {
+    return Effect.succeed(undefined)
+  }
+  const loop = renewalLoop(source, extend, visibility, stats, over, state, message)
+  return Effect.fork(Effect.interruptible(loop(visibleUntil)))
+}
+
+interface RenewalState {
+  /** The handler has ended: no extension may start. */
+  ended: boolean
+  /** An extension is under way: the handler's end waits for it. */
+  extending: boolean
+}
+
+const sleepUntil = (at: number) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, at - now))))
+
+const renewalLoop = <A>(
+  source: QueueSource<A>,
+  extend: (message: Message<A>) => Effect.Effect<boolean, QueueError>,
+  visibility: number,
+  stats: Counters,
+  over: () => boolean,
+  state: RenewalState,
+  message: Message<A>
+) => {
+  const extendOnce = Effect.uninterruptible(
+    Effect.ensuring(extend(message), Effect.sync(() => void (state.extending = false)))
+  )
+  const attempt = (visibleUntil: number): Effect.Effect<void> =>
+    Effect.suspend(() => {
+      if (over()) return Effect.void
+      state.extending = true // in the same step as the check: the handler's end sees it
+      return Effect.flatMap(Clock.currentTimeMillis, (before) =>
+        Effect.flatMap(Effect.exit(extendOnce), (exit) => {
+          if (Exit.isSuccess(exit)) {
+            if (!exit.value) {
+              return Effect.logWarning(
+                `queue ${source.name}: the message was delivered again while its handler still runs (its ` +
+                  `visibility could not be extended in time)`
+              ).pipe(Effect.annotateLogs({ "message.id": message.id }))
+            }
+            stats.extended++
+            return loop(visibilityRules.extendedUntil(before, visibility))
+          }
+          return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+            const retryAt = visibilityRules.retryRenewAt(now, visibleUntil, visibility)
+            const logged = warn(source.name, "extending the visibility", message)(exit.cause)
+            return retryAt === undefined
+              ? logged
+              : Effect.zipRight(logged, Effect.zipRight(sleepUntil(retryAt), attempt(visibleUntil)))
+          })
+        }))
+    })
+  const loop = (visibleUntil: number): Effect.Effect<void> =>
+    Effect.zipRight(sleepUntil(visibilityRules.renewAt(visibleUntil, visibility)), attempt(visibleUntil))
+  return loop
+}

@@ -1,0 +1,266 @@
+import { partitionOf } from "@effect-resilience/core/queueMessages"
+import * as visibilityRules from "@effect-resilience/core/visibility"
+import type { Scope } from "effect"
+import type { Exit, Tracer } from "effect"
+import { Cause, Clock, Context, DefaultServices, Effect, Fiber, FiberRef, Option, Queue } from "effect"
+import type { Consumer, Options, Stats } from "../../../Consumer.js"
+import type { Message } from "../../../QueueSource.js"
+import { makeAcker } from "./acker.js"
+import { compile, type Config } from "./config.js"
+import { runDelivery } from "./renewal.js"
+import { type Counters, makeCounters, makeSettler, warn } from "./settle.js"
+
+const ACK = Symbol("ack")
+
+/** Ends a span as `Effect.withSpan` does: at the `Clock`'s time unless tracer timing is off, once. */
+const endSpan = (span: Tracer.Span, exit: Exit.Exit<unknown, unknown>): Effect.Effect<void> =>
+  Effect.withFiberRuntime((fiber) => {
+    if (span.status._tag === "Ended") return Effect.void
+    const timing = fiber.getFiberRef(FiberRef.currentTracerTimingEnabled)
+    const clock = Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
+    span.end(timing ? clock.unsafeCurrentTimeNanos() : BigInt(0), exit)
+    return Effect.void
+  })
+
+/** After the shutdown grace, how long closing waits for interrupted handlers before it abandons them. */
+export const ABANDON_AFTER_MILLIS = 1_000
+
+/**
+ * The poller claims messages only while fewer than `bufferSize + concurrency` are held (buffered or
+ * being handled): that bound is the backpressure, and it also keeps claimed messages from waiting in the
+ * buffer long enough for their visibility timeout to run out. Workers take from one shared buffer, or,
+ * with `orderedByKey`, each from its own partition so that one key is handled by one worker in order.
+ * Each handler runs under its time limit while its message's visibility is extended (`runDelivery`).
+ * A worker does not wait for the acknowledgement of the message it handled: it hands the message to the
+ * acker and takes the next one, so acks are pipelined, and the acker sends the ones waiting together, in one
+ * `ackMany` call, even at concurrency 1 (`makeAcker`). Only a message whose handler succeeded is ever
+ * acknowledged. A message handed to the acker gives its slot back at once while fewer than `capacity` others
+ * wait for their acknowledgement that way, so the next claim goes out while the acks are under way instead
+ * of after them; past that bound it keeps its slot until the source answered (acks that do not answer hold
+ * the poller back, at most `2 × capacity` messages in all).
+ *
+ * Shutdown (the scope closes): the poller stops, buffered messages are released unprocessed (their
+ * receive is undone), and the consumer waits, for at most the shutdown grace, for the messages being handled
+ * to finish and be settled (acknowledgements under way included); then it interrupts those handlers (their messages stay in flight, to come back
+ * after the visibility timeout) and waits at most `ABANDON_AFTER_MILLIS` more.
+ */
+export const run = <A, E, R, R2>(
+  options: Options<A, E, R, R2>
+): Effect.Effect<Consumer, never, Scope.Scope | R | R2> => {
+  const config = compile(options)
+  return Effect.gen(function*() {
+    const slots = yield* Effect.makeSemaphore(config.capacity)
+    const buffers = yield* Effect.forEach(
+      Array.from({ length: config.partitions }),
+      () => Queue.unbounded<Message<A>>()
+    )
+    const stats = makeCounters()
+    const held = { n: 0, stopped: false }
+    const doneMany = (n: number) => Effect.suspend(() => (held.n -= n, slots.release(n)))
+    const done = doneMany(1)
+    const process = processor(config, stats, () => held.stopped)
+    // the acknowledgement of a handled message goes on without its worker, which takes the next message
+    // meanwhile, grouped with the others waiting; its slot is freed at once while fewer than `capacity`
+    // messages wait for their acks with their slot freed (`early`), else once the source answered
+    const early = new Set<Message<A>>()
+    const settled = (group: ReadonlyArray<Message<A>>) =>
+      Effect.suspend(() => {
+        let holding = 0
+        for (const message of group) if (!early.delete(message)) holding++
+        return holding === 0 ? Effect.void : doneMany(holding)
+      })
+    const acker = makeAcker(config, stats, settled, config.visibility, Math.max(1, Math.floor(config.capacity / 2)))
+    const handOver = (message: Message<A>) => {
+      if (early.size >= config.capacity) return acker.add(message)
+      early.add(message)
+      return Effect.zipRight(acker.add(message), done)
+    }
+    const acking = acker.lanes
+    // a loop without `Effect.forever`'s yield after every message: a worker gives way when its buffer is
+    // empty (the take waits), when its handler waits, and when the runtime's budget of operations runs out
+    const worker = (buffer: Queue.Queue<Message<A>>): Effect.Effect<never, never, R | R2> => {
+      const loop: Effect.Effect<never, never, R | R2> = Effect.flatMap(Queue.take(buffer), (message) =>
+        Effect.flatMap(
+          Effect.uninterruptibleMask((restore) =>
+            Effect.flatMap(
+              Effect.exit(restore(process(message))),
+              (exit) => exit._tag === "Success" && exit.value === ACK ? handOver(message) : done
+            )
+          ),
+          () => loop
+        ))
+      return loop
+    }
+    const poller = Effect.forever(
+      Effect.flatMap(
+        pollOnce(config, stats, slots, buffers, held),
+        (n) => n === 0 ? Effect.sleep(config.pollInterval) : Effect.yieldNow()
+      )
+    )
+    // forking and registering the finalizer are one uninterruptible step: an interruption in between
+    // would leave daemon fibers that nothing stops (the fibers themselves run interruptibly)
+    yield* Effect.uninterruptibleMask((restore) =>
+      Effect.gen(function*() {
+        const workers = yield* Effect.forEach(
+          Array.from({ length: config.concurrency }, (_, i) => i),
+          (i) => Effect.forkDaemon(restore(worker(buffers[i % config.partitions]!)))
+        )
+        const pollerFiber = yield* Effect.forkDaemon(restore(poller))
+        yield* Effect.addFinalizer(() =>
+          shutdown(config, buffers, pollerFiber, workers, acking, done, () => void (held.stopped = true))
+        )
+      })
+    )
+    // `unsafeSize` is none once the buffers are shut down (where `Queue.size` would interrupt), and
+    // negative while workers wait on an empty buffer
+    const snapshot: Effect.Effect<Stats> = Effect.sync(() => ({
+      ...stats,
+      buffered: buffers.reduce((sum, buffer) => sum + Math.max(0, Option.getOrElse(buffer.unsafeSize(), () => 0)), 0)
+    }))
+    return { source: options.source.name, stats: snapshot } satisfies Consumer
+  })
+}
+
+/**
+ * Handles one claimed message: skipped when it waited past its visibility timeout, dead-lettered unrun when
+ * it was received too often, otherwise run (retry, time limit, renewal) and settled. An interruption of the
+ * worker (shutdown) while the handler runs leaves the message in flight, counted as abandoned. A handler
+ * that succeeded is not acknowledged here: its acknowledgement is returned, for the worker to start without
+ * waiting for it (only a message whose handler has ended is ever acknowledged).
+ */
+const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, stopped: () => boolean) => {
+  const { handler, source } = config.options
+  const settler = makeSettler(config, stats)
+  // no stack trace: it would point here, not at the user's code, and capturing one costs more than the span
+  const spanOptions = (message: Message<A>): Tracer.SpanOptions => ({
+    captureStackTrace: false,
+    attributes: {
+      "queue.name": source.name,
+      "message.id": message.id,
+      "message.receive_count": message.receiveCount
+    }
+  })
+  const handle = (message: Message<A>): Effect.Effect<unknown, unknown, R | R2> => {
+    let effect: Effect.Effect<unknown, unknown, R | R2> = Effect.suspend(() => handler(message))
+    if (config.withRetry !== undefined) effect = config.withRetry(effect)
+    // `Effect.withSpan`, unrolled: the span goes into the handler's fiber as that fiber starts (`runDelivery`)
+    return Effect.flatMap(Effect.makeSpan("queue.handle", spanOptions(message)), (span) =>
+      Effect.onExit(
+        runDelivery(source, config.timeLimit, stats, stopped, message, effect, span),
+        (exit) => endSpan(span, exit)
+      ))
+  }
+  /** `ACK`: the handler succeeded, the message is the acker's; `undefined`: it was settled here. */
+  type Later = typeof ACK | undefined
+  const logFailure = Effect.catchAllCause((cause) =>
+    Effect.as(Effect.logError(`queue ${source.name}: settling a message failed`, cause), undefined)
+  )
+  const processFresh = (message: Message<A>): Effect.Effect<Later, never, R | R2> => {
+    if (visibilityRules.overLimit(message.receiveCount, config.maxReceiveCount)) {
+      return Effect.as(settler.overLimit(message), undefined)
+    }
+    const abandoned = Effect.sync(() => void stats.abandoned++)
+    return Effect.uninterruptibleMask((restore) =>
+      Effect.suspend(() => {
+        stats.handling++
+        return Effect.flatMap(Effect.exit(restore(handle(message))), (exit) => {
+          stats.handling--
+          // interrupted: a handler of its own accord, or the worker at shutdown: the message stays in flight
+          if (exit._tag === "Failure" && Cause.isInterruptedOnly(exit.cause)) return Effect.as(abandoned, undefined)
+          if (exit._tag === "Success") return Effect.succeed<Later>(ACK)
+          // (`onInterrupt` outside `restore`: an interruption already pending counts too)
+          return Effect.as(Effect.onInterrupt(restore(settler.settle(message, exit)), () => abandoned), undefined)
+        })
+      })
+    ).pipe(logFailure)
+  }
+  return (message: Message<A>): Effect.Effect<Later, never, R | R2> =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) =>
+        visibilityRules.isExpired(message.receivedAt, config.visibility, now)
+          ? Effect.as(settler.abandonStale(message), undefined)
+          : processFresh(message)
+    )
+}
+
+/**
+ * Claims as many messages as there is room for (at least `claimAtLeast` slots, waited for interruptibly) and
+ * hands them to the workers' buffers. Receive-and-dispatch is uninterruptible: a claimed message is never lost between
+ * the two. Returns how many messages came.
+ */
+const pollOnce = <A, E, R, R2>(
+  config: Config<A, E, R, R2>,
+  stats: Counters,
+  slots: Effect.Semaphore,
+  buffers: ReadonlyArray<Queue.Queue<Message<A>>>,
+  held: { n: number }
+): Effect.Effect<number> => {
+  const { source } = config.options
+  return Effect.uninterruptibleMask((restore) =>
+    Effect.gen(function*() {
+      const first = config.claimAtLeast
+      yield* restore(slots.take(first))
+      const extra = Math.min(config.batchSize - first, config.capacity - held.n - first)
+      if (extra > 0) yield* slots.take(extra)
+      held.n += first + extra
+      const wanted = first + extra
+      const messages = yield* source.receive(wanted).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.as(Effect.logWarning(`queue ${source.name}: receive failed`, cause), [] as ReadonlyArray<Message<A>>)
+        )
+      )
+      stats.received += messages.length
+      for (const message of messages) {
+        buffers[partitionOf(config.partitions, message.id, message.key)]!.unsafeOffer(message)
+      }
+      const unused = wanted - messages.length
+      if (unused > 0) {
+        held.n -= unused
+        yield* slots.release(unused)
+      }
+      return messages.length
+    })
+  )
+}
+
+const shutdown = <A, E, R, R2>(
+  config: Config<A, E, R, R2>,
+  buffers: ReadonlyArray<Queue.Queue<Message<A>>>,
+  pollerFiber: Fiber.RuntimeFiber<never>,
+  workers: ReadonlyArray<Fiber.RuntimeFiber<never>>,
+  acking: ReadonlySet<Fiber.RuntimeFiber<void>>,
+  done: Effect.Effect<void>,
+  stop: () => void
+): Effect.Effect<void> => {
+  const { source } = config.options
+  // the waits run interruptibly (a finalizer does not), so that their timeouts can end them
+  // the workers, then the acknowledgements they left under way (once the workers ended, no more start)
+  const awaitWorkers = (millis: number) =>
+    Effect.interruptible(Effect.zipRight(Fiber.awaitAll(workers), Effect.suspend(() => Fiber.awaitAll([...acking]))))
+      .pipe(Effect.timeout(millis), Effect.option, Effect.map(Option.isSome))
+  return Effect.gen(function*() {
+    yield* Fiber.interrupt(pollerFiber)
+    for (const buffer of buffers) {
+      const left = yield* Queue.takeAll(buffer)
+      yield* Effect.forEach(left, (message) =>
+        source.release(message, { undoReceive: true }).pipe(
+          Effect.catchAllCause(warn(source.name, "releasing at shutdown", message)),
+          Effect.zipRight(done)
+        ), { discard: true })
+    }
+    yield* Effect.forEach(buffers, Queue.shutdown, { discard: true })
+    if (yield* awaitWorkers(config.shutdownGrace)) return
+    yield* Effect.logWarning(
+      `queue ${source.name}: handlers still running ${config.shutdownGrace} ms after close: interrupting them ` +
+        `(their messages come back after the visibility timeout)`
+    )
+    yield* Effect.forEach([...workers, ...acking], Fiber.interruptFork, { discard: true })
+    if (yield* awaitWorkers(ABANDON_AFTER_MILLIS)) return
+    stop()
+    yield* Effect.logWarning(
+      `queue ${source.name}: handlers that do not end when interrupted were abandoned; their messages ` +
+        `are left in flight`
+    )
+  })
+}
