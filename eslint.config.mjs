@@ -15,7 +15,8 @@ export default tseslint.config(
       // each package's builds and extracted examples, its own node_modules
       "packages/*/node_modules/**",
       "packages/*/dist/**",
-      "packages/*/.examples/**"
+      "packages/*/.examples/**",
+      "packages/*/.docs-check/**"
     ]
   },
   js.configs.recommended,

@@ -38,7 +38,16 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
-import { checkListing, closure, head, namedPackages, npmArgs, pack, specifier, versionsIn } from "../../../.ci/tarball.mjs"
+import {
+  checkListing,
+  closure,
+  head,
+  namedPackages,
+  npmArgs,
+  pack,
+  specifier,
+  versionsIn
+} from "../../../.ci/tarball.mjs"
 
 /** This package's folder (what is packed, its node_modules and tsconfig.json) and the repository's (the guides). */
 const root = new URL("..", import.meta.url).pathname
