@@ -6,7 +6,8 @@ import { defineConfig } from "vitest/config"
 /**
  * The examples import the library as `effect-resilience/<Module>`, as a user would; tsconfig.json maps those
  * names to src/ for tsc and tsx, and this gives vitest the same map, so tests can import the examples. The same
- * map sends `@effect-resilience/core/<module>` to the core's sources (packages/core/src), as it does for tsc.
+ * map sends `@effect-resilience/core/<module>` to the core's sources (packages/core/src), as it does for tsc, and
+ * `#edition` to this edition's adapter for the shared contract (test/edition/).
  */
 const paths = (JSON.parse(readFileSync(new URL("./tsconfig.json", import.meta.url), "utf8")) as {
   compilerOptions: { paths: Record<string, [string]> }
@@ -39,7 +40,8 @@ export default defineConfig({
     },
     projects: [
       {
-        resolve: { alias },
+        // preserveSymlinks: test/contract is a link to packages/contract/suites, whose imports resolve from here
+        resolve: { alias, preserveSymlinks: true },
         test: {
           name: "unit",
           include: ["test/**/*.test.ts"],
@@ -53,7 +55,8 @@ export default defineConfig({
         }
       },
       {
-        resolve: { alias },
+        // preserveSymlinks: test/contract is a link to packages/contract/suites, whose imports resolve from here
+        resolve: { alias, preserveSymlinks: true },
         test: {
           name: "integration",
           include: integration,

@@ -18,7 +18,11 @@ export default defineConfig({
   // the examples import the library as users do, `effect-resilience/<Module>`: this package's src/ (as
   // tsconfig.json's paths map it for tsc, and scripts/tsResolve.mjs for node)
   resolve: {
+    // test/contract is a link to packages/contract/suites: its imports resolve from here, this edition's
+    preserveSymlinks: true,
     alias: [
+      // the shared contract's adapter (test/edition/), as tsconfig.json's paths map it
+      { find: /^#edition$/, replacement: fileURLToPath(new URL("test/edition/index.ts", import.meta.url)) },
       { find: /^effect-resilience$/, replacement: `${src}index.ts` },
       { find: /^effect-resilience\/(.*)$/, replacement: `${src}$1.ts` },
       // the core's sources, as tsconfig.json's paths map them (a build resolves its package, node_modules/@effect-resilience/core)

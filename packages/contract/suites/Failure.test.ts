@@ -1,6 +1,7 @@
+import { diedOf } from "#edition"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
 import { Duration, Effect, Exit } from "effect"
-import { Failure } from "../src/index.js"
+import { Failure } from "effect-resilience"
 
 class HttpError {
   readonly _tag = "HttpError"
@@ -43,7 +44,7 @@ describe("Failure", () => {
         Exit.fail(new Failure.Fatal({ cause: new HttpError(400) }))
       )
       const died = yield* Effect.exit(policy(Effect.die("bug")))
-      expect(Exit.isFailure(died) && died.cause._tag === "Die").toBe(true)
+      expect(diedOf(died)).toBe(true)
     }))
 
   it("the error channel says what may be retried", () => {
