@@ -9,7 +9,7 @@ import {
 import { describe, expect, it } from "@effect/vitest"
 import { Data, Deferred, Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { asClient, post, rawStatus, send, serve, TestServer } from "./support/httpServer.js"
+import { asClient, post, rawReply, rawStatus, send, serve, TestServer } from "./support/httpServer.js"
 
 /** An orders endpoint that counts how often its handler really ran. */
 const makeOrders = (
@@ -208,6 +208,39 @@ describe("IdempotencyMiddleware", () => {
       )
       expect(chunked).toBe(413)
       expect(orders.runs()).toBe(0)
+    })))
+
+  it.scoped("fingerprints the request line's target as sent, whatever the Host header says", () =>
+    withServer(Effect.gen(function*() {
+      let runs = 0
+      // every target answered, no router in between: the middleware alone decides
+      const handler = Effect.sync(() => HttpServerResponse.text(`run ${++runs}`, { status: 201 }))
+      yield* serve(handler.pipe(yield* IdempotencyMiddleware.make()))
+      // raw bytes: an HTTP client would drop the fragment, and refuses a malformed Host
+      const sent = (target: string, host = "127.0.0.1") =>
+        rawReply(
+          `POST ${target} HTTP/1.1\r\nHost: ${host}\r\nIdempotency-Key: target\r\nContent-Type: application/json\r\n` +
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
+        )
+      expect(yield* sent("/orders")).toMatch(/^HTTP\/1\.1 201 /)
+      // another target, as the client wrote it
+      for (const target of ["/orders?", "/orders#frag", "/orders/"]) {
+        expect(yield* sent(target), target).toMatch(/^HTTP\/1\.1 422 /)
+      }
+      // the same target, whatever the Host, or an authority in the target itself
+      for (
+        const [target, host] of [
+          ["/orders", "a/b"],
+          ["/orders", "[::1"],
+          ["/orders", "elsewhere.example:8080"],
+          ["http://elsewhere.example:8080/orders", "127.0.0.1"]
+        ] as const
+      ) {
+        const reply = yield* sent(target, host)
+        expect(reply, `${target} with Host ${host}`).toMatch(/^HTTP\/1\.1 201 /)
+        expect(reply.toLowerCase()).toContain("idempotent-replayed: true")
+      }
+      expect(runs).toBe(1)
     })))
 
   it.scoped("other methods pass through; keys are scoped per client address", () =>

@@ -90,16 +90,25 @@ export const defaultMaxRecordsPerScope = (maxRecords: number): number =>
   maxRecords === Infinity ? Infinity : Math.max(1, Math.ceil(maxRecords / 10))
 
 /**
- * The request target a fingerprint covers: the path and the query, never the scheme or the host. A server sees
- * the URL as its HTTP layer gives it (`/orders?x=1` from one, `http://host:port/orders?x=1` from another), and a
- * retry through another hostname, port spelling or proxy is the same request.
+ * The request target a fingerprint covers: the target as the client sent it on its request line, never the
+ * scheme, the host or the `Host` header. An origin-form target (`/orders?x=1`) is taken as it is, character for
+ * character: `/orders?` and `/orders#frag` are not `/orders`, so a key reused with them gets 422, not the other
+ * request's answer. An absolute-form target (`http://host:port/orders?x=1`, which a request through a proxy
+ * carries, and the form a web `Request`'s URL has) loses its scheme and authority and keeps the rest as it is
+ * (`/` for an empty path, as its origin form has): a retry through another hostname, port spelling or proxy is
+ * the same request. Any other form (`*`, `host:port`) is taken as it is.
+ *
+ * Nothing is parsed or normalised (no `new URL`): a normalisation would make different targets one (`/orders?`
+ * and `/orders`), and a target rebuilt from the `Host` header would make one target several, whatever `Host` a
+ * retry sends. The Effect 3 and Effect 4 editions hand this the same string for the same request line.
  */
-export const requestTarget = (url: string): string => {
-  if (url.startsWith("/")) return url
-  try {
-    const parsed = new URL(url)
-    return `${parsed.pathname}${parsed.search}`
-  } catch {
-    return url
-  }
+export const requestTarget = (target: string): string => {
+  if (target.startsWith("/")) return target
+  const origin = absoluteOrigin.exec(target)
+  if (origin === null) return target
+  const rest = target.slice(origin[0].length)
+  return rest.startsWith("/") ? rest : `/${rest}`
 }
+
+/** The scheme and authority of an absolute-form target (RFC 3986 §3.1, §3.2): up to the first `/`, `?` or `#`. */
+const absoluteOrigin = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/

@@ -131,5 +131,27 @@ describe("core/idempotency", () => {
     expect(core.requestTarget("http://127.0.0.1:8080/orders?x=1")).toBe("/orders?x=1")
     expect(core.requestTarget("https://API.example.com:443/orders")).toBe("/orders")
     expect(core.requestTarget("*")).toBe("*")
+    expect(core.requestTarget("example.com:443")).toBe("example.com:443")
+  })
+
+  it("requestTarget: the target as sent, nothing normalised, never the authority", () => {
+    // an empty query, a fragment, dot segments, escapes: another target, as the client wrote it
+    for (
+      const target of ["/orders?", "/orders#frag", "/orders?#", "/a/../orders", "/%6Frders", "//orders", "/orders/"]
+    ) {
+      expect(core.requestTarget(target)).toBe(target)
+    }
+    expect(core.requestTarget("http://h/orders?")).toBe("/orders?")
+    expect(core.requestTarget("http://h/orders#frag")).toBe("/orders#frag")
+    expect(core.requestTarget("http://h/a/../orders")).toBe("/a/../orders")
+    // whatever the authority (a malformed one too), and an empty path is "/"
+    expect(core.requestTarget("http://bad host:x/orders")).toBe("/orders")
+    expect(core.requestTarget("http://user@[::1]:8080/orders?x=1")).toBe("/orders?x=1")
+    expect(core.requestTarget("http://h")).toBe("/")
+    expect(core.requestTarget("http://h?x=1")).toBe("/?x=1")
+    expect(core.requestTarget("HTTPS://h/orders")).toBe("/orders")
+    // not an absolute URI: as it is
+    expect(core.requestTarget("orders")).toBe("orders")
+    expect(core.requestTarget("")).toBe("")
   })
 })

@@ -134,4 +134,38 @@ describe("the middlewares over sockets", () => {
       expect(JSON.parse(created.body)).toEqual({ id: 1 })
       expect(runs).toBe(1)
     }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+
+  it.effect("Idempotency: the request line's target is fingerprinted as sent, whatever the Host header says", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      // every target answered, no router in between: the middleware alone decides
+      const handler = Effect.sync(() => HttpServerResponse.text(`run ${++runs}`, { status: 201 }))
+      const port = yield* serve(handler.pipe(yield* IdempotencyMiddleware.make()))
+      // raw bytes: an HTTP client would drop the fragment, and refuses a malformed Host
+      const sent = (target: string, host = "127.0.0.1") =>
+        rawClient(
+          port,
+          `POST ${target} HTTP/1.1\r\nHost: ${host}\r\nIdempotency-Key: target\r\nContent-Type: application/json\r\n` +
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
+        ).reply
+      expect(yield* sent("/orders")).toMatch(/^HTTP\/1\.1 201 /)
+      // another target, as the client wrote it
+      for (const target of ["/orders?", "/orders#frag", "/orders/"]) {
+        expect(yield* sent(target), target).toMatch(/^HTTP\/1\.1 422 /)
+      }
+      // the same target, whatever the Host, or an authority in the target itself
+      for (
+        const [target, host] of [
+          ["/orders", "a/b"],
+          ["/orders", "[::1"],
+          ["/orders", "elsewhere.example:8080"],
+          ["http://elsewhere.example:8080/orders", "127.0.0.1"]
+        ] as const
+      ) {
+        const reply = yield* sent(target, host)
+        expect(reply, `${target} with Host ${host}`).toMatch(/^HTTP\/1\.1 201 /)
+        expect(reply.toLowerCase()).toContain("idempotent-replayed: true")
+      }
+      expect(runs).toBe(1)
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
 })

@@ -15,7 +15,7 @@ import * as validate from "../validate.js"
 import { currentAdmission, unsampled } from "./admission.js"
 import { digester, NoClientIdentity, refuse, resolver } from "./clientScope.js"
 import { Handling, logStoreFailure, type Recorder, recorder, renewal, type Settings } from "./idempotencyHandler.js"
-import { fingerprint, replay } from "./idempotencyHttp.js"
+import { fingerprint, replay, sentTarget } from "./idempotencyHttp.js"
 import { Leases } from "./idempotencyLeases.js"
 import { problem } from "./problem.js"
 import { readBodyNow, withBody } from "./requestBody.js"
@@ -154,12 +154,11 @@ const withStore = <RS>(
     body: Uint8Array,
     scope: string
   ): HttpApp.Default<E, R> => {
-    // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
-    // endpoints must not answer each other's keys
+    // the target as the client sent it (see sentTarget), never the url a router rewrote
     const claim = store.claim({
       scope,
       key,
-      fingerprint: fingerprint(request.method, core.requestTarget(request.originalUrl), body),
+      fingerprint: fingerprint(request.method, core.requestTarget(sentTarget(request)), body),
       ttl,
       lease
     })

@@ -12,7 +12,7 @@ import * as validate from "../validate.js"
 import { CurrentAdmission, unsampled } from "./admission.js"
 import { digester, NoClientIdentity, refuse, resolver } from "./clientScope.js"
 import { type App, Handling, renewal, type Settings } from "./idempotencyHandler.js"
-import { fingerprint, replay } from "./idempotencyHttp.js"
+import { fingerprint, replay, sentTarget } from "./idempotencyHttp.js"
 import { Leases } from "./idempotencyLeases.js"
 import { logStoreFailure, type Recorder, recorder } from "./idempotencyRecorder.js"
 import { problem } from "./problem.js"
@@ -151,12 +151,11 @@ const withStore = <RS>(
     body: Uint8Array,
     scope: string
   ): Answer => {
-    // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
-    // endpoints must not answer each other's keys
+    // the target as the client sent it (see sentTarget), never the url a router rewrote
     const claim = store.claim({
       scope,
       key,
-      fingerprint: fingerprint(request.method, core.requestTarget(request.originalUrl), body),
+      fingerprint: fingerprint(request.method, core.requestTarget(sentTarget(request)), body),
       ttl,
       lease
     })
