@@ -112,3 +112,32 @@ export const requestTarget = (target: string): string => {
 
 /** The scheme and authority of an absolute-form target (RFC 3986 §3.1, §3.2): up to the first `/`, `?` or `#`. */
 const absoluteOrigin = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
+
+const utf8 = new TextEncoder()
+const byteOrderMark = new Uint8Array([0xef, 0xbb, 0xbf])
+
+/**
+ * The bytes of a request body that only survives as the text a UTF-8 decoder made of it (something before the
+ * middleware read it as text, and the platform kept the text, not the bytes): the text's UTF-8 encoding when that
+ * is exactly the bytes sent, else `undefined`. A decoder turns every byte sequence that is not UTF-8 into U+FFFD,
+ * so a text with one stands for many bodies (`ff01` and `fe01` are both "\uFFFD\u0001"; a body that holds
+ * U+FFFD itself cannot be told from them either), while a text without one was valid UTF-8 and encodes back to its
+ * bytes. A decoder that drops a leading byte order mark (a web `Request`'s `text()`; Node's stream decoder keeps
+ * it) leaves one question: the declared `Content-Length` answers it, and without one there is no answer.
+ */
+export const bodyOfText = (
+  text: string,
+  bomDropped: boolean,
+  declaredLength: string | undefined
+): Uint8Array | undefined => {
+  if (text.includes("\uFFFD")) return undefined
+  const bytes = utf8.encode(text)
+  if (!bomDropped) return bytes
+  const length = declaredLength === undefined || declaredLength.trim() === "" ? NaN : Number(declaredLength)
+  if (length === bytes.byteLength) return bytes
+  if (length !== bytes.byteLength + byteOrderMark.byteLength) return undefined
+  const withMark = new Uint8Array(length)
+  withMark.set(byteOrderMark)
+  withMark.set(bytes, byteOrderMark.byteLength)
+  return withMark
+}

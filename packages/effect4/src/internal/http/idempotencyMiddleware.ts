@@ -133,6 +133,7 @@ const withStore = <RS>(
   const withBodyRead = (request: HttpServerRequest.HttpServerRequest, key: string, body: Body): Answer => {
     if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)))
     if (body === "unreadable") return own(problem(decide.bodyUnreadable))
+    if (body === "consumed") return Effect.andThen(consumedLog, own(problem(decide.bodyConsumed)))
     if (scopeNow !== undefined) {
       const scope = scopeNow(request)
       return typeof scope === "string"
@@ -208,6 +209,13 @@ const withStore = <RS>(
 
   return Effect.withFiber((fiber) => guarded(Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)))
 }
+
+/** Says, to whoever runs the server, why a request got 500 `body-consumed`: a composition to change. */
+const consumedLog = Effect.logError(
+  "idempotency: the request body was read before this middleware, and the request it was handed keeps nothing of " +
+    "it (read as a stream, or copied with request.modify since); the request was refused with 500. Read the body " +
+    "inside IdempotencyMiddleware, or before any copy of the request (docs/idempotency.md)"
+)
 
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
 const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsampled, response)
