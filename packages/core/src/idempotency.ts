@@ -90,16 +90,54 @@ export const defaultMaxRecordsPerScope = (maxRecords: number): number =>
   maxRecords === Infinity ? Infinity : Math.max(1, Math.ceil(maxRecords / 10))
 
 /**
- * The request target a fingerprint covers: the path and the query, never the scheme or the host. A server sees
- * the URL as its HTTP layer gives it (`/orders?x=1` from one, `http://host:port/orders?x=1` from another), and a
- * retry through another hostname, port spelling or proxy is the same request.
+ * The request target a fingerprint covers: the target as the client sent it on its request line, never the
+ * scheme, the host or the `Host` header. An origin-form target (`/orders?x=1`) is taken as it is, character for
+ * character: `/orders?` and `/orders#frag` are not `/orders`, so a key reused with them gets 422, not the other
+ * request's answer. An absolute-form target (`http://host:port/orders?x=1`, which a request through a proxy
+ * carries, and the form a web `Request`'s URL has) loses its scheme and authority and keeps the rest as it is
+ * (`/` for an empty path, as its origin form has): a retry through another hostname, port spelling or proxy is
+ * the same request. Any other form (`*`, `host:port`) is taken as it is.
+ *
+ * Nothing is parsed or normalised (no `new URL`): a normalisation would make different targets one (`/orders?`
+ * and `/orders`), and a target rebuilt from the `Host` header would make one target several, whatever `Host` a
+ * retry sends. The Effect 3 and Effect 4 editions hand this the same string for the same request line.
  */
-export const requestTarget = (url: string): string => {
-  if (url.startsWith("/")) return url
-  try {
-    const parsed = new URL(url)
-    return `${parsed.pathname}${parsed.search}`
-  } catch {
-    return url
-  }
+export const requestTarget = (target: string): string => {
+  if (target.startsWith("/")) return target
+  const origin = absoluteOrigin.exec(target)
+  if (origin === null) return target
+  const rest = target.slice(origin[0].length)
+  return rest.startsWith("/") ? rest : `/${rest}`
+}
+
+/** The scheme and authority of an absolute-form target (RFC 3986 §3.1, §3.2): up to the first `/`, `?` or `#`. */
+const absoluteOrigin = /^[A-Za-z][A-Za-z0-9+.-]*:\/\/[^/?#]*/
+
+const utf8 = new TextEncoder()
+const byteOrderMark = new Uint8Array([0xef, 0xbb, 0xbf])
+
+/**
+ * The bytes of a request body that only survives as the text a UTF-8 decoder made of it (something before the
+ * middleware read it as text, and the platform kept the text, not the bytes): the text's UTF-8 encoding when that
+ * is exactly the bytes sent, else `undefined`. A decoder turns every byte sequence that is not UTF-8 into U+FFFD,
+ * so a text with one stands for many bodies (`ff01` and `fe01` are both "\uFFFD\u0001"; a body that holds
+ * U+FFFD itself cannot be told from them either), while a text without one was valid UTF-8 and encodes back to its
+ * bytes. A decoder that drops a leading byte order mark (a web `Request`'s `text()`; Node's stream decoder keeps
+ * it) leaves one question: the declared `Content-Length` answers it, and without one there is no answer.
+ */
+export const bodyOfText = (
+  text: string,
+  bomDropped: boolean,
+  declaredLength: string | undefined
+): Uint8Array | undefined => {
+  if (text.includes("\uFFFD")) return undefined
+  const bytes = utf8.encode(text)
+  if (!bomDropped) return bytes
+  const length = declaredLength === undefined || declaredLength.trim() === "" ? NaN : Number(declaredLength)
+  if (length === bytes.byteLength) return bytes
+  if (length !== bytes.byteLength + byteOrderMark.byteLength) return undefined
+  const withMark = new Uint8Array(length)
+  withMark.set(byteOrderMark)
+  withMark.set(bytes, byteOrderMark.byteLength)
+  return withMark
 }

@@ -78,6 +78,18 @@ export const bodyUnreadable: Problem = {
   title: "The request body could not be read"
 }
 
+/**
+ * The body was read before the middleware, and what the platform kept of it does not give its bytes back (see
+ * `bodyOfText` in idempotency.ts): the request is refused rather than fingerprinted, and handled, with other bytes.
+ * A server's fault, not the client's.
+ */
+export const bodyConsumed: Problem = {
+  status: 500,
+  type: "body-consumed",
+  title: "The request body could not be recovered",
+  detail: "the request was not processed: its body was read before it could be fingerprinted, and its bytes are gone"
+}
+
 export const tooLarge = (maxBodyBytes: number): Problem => ({
   status: 413,
   type: "body-too-large",

@@ -132,5 +132,48 @@ describe("core/idempotency", () => {
     expect(core.requestTarget("http://127.0.0.1:8080/orders?x=1")).toBe("/orders?x=1")
     expect(core.requestTarget("https://API.example.com:443/orders")).toBe("/orders")
     expect(core.requestTarget("*")).toBe("*")
+    expect(core.requestTarget("example.com:443")).toBe("example.com:443")
+  })
+
+  it("bodyOfText: the bytes a decoded text stands for, only when it stands for exactly one body", () => {
+    const hex = (bytes: Uint8Array | undefined) => bytes === undefined ? undefined : Buffer.from(bytes).toString("hex")
+    const decoded = (h: string) => Buffer.from(h, "hex").toString("utf8") // Node's decoder: keeps a BOM
+    // valid UTF-8 encodes back to its bytes, a byte order mark included
+    for (const h of ["", "7b7d", "636166c3a9", "e29895", "f09f9880", "efbbbf7b7d"]) {
+      expect(hex(core.bodyOfText(decoded(h), false, undefined)), h).toBe(h)
+    }
+    // not UTF-8: two bodies, one text; and a body holding U+FFFD itself cannot be told from them
+    expect(decoded("ff01")).toBe(decoded("fe01"))
+    for (const h of ["ff01", "fe01", "c0af", "eda080", "e298", "efbfbd01"]) {
+      expect(core.bodyOfText(decoded(h), false, undefined), h).toBeUndefined()
+    }
+    // a decoder that dropped a leading BOM: the declared length says whether there was one
+    expect(hex(core.bodyOfText("{}", true, "2"))).toBe("7b7d")
+    expect(hex(core.bodyOfText("{}", true, " 5 "))).toBe("efbbbf7b7d")
+    expect(core.bodyOfText("{}", true, undefined)).toBeUndefined()
+    expect(core.bodyOfText("{}", true, "")).toBeUndefined()
+    expect(core.bodyOfText("{}", true, "4")).toBeUndefined()
+    expect(core.bodyOfText("{}", true, "x")).toBeUndefined()
+  })
+
+  it("requestTarget: the target as sent, nothing normalised, never the authority", () => {
+    // an empty query, a fragment, dot segments, escapes: another target, as the client wrote it
+    for (
+      const target of ["/orders?", "/orders#frag", "/orders?#", "/a/../orders", "/%6Frders", "//orders", "/orders/"]
+    ) {
+      expect(core.requestTarget(target)).toBe(target)
+    }
+    expect(core.requestTarget("http://h/orders?")).toBe("/orders?")
+    expect(core.requestTarget("http://h/orders#frag")).toBe("/orders#frag")
+    expect(core.requestTarget("http://h/a/../orders")).toBe("/a/../orders")
+    // whatever the authority (a malformed one too), and an empty path is "/"
+    expect(core.requestTarget("http://bad host:x/orders")).toBe("/orders")
+    expect(core.requestTarget("http://user@[::1]:8080/orders?x=1")).toBe("/orders?x=1")
+    expect(core.requestTarget("http://h")).toBe("/")
+    expect(core.requestTarget("http://h?x=1")).toBe("/?x=1")
+    expect(core.requestTarget("HTTPS://h/orders")).toBe("/orders")
+    // not an absolute URI: as it is
+    expect(core.requestTarget("orders")).toBe("orders")
+    expect(core.requestTarget("")).toBe("")
   })
 })

@@ -15,6 +15,7 @@
  * | the store fails | 503 problem+json, `Retry-After: 1`; the handler does not run |
  * | a full memory store and a new key | 503 problem+json, `Retry-After: 60`; the handler does not run |
  * | no client identity (see `scope`) | 500 problem+json; the handler does not run |
+ * | the body was read before the middleware, and its bytes are gone | 500 problem+json `body-consumed`; the handler does not run |
  *
  * **Once started, a handler runs to its end.** The claim is atomic and taken before the handler starts. The
  * handler then runs in a fiber of its own, without the request's deadline: a client that closes its

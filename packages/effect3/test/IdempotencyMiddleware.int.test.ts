@@ -9,7 +9,7 @@ import {
 import { describe, expect, it } from "@effect/vitest"
 import { Data, Deferred, Duration, Effect, Fiber, Layer, TestClock } from "effect"
 import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { asClient, post, rawStatus, send, serve, TestServer } from "./support/httpServer.js"
+import { asClient, post, rawReply, rawStatus, send, serve, TestServer } from "./support/httpServer.js"
 
 /** An orders endpoint that counts how often its handler really ran. */
 const makeOrders = (
@@ -210,6 +210,39 @@ describe("IdempotencyMiddleware", () => {
       expect(orders.runs()).toBe(0)
     })))
 
+  it.scoped("fingerprints the request line's target as sent, whatever the Host header says", () =>
+    withServer(Effect.gen(function*() {
+      let runs = 0
+      // every target answered, no router in between: the middleware alone decides
+      const handler = Effect.sync(() => HttpServerResponse.text(`run ${++runs}`, { status: 201 }))
+      yield* serve(handler.pipe(yield* IdempotencyMiddleware.make()))
+      // raw bytes: an HTTP client would drop the fragment, and refuses a malformed Host
+      const sent = (target: string, host = "127.0.0.1") =>
+        rawReply(
+          `POST ${target} HTTP/1.1\r\nHost: ${host}\r\nIdempotency-Key: target\r\nContent-Type: application/json\r\n` +
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
+        )
+      expect(yield* sent("/orders")).toMatch(/^HTTP\/1\.1 201 /)
+      // another target, as the client wrote it
+      for (const target of ["/orders?", "/orders#frag", "/orders/"]) {
+        expect(yield* sent(target), target).toMatch(/^HTTP\/1\.1 422 /)
+      }
+      // the same target, whatever the Host, or an authority in the target itself
+      for (
+        const [target, host] of [
+          ["/orders", "a/b"],
+          ["/orders", "[::1"],
+          ["/orders", "elsewhere.example:8080"],
+          ["http://elsewhere.example:8080/orders", "127.0.0.1"]
+        ] as const
+      ) {
+        const reply = yield* sent(target, host)
+        expect(reply, `${target} with Host ${host}`).toMatch(/^HTTP\/1\.1 201 /)
+        expect(reply.toLowerCase()).toContain("idempotent-replayed: true")
+      }
+      expect(runs).toBe(1)
+    })))
+
   it.scoped("other methods pass through; keys are scoped per client address", () =>
     withServer(Effect.gen(function*() {
       const orders = makeOrders()
@@ -381,6 +414,113 @@ describe("IdempotencyMiddleware", () => {
       )
       expect(orders.runs()).toBe(1)
     })))
+
+  describe("behind a middleware that read the body first (a logger, an HMAC check)", () => {
+    /** A handler that answers the bytes it was given, in hex, behind an outer middleware that read the body. */
+    const served = (read: "text" | "arrayBuffer") =>
+      Effect.gen(function*() {
+        let runs = 0
+        const handler = Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
+          Effect.map(Effect.orDie(request.arrayBuffer), (bytes) => {
+            runs++
+            return HttpServerResponse.text(Buffer.from(bytes).toString("hex"), { status: 201 })
+          }))
+        const readFirst = <E, R>(app: HttpApp.Default<E, R>) =>
+          Effect.flatMap(
+            HttpServerRequest.HttpServerRequest,
+            (request) =>
+              Effect.zipRight(
+                Effect.orDie(read === "text" ? Effect.asVoid(request.text) : Effect.asVoid(request.arrayBuffer)),
+                app
+              )
+          )
+        yield* serve(handler.pipe(yield* IdempotencyMiddleware.make(), readFirst))
+        return {
+          runs: () =>
+            runs
+        }
+      })
+
+    /** A POST of `hex`'s bytes, as raw bytes; the reply read whole once the server closed the connection. */
+    const sent = (key: string, hex: string) =>
+      rawReply(
+        `POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ${key}\r\nContent-Type: application/octet-stream\r\n` +
+          `Content-Length: ${hex.length / 2}\r\nConnection: close\r\n\r\n${Buffer.from(hex, "hex").toString("latin1")}`
+      )
+    const statusOf = (reply: string) => Number(reply.split(" ")[1])
+    const bodyOf = (reply: string) => reply.slice(reply.indexOf("\r\n\r\n") + 4)
+
+    it.scoped("read as text: a UTF-8 body's bytes are the text's, exactly (its BOM too)", () =>
+      withServer(Effect.gen(function*() {
+        const orders = yield* served("text")
+        const utf8 = Buffer.from("\uFEFF{\"sku\":\"caf\u00e9 \u2615\"}", "utf8").toString("hex")
+        const first = yield* sent("utf8", utf8)
+        expect(statusOf(first)).toBe(201)
+        expect(bodyOf(first)).toBe(utf8) // the handler got the bytes sent
+        const again = yield* sent("utf8", utf8)
+        expect(again.toLowerCase()).toContain("idempotent-replayed: true")
+        expect(statusOf(yield* sent("utf8", Buffer.from("{\"sku\":\"cafe\"}").toString("hex")))).toBe(422)
+        expect(orders.runs()).toBe(1)
+      })))
+
+    it.scoped("read as text: bytes that are not UTF-8 are gone, and the answer says so (500), never another's", () =>
+      withServer(Effect.gen(function*() {
+        const orders = yield* served("text")
+        // ff01 and fe01 both decode to "\uFFFD\u0001": the text cannot tell them apart
+        for (const hex of ["ff01", "fe01", "ff01"]) {
+          const reply = yield* sent("binary", hex)
+          expect(statusOf(reply), hex).toBe(500)
+          expect(reply).toContain("application/problem+json")
+          expect(JSON.parse(bodyOf(reply)).type).toContain("body-consumed")
+        }
+        expect(orders.runs()).toBe(0)
+      })))
+
+    it.scoped(
+      "read before, on a request copied since (a router's prefix): 500, not a wait for the spent stream",
+      () =>
+        withServer(Effect.gen(function*() {
+          let runs = 0
+          const handler = Effect.sync(() => HttpServerResponse.text(`run ${++runs}`, { status: 201 }))
+          // between the reader and ours, a copy of the request (`request.modify`, as a router's prefix does): the copy
+          // starts without the cached text
+          const readFirst = <E, R>(app: HttpApp.Default<E, R>) =>
+            Effect.flatMap(
+              HttpServerRequest.HttpServerRequest,
+              (request) => Effect.zipRight(Effect.orDie(request.text), app)
+            )
+          const copied = <E, R>(app: HttpApp.Default<E, R>) =>
+            Effect.flatMap(
+              HttpServerRequest.HttpServerRequest,
+              (request) =>
+                Effect.provideService(app, HttpServerRequest.HttpServerRequest, request.modify({ url: request.url }))
+            )
+          yield* serve(readFirst(copied(handler.pipe(yield* IdempotencyMiddleware.make()))))
+          for (const hex of ["7b7d", "5b5d"]) {
+            const reply = yield* sent("copied", hex)
+            expect(statusOf(reply), hex).toBe(500)
+            expect(JSON.parse(bodyOf(reply)).type).toContain("body-consumed")
+          }
+          // a request that declares no body has none to lose
+          expect(statusOf(yield* sent("empty", ""))).toBe(201)
+          expect(runs).toBe(1)
+        })),
+      20_000
+    )
+
+    it.scoped(
+      "read as bytes, which a Node request does not keep: 500 at once, not a wait for the spent stream",
+      () =>
+        withServer(Effect.gen(function*() {
+          const orders = yield* served("arrayBuffer")
+          const reply = yield* sent("bytes", "ff01")
+          expect(statusOf(reply)).toBe(500)
+          expect(JSON.parse(bodyOf(reply)).type).toContain("body-consumed")
+          expect(orders.runs()).toBe(0)
+        })),
+      20_000
+    )
+  })
 
   it.effect("the memory store never evicts a record early through entries of the record it replaced", () =>
     Effect.gen(function*() {

@@ -5,9 +5,23 @@
 import { HttpClient, HttpClientRequest, HttpRouter, HttpServer, HttpServerResponse } from "@effect/platform"
 import { NodeHttpClient, NodeHttpServer, Undici } from "@effect/platform-node"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Queue, Schedule, TestClock } from "effect"
+import {
+  Cause,
+  Context,
+  Deferred,
+  Duration,
+  Effect,
+  Exit,
+  Fiber,
+  Layer,
+  Option,
+  Queue,
+  Schedule,
+  Scope,
+  TestClock
+} from "effect"
 import { spawn } from "node:child_process"
-import { createServer, type Server, type ServerResponse } from "node:http"
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { connect, createServer as createNetServer } from "node:net"
 import { Hedge, HttpErrors, IdempotencyStore, RateLimiterStore, ResilientHttpClient, Retry } from "../src/index.js"
 import * as ResilientHttpClientNode from "../src/ResilientHttpClient/Node.js"
@@ -79,6 +93,30 @@ describe("ResilientHttpClient over sockets", () => {
       ),
       Effect.scoped
     ), 20_000)
+
+  describe("the Node layer's release", () => {
+    // A graceful shutdown must end: the layer's undici agent is destroyed, not closed, when the layer is released
+    // (`close()` waits for every request in flight, and a body nobody reads is never done).
+    for (const path of ["/big", "/endless"]) {
+      it.scopedLive(`ends after a response whose body was never read (${path}), and closes its connection`, () =>
+        Effect.gen(function*() {
+          const server = yield* bodyServer
+          const scope = yield* Scope.make()
+          const context = yield* Layer.buildWithScope(ResilientHttpClientNode.layer({ retry: false }), scope)
+          const http = Context.get(context, ResilientHttpClient.ResilientHttpClient)
+          const status = yield* Effect.scoped(
+            Effect.map(http.get(`http://127.0.0.1:${server.port}${path}`), (response) => response.status)
+          )
+          expect(status).toBe(200)
+          yield* Deferred.await(server.sending) // the server is writing the body nobody reads
+          // the release in a fiber of its own: a finalizer cannot be interrupted, so a release that hangs would
+          // hang a timeout around it too; the wait for it is bounded instead
+          const release = yield* Effect.forkDaemon(Scope.close(scope, Exit.void))
+          yield* within(Fiber.await(release), "the layer's release")
+          yield* within(Deferred.await(server.closed), "the server's seeing its connection closed")
+        }))
+    }
+  })
 
   describe("reading the body is inside the attempt timeout", () => {
     const bodyRead = (write: (response: ServerResponse) => void) =>
@@ -178,6 +216,47 @@ const rawServer = (write: (response: ServerResponse) => void) =>
     const address = server.address()
     return typeof address === "object" && address !== null ? address.port : 0
   }))
+
+/** `effect`, failing the test if it has not ended within 10 seconds (real time). */
+const within = <A>(effect: Effect.Effect<A>, what: string) =>
+  Effect.timeoutFail(effect, { duration: "10 seconds", onTimeout: () => new Error(`${what} did not end within 10 s`) })
+
+/**
+ * A node:http server answering `/big` with a 1 MiB body and `/endless` with a body that never ends, each written as
+ * fast as the client takes it; `sending` completes once the body is being written, `closed` when the connection
+ * it was written on is closed.
+ */
+const bodyServer = Effect.gen(function*() {
+  const sending = yield* Deferred.make<void>()
+  const closed = yield* Deferred.make<void>()
+  const server = yield* Effect.acquireRelease(
+    Effect.async<Server>((resume) => {
+      const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+        request.socket.once("close", () => Deferred.unsafeDone(closed, Exit.void))
+        const chunk = Buffer.alloc(64 * 1024, "x")
+        if (request.url === "/big") {
+          response.writeHead(200, { "content-type": "text/plain", "content-length": String(1024 * 1024) })
+          for (let i = 0; i < 16; i++) response.write(chunk)
+          response.end()
+        } else {
+          response.writeHead(200, { "content-type": "text/plain" })
+          const pump = () => {
+            while (response.write(chunk)) {
+              // until the socket's buffer is full; then on "drain"
+            }
+          }
+          response.on("drain", pump)
+          pump()
+        }
+        Deferred.unsafeDone(sending, Exit.void)
+      })
+      server.listen(0, "127.0.0.1", () => resume(Effect.succeed(server)))
+    }),
+    (server) => Effect.sync(() => server.close()).pipe(Effect.zipRight(Effect.sync(() => server.closeAllConnections())))
+  )
+  const address = server.address()
+  return { port: typeof address === "object" && address !== null ? address.port : 0, sending, closed }
+})
 
 const freePort = Effect.async<number>((resume) => {
   const server = createNetServer()

@@ -1,6 +1,6 @@
 import { HttpServerRequest } from "@effect/platform"
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import { Readable } from "node:stream"
 import { readBody, withBody } from "../src/internal/http/requestBody.js"
 
@@ -30,6 +30,39 @@ describe("requestBody", () => {
         stream.push(null)
       })
       expect(text(yield* readBody(overNode(stream), 100))).toBe("abcd")
+    }))
+
+  it.effect("a web request read before: its bytes if it kept them, its text if that gives them back, else none", () =>
+    Effect.gen(function*() {
+      const hexOf = (body: unknown) => body instanceof Uint8Array ? Buffer.from(body).toString("hex") : body
+      /** A web request of `hex`'s bytes, read first by something else as `read`; what readBody then gives. */
+      const readAfter = (read: "text" | "arrayBuffer" | "stream", hex: string, length?: number) =>
+        Effect.gen(function*() {
+          const request = HttpServerRequest.fromWeb(
+            new Request("http://localhost/orders", {
+              method: "POST",
+              body: Buffer.from(hex, "hex"),
+              headers: length === undefined ? {} : { "content-length": String(length) }
+            })
+          )
+          if (read === "stream") yield* Effect.orDie(Stream.runDrain(request.stream))
+          else yield* Effect.orDie(read === "text" ? Effect.asVoid(request.text) : Effect.asVoid(request.arrayBuffer))
+          return hexOf(yield* readBody(request, 100))
+        })
+      const utf8 = Buffer.from("{\"sku\":\"caf\u00e9\"}").toString("hex")
+      // read as bytes: the platform keeps them
+      expect(yield* readAfter("arrayBuffer", "ff01")).toBe("ff01")
+      // read as text: valid UTF-8 gives its bytes back; text() drops a byte order mark, which the length tells
+      expect(yield* readAfter("text", utf8, utf8.length / 2)).toBe(utf8)
+      expect(yield* readAfter("text", `efbbbf${utf8}`, utf8.length / 2 + 3)).toBe(`efbbbf${utf8}`)
+      // and without a length, or when it was not UTF-8, the bytes are gone: none stand in for them
+      expect(yield* readAfter("text", utf8)).toBe("consumed")
+      expect(yield* readAfter("text", "ff01", 2)).toBe("consumed")
+      expect(yield* readAfter("text", "fe01", 2)).toBe("consumed")
+      expect(yield* readAfter("stream", utf8, utf8.length / 2)).toBe("consumed")
+      // too large, whatever kept it
+      expect(yield* readAfter("arrayBuffer", "00".repeat(101))).toBe("too-large")
+      expect(yield* readAfter("text", "41".repeat(101), 101)).toBe("too-large")
     }))
 
   it.effect("withBody copies the request instead of making it a prototype; the copy reads the body again", () =>

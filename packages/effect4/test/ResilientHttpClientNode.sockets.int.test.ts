@@ -6,7 +6,7 @@
  * the TestClock's.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Fiber, Queue, Schedule } from "effect"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Queue, Schedule, Scope } from "effect"
 import { HttpClientRequest } from "effect/http"
 import { TestClock } from "effect/testing"
 import { spawn } from "node:child_process"
@@ -83,6 +83,43 @@ const fullListener = Effect.acquireRelease(
 ).pipe(Effect.map((listener) => listener.port))
 
 const post = (port: number) => HttpClientRequest.post(`http://127.0.0.1:${port}/orders`)
+
+/** `effect`, failing the test if it has not ended within 10 seconds (real time). */
+const within = <A>(effect: Effect.Effect<A>, what: string) =>
+  Effect.timeoutOrElse(effect, {
+    duration: "10 seconds",
+    orElse: () => Effect.fail(new Error(`${what} did not end within 10 s`))
+  })
+
+/**
+ * A node:http server answering `/big` with a 1 MiB body and `/endless` with a body that never ends, each written as
+ * fast as the client takes it; `sending` completes once the body is being written, `closed` when the connection
+ * it was written on is closed.
+ */
+const bodyServer = Effect.gen(function*() {
+  const sending = yield* Deferred.make<void>()
+  const closed = yield* Deferred.make<void>()
+  const port = yield* rawServer((request, response) => {
+    request.socket.once("close", () => Deferred.doneUnsafe(closed, Exit.void))
+    const chunk = Buffer.alloc(64 * 1024, "x")
+    if (request.url === "/big") {
+      response.writeHead(200, { "content-type": "text/plain", "content-length": String(1024 * 1024) })
+      for (let i = 0; i < 16; i++) response.write(chunk)
+      response.end()
+    } else {
+      response.writeHead(200, { "content-type": "text/plain" })
+      const pump = () => {
+        while (response.write(chunk)) {
+          // until the socket's buffer is full; then on "drain"
+        }
+      }
+      response.on("drain", pump)
+      pump()
+    }
+    Deferred.doneUnsafe(sending, Exit.void)
+  })
+  return { port, sending, closed }
+})
 
 describe("ResilientHttpClient/Node over sockets", () => {
   // live: undici's connect timer runs in real time, and the attempt timeout (30 s) must not be the one to fire
@@ -170,6 +207,30 @@ describe("ResilientHttpClient/Node over sockets", () => {
       expect(cause).toBeInstanceOf(HttpErrors.NoResponse)
       expect(cause.reason).toBe("read-timeout")
     }).pipe(Effect.provide(ResilientHttpClientNode.layer({ attemptTimeout: "1 second" }))))
+})
+
+describe("ResilientHttpClient/Node's release", () => {
+  // A graceful shutdown must end: the layer's undici agent is destroyed, not closed, when the layer is released
+  // (`close()` waits for every request in flight, and a body nobody reads is never done).
+  for (const path of ["/big", "/endless"]) {
+    it.live(`ends after a response whose body was never read (${path}), and closes its connection`, () =>
+      Effect.gen(function*() {
+        const server = yield* bodyServer
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(ResilientHttpClientNode.layer({ retry: false }), scope)
+        const http = Context.get(context, ResilientHttpClient.ResilientHttpClient)
+        const status = yield* Effect.scoped(
+          Effect.map(http.get(`http://127.0.0.1:${server.port}${path}`), (response) => response.status)
+        )
+        expect(status).toBe(200)
+        yield* Deferred.await(server.sending) // the server is writing the body nobody reads
+        // the release in a fiber of its own: a finalizer cannot be interrupted, so a release that hangs would
+        // hang a timeout around it too; the wait for it is bounded instead
+        const release = yield* Effect.forkDetach(Scope.close(scope, Exit.void))
+        yield* within(Fiber.await(release), "the layer's release")
+        yield* within(Deferred.await(server.closed), "the server's seeing its connection closed")
+      }))
+  }
 })
 
 describe("ResilientHttpClient/Node options", () => {

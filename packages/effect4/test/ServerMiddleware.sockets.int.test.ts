@@ -134,4 +134,118 @@ describe("the middlewares over sockets", () => {
       expect(JSON.parse(created.body)).toEqual({ id: 1 })
       expect(runs).toBe(1)
     }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+
+  it.effect("Idempotency: the request line's target is fingerprinted as sent, whatever the Host header says", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      // every target answered, no router in between: the middleware alone decides
+      const handler = Effect.sync(() => HttpServerResponse.text(`run ${++runs}`, { status: 201 }))
+      const port = yield* serve(handler.pipe(yield* IdempotencyMiddleware.make()))
+      // raw bytes: an HTTP client would drop the fragment, and refuses a malformed Host
+      const sent = (target: string, host = "127.0.0.1") =>
+        rawClient(
+          port,
+          `POST ${target} HTTP/1.1\r\nHost: ${host}\r\nIdempotency-Key: target\r\nContent-Type: application/json\r\n` +
+            "Content-Length: 2\r\nConnection: close\r\n\r\n{}"
+        ).reply
+      expect(yield* sent("/orders")).toMatch(/^HTTP\/1\.1 201 /)
+      // another target, as the client wrote it
+      for (const target of ["/orders?", "/orders#frag", "/orders/"]) {
+        expect(yield* sent(target), target).toMatch(/^HTTP\/1\.1 422 /)
+      }
+      // the same target, whatever the Host, or an authority in the target itself
+      for (
+        const [target, host] of [
+          ["/orders", "a/b"],
+          ["/orders", "[::1"],
+          ["/orders", "elsewhere.example:8080"],
+          ["http://elsewhere.example:8080/orders", "127.0.0.1"]
+        ] as const
+      ) {
+        const reply = yield* sent(target, host)
+        expect(reply, `${target} with Host ${host}`).toMatch(/^HTTP\/1\.1 201 /)
+        expect(reply.toLowerCase()).toContain("idempotent-replayed: true")
+      }
+      expect(runs).toBe(1)
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+
+  for (const read of ["text", "arrayBuffer"] as const) {
+    it.effect(`Idempotency: behind a middleware that read the body (${read}), the bytes sent are fingerprinted`, () =>
+      Effect.gen(function*() {
+        let runs = 0
+        // the handler answers the bytes it was given, in hex
+        const handler = Effect.flatMap(
+          HttpServerRequest.HttpServerRequest,
+          (request) =>
+            Effect.map(Effect.orDie(request.arrayBuffer), (bytes) => {
+              runs++
+              return HttpServerResponse.text(Buffer.from(bytes).toString("hex"), { status: 201 })
+            })
+        )
+        // a logger, an HMAC check: outside, it reads the body first
+        const readFirst = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+          Effect.flatMap(
+            HttpServerRequest.HttpServerRequest,
+            (request) =>
+              Effect.andThen(
+                Effect.orDie(read === "text" ? Effect.asVoid(request.text) : Effect.asVoid(request.arrayBuffer)),
+                app
+              )
+          )
+        const port = yield* serve(readFirst(handler.pipe(yield* IdempotencyMiddleware.make())))
+        const sent = (key: string, hex: string) =>
+          rawClient(
+            port,
+            `POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ${key}\r\nContent-Type: application/octet-stream\r\n` +
+              `Content-Length: ${hex.length / 2}\r\nConnection: close\r\n\r\n${
+                Buffer.from(hex, "hex").toString("latin1")
+              }`
+          ).reply
+        const bodyOf = (reply: string) => reply.slice(reply.indexOf("\r\n\r\n") + 4)
+        // ff01 and fe01 decode to the same text ("\uFFFD\u0001"): the bytes tell them apart
+        const first = yield* sent("binary", "ff01")
+        expect(first).toMatch(/^HTTP\/1\.1 201 /)
+        expect(bodyOf(first)).toBe("ff01") // the handler got the bytes sent
+        expect(yield* sent("binary", "fe01")).toMatch(/^HTTP\/1\.1 422 /)
+        expect((yield* sent("binary", "ff01")).toLowerCase()).toContain("idempotent-replayed: true")
+        const utf8 = Buffer.from("\uFEFF{\"sku\":\"caf\u00e9\"}", "utf8").toString("hex")
+        expect(bodyOf(yield* sent("utf8", utf8))).toBe(utf8)
+        expect(runs).toBe(2)
+      }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+  }
+
+  it.effect("Idempotency: a body read before, on a request copied since (a mount, xForwardedHeaders): 500, no bytes", () =>
+    Effect.gen(function*() {
+      let runs = 0
+      const handler = Effect.sync(() => HttpServerResponse.text(`run ${++runs}`, { status: 201 }))
+      // outside, a middleware reads the body; between it and ours, one copies the request (`request.modify`, as a
+      // router's prefix or HttpMiddleware.xForwardedHeaders do): the copy starts without the cached bytes
+      const readFirst = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+        Effect.flatMap(
+          HttpServerRequest.HttpServerRequest,
+          (request) => Effect.andThen(Effect.orDie(request.text), app)
+        )
+      const copied = <E, R>(app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>) =>
+        Effect.updateService(
+          app,
+          HttpServerRequest.HttpServerRequest,
+          (request) => request.modify({ url: request.url })
+        )
+      const port = yield* serve(readFirst(copied(handler.pipe(yield* IdempotencyMiddleware.make()))))
+      const sent = (key: string, body: string, length = body.length) =>
+        rawClient(
+          port,
+          `POST /orders HTTP/1.1\r\nHost: x\r\nIdempotency-Key: ${key}\r\nContent-Type: application/json\r\n` +
+            `Content-Length: ${length}\r\nConnection: close\r\n\r\n${body}`
+        ).reply
+      // the bytes are gone: never fingerprinted (or handled) as an empty body
+      for (const body of ["{\"qty\":1}", "{\"qty\":9}"]) {
+        const reply = yield* sent("copied", body)
+        expect(reply, body).toMatch(/^HTTP\/1\.1 500 /)
+        expect(reply).toContain("body-consumed")
+      }
+      // a request that declares no body has none to lose
+      expect(yield* sent("empty", "", 0)).toMatch(/^HTTP\/1\.1 201 /)
+      expect(runs).toBe(1)
+    }).pipe(Effect.provide(IdempotencyStore.layerMemory)))
 })

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "@effect/vitest"
-import { Effect } from "effect"
+import { Effect, Stream } from "effect"
 import { HttpServerRequest } from "effect/http"
 import { Readable } from "node:stream"
 import { readBody, withBody } from "../src/internal/http/requestBody.js"
@@ -30,6 +30,30 @@ describe("requestBody", () => {
         stream.push(null)
       })
       expect(text(yield* readBody(overNode(stream), 100))).toBe("abcd")
+    }))
+
+  it.effect("a web request read before: the bytes it kept, whoever read them; none from a copy that kept none", () =>
+    Effect.gen(function*() {
+      const hexOf = (body: unknown) => body instanceof Uint8Array ? Buffer.from(body).toString("hex") : body
+      /** A web request of `hex`'s bytes, read first by something else as `read`; what readBody then gives. */
+      const readAfter = (read: "text" | "arrayBuffer" | "stream", hex: string, copy = false) =>
+        Effect.gen(function*() {
+          const request = HttpServerRequest.fromWeb(
+            new Request("http://localhost/orders", { method: "POST", body: Buffer.from(hex, "hex") })
+          )
+          if (read === "stream") yield* Effect.orDie(Stream.runDrain(request.stream))
+          else yield* Effect.orDie(read === "text" ? Effect.asVoid(request.text) : Effect.asVoid(request.arrayBuffer))
+          // a copy (`request.modify`, as a router's prefix does) starts without the cache
+          return hexOf(yield* readBody(copy ? request.modify({ url: "/elsewhere" }) : request, 100))
+        })
+      // ff01 and fe01 decode to one text: the bytes kept tell them apart
+      for (const hex of ["ff01", "fe01", "efbbbf7b7d"]) {
+        expect(yield* readAfter("text", hex)).toBe(hex)
+        expect(yield* readAfter("arrayBuffer", hex)).toBe(hex)
+      }
+      expect(yield* readAfter("stream", "ff01")).toBe("consumed")
+      expect(yield* readAfter("text", "ff01", true)).toBe("consumed")
+      expect(yield* readAfter("arrayBuffer", "00".repeat(101))).toBe("too-large")
     }))
 
   it.effect("withBody copies the request instead of making it a prototype; the copy reads the body again", () =>

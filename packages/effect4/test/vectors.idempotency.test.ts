@@ -30,7 +30,9 @@ const requestOf = (request: Fields) => {
   const headers: Record<string, string> = { "content-type": "application/json" }
   if (typeof request.key === "string") headers["idempotency-key"] = request.key
   const method = typeof request.method === "string" ? request.method : "POST"
-  return HttpServerRequest.fromWeb(new Request("http://127.0.0.1/orders", { method, headers, body }))
+  const target = typeof request.target === "string" ? request.target : "/orders"
+  const url = target.startsWith("/") ? `http://127.0.0.1${target}` : target
+  return HttpServerRequest.fromWeb(new Request(url, { method, headers, body }))
 }
 
 /** A memory store; with `renewFails`, one whose `renew` fails, as for an owner cut off from the store. */

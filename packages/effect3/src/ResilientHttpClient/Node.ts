@@ -25,7 +25,8 @@ export interface NodeOptions extends Options {
 /**
  * A layer providing `ResilientHttpClient` over Node's undici transport, configured so that a connect timeout
  * (`connectTimeout`, default 3 seconds) is its own error and classified as "not sent". The undici agent is
- * closed when the layer is released. Throws `IllegalArgumentException` for invalid options.
+ * destroyed when the layer is released: its connections are closed at once, cutting off whatever is still in
+ * flight, such as a response body never read. Throws `IllegalArgumentException` for invalid options.
  *
  * @example
  * ```ts

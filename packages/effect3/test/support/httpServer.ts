@@ -46,20 +46,30 @@ export const post = (path: string, options: { key?: string; body?: unknown; head
 /** Serves `app` for the rest of the scope. */
 export const serve = <E, R>(app: HttpApp.Default<E, R>) => HttpServer.serveEffect(app)
 
-/** Sends raw bytes over TCP (for headers an HTTP client refuses to send) and returns the status line's code. */
-export const rawStatus = (request: string) =>
+/**
+ * Sends raw bytes over TCP (for headers and targets an HTTP client refuses to send, or rewrites) and returns all the
+ * server answered once it closed the connection (`""` on an error).
+ */
+export const rawReply = (request: string) =>
   Effect.flatMap(HttpServer.HttpServer, (server) =>
-    Effect.async<number>((resume) => {
+    Effect.async<string>((resume) => {
       const port = server.address._tag === "TcpAddress" ? server.address.port : 0
       const socket = connect({ host: "127.0.0.1", port }, () => socket.end(Buffer.from(request, "latin1")))
       let data = ""
       socket.on("data", (chunk) => {
         data += chunk.toString("latin1")
       })
-      socket.on("close", () => resume(Effect.succeed(Number(data.split(" ")[1]))))
-      socket.on("error", () => resume(Effect.succeed(-1)))
+      socket.on("close", () => resume(Effect.succeed(data)))
+      socket.on("error", () => resume(Effect.succeed("")))
       return Effect.sync(() => socket.destroy())
     }))
+
+/** {@link rawReply}'s status line's code (`-1` for none). */
+export const rawStatus = (request: string) =>
+  Effect.map(rawReply(request), (reply) => {
+    const code = Number(reply.split(" ")[1])
+    return Number.isInteger(code) ? code : -1
+  })
 
 /** Waits (yielding to I/O, not sleeping) until some fiber sleeps on the TestClock, e.g. a server handler. */
 export const untilSleeping = Effect.gen(function*() {

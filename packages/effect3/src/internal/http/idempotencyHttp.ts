@@ -1,5 +1,5 @@
 import { replayedHeader } from "@effect-resilience/core/idempotencyResponse"
-import { Headers, HttpBody, HttpServerResponse } from "@effect/platform"
+import { Headers, HttpBody, type HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { Chunk, Effect, Stream } from "effect"
 import * as crypto from "node:crypto"
 import type { StoredResponse } from "../../IdempotencyStore.js"
@@ -28,6 +28,18 @@ const viewOf = (length: number): Uint8Array => {
     views.set(length, view = new Uint8Array(scratch.buffer, scratch.byteOffset, length))
   }
   return view
+}
+
+/**
+ * The request target as the client sent it, for `core.requestTarget`: the platform's message's own `url` where
+ * it has one (a Node message: its request line's target, unparsed), else `originalUrl` (a web request's URL).
+ * Never the url a router rewrote: under `HttpRouter.mount` it has lost its prefix, and two mounted endpoints
+ * must not answer each other's keys. (On Node `originalUrl` is that same string; the Effect 4
+ * edition's platform rebuilds it from the `Host` header, which is why both read the message.)
+ */
+export const sentTarget = (request: HttpServerRequest.HttpServerRequest): string => {
+  const url = (request.source as { readonly url?: unknown } | null | undefined)?.url
+  return typeof url === "string" ? url : request.originalUrl
 }
 
 /**

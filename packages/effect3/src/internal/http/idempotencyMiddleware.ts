@@ -15,10 +15,10 @@ import * as validate from "../validate.js"
 import { currentAdmission, unsampled } from "./admission.js"
 import { digester, NoClientIdentity, refuse, resolver } from "./clientScope.js"
 import { Handling, logStoreFailure, type Recorder, recorder, renewal, type Settings } from "./idempotencyHandler.js"
-import { fingerprint, replay } from "./idempotencyHttp.js"
+import { fingerprint, replay, sentTarget } from "./idempotencyHttp.js"
 import { Leases } from "./idempotencyLeases.js"
 import { problem } from "./problem.js"
-import { readBodyNow, withBody } from "./requestBody.js"
+import { type BodyRead, readBodyNow, withBody } from "./requestBody.js"
 
 export const defaultReplayHeaders = decide.defaultReplayHeaders
 
@@ -132,10 +132,11 @@ const withStore = <RS>(
   const withBodyRead = (
     request: HttpServerRequest.HttpServerRequest,
     key: string,
-    body: Uint8Array | "too-large" | "unreadable"
+    body: BodyRead
   ): HttpApp.Default<E, R | RS> => {
     if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)))
     if (body === "unreadable") return own(problem(decide.bodyUnreadable))
+    if (body === "consumed") return Effect.zipRight(consumedLog, own(problem(decide.bodyConsumed)))
     if (scopeNow !== undefined) {
       const scope = scopeNow(request)
       return typeof scope === "string"
@@ -154,12 +155,11 @@ const withStore = <RS>(
     body: Uint8Array,
     scope: string
   ): HttpApp.Default<E, R> => {
-    // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
-    // endpoints must not answer each other's keys
+    // the target as the client sent it (see sentTarget), never the url a router rewrote
     const claim = store.claim({
       scope,
       key,
-      fingerprint: fingerprint(request.method, core.requestTarget(request.originalUrl), body),
+      fingerprint: fingerprint(request.method, core.requestTarget(sentTarget(request)), body),
       ttl,
       lease
     })
@@ -218,6 +218,13 @@ const withStore = <RS>(
     guarded(Context.unsafeGet(fiber.currentContext, HttpServerRequest.HttpServerRequest))
   )
 }
+
+/** Says, to whoever runs the server, why a request got 500 `body-consumed`: a composition to change. */
+const consumedLog = Effect.logError(
+  "idempotency: the request body was read before this middleware, and what is left of it does not give the bytes " +
+    "back (a text that was not UTF-8, or bytes the platform does not keep); the request was refused with 500. Read " +
+    "the body inside IdempotencyMiddleware, not before it (docs/idempotency.md)"
+)
 
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
 const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsampled, response)

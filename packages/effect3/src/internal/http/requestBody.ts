@@ -1,3 +1,4 @@
+import { bodyOfText } from "@effect-resilience/core/idempotency"
 import type { HttpServerRequest } from "@effect/platform"
 import { HttpIncomingMessage, HttpServerError, Multipart } from "@effect/platform"
 import { Effect, Option, Stream } from "effect"
@@ -23,15 +24,19 @@ export const hasBody = (request: HttpServerRequest.HttpServerRequest): boolean =
 }
 
 /**
+ * A body read: its bytes, or why there are none. `"consumed"`: something before us read it, and what the platform
+ * kept of it does not give back the bytes the client sent (see {@link readAgain}); no other bytes stand in for them.
+ */
+export type BodyRead = Uint8Array | "too-large" | "unreadable" | "consumed"
+
+/**
  * Reads the body, at most `max` bytes. A body {@link withBody} already read is taken as it is. On Node the
  * request stream is read directly while nothing has read it yet: past `max` the rest is discarded as it
- * arrives (not kept), so the client still gets its 413 instead of a reset connection. Otherwise the platform's
- * (cached) text reader is used, which stops at `max`.
+ * arrives (not kept), so the client still gets its 413 instead of a reset connection. A web request's stream is
+ * read with the same bound. A body something else read first is taken from what the platform kept of it, when
+ * that gives its bytes back ({@link readAgain}).
  */
-export const readBody = (
-  request: HttpServerRequest.HttpServerRequest,
-  max: number
-): Effect.Effect<Uint8Array | "too-large" | "unreadable"> => {
+export const readBody = (request: HttpServerRequest.HttpServerRequest, max: number): Effect.Effect<BodyRead> => {
   const now = readBodyNow(request, max)
   return typeof now === "string" || now instanceof Uint8Array ? Effect.succeed(now) : now
 }
@@ -44,28 +49,71 @@ export const readBody = (
 export const readBodyNow = (
   request: HttpServerRequest.HttpServerRequest,
   max: number
-): Uint8Array | "too-large" | Effect.Effect<Uint8Array | "too-large" | "unreadable"> => {
+): Uint8Array | "too-large" | Effect.Effect<BodyRead> => {
   const known = (request as Partial<Buffered>)[buffered]?.bytes
   if (known !== undefined) return known.byteLength > max ? "too-large" : known
   const source = request.source as Partial<Readable> | undefined
-  if (
-    source !== undefined && typeof source.on === "function" && typeof source.resume === "function" &&
-    source.readableDidRead === false && source.readableEnded === false
-  ) {
+  const node = source !== undefined && typeof source.on === "function" && typeof source.resume === "function"
+  if (node && source.readableDidRead === false && source.readableEnded === false) {
     const whole = receivedWhole(source as Readable & { readonly complete?: unknown }, max)
     return whole === undefined ? readNode(source as Readable, max) : whole
   }
   if (source instanceof Request && !source.bodyUsed) return readWeb(source, max)
-  // already read by something before us: the platform caches the body as text (not as bytes)
-  return request.text.pipe(
-    Effect.map((text): Uint8Array | "too-large" => {
-      const bytes = new TextEncoder().encode(text)
-      return bytes.byteLength > max ? "too-large" : bytes
-    }),
-    HttpIncomingMessage.withMaxBodySize(Option.some(max)),
-    Effect.orElseSucceed(() => "unreadable" as const)
-  )
+  return readAgain(request, node, max)
 }
+
+/**
+ * A body something before us read (a logger, an HMAC check): the bytes the client sent, from what the platform
+ * kept of it, or `"consumed"` when that does not give them back. Never other bytes: a fingerprint of them would
+ * make two bodies one (a replay where 422 was due), and the handler would be handed them.
+ *
+ * - A Node request (@effect/platform-node 0.108) keeps its text, never its bytes: its `text` decodes the stream
+ *   once (Node's decoder, which keeps a byte order mark) and caches the text on the request (`textEffect`); its
+ *   `arrayBuffer` and `stream` read the stream again, which is spent. The text gives the bytes back when it was
+ *   valid UTF-8 (`bodyOfText`). A request with no text cached had its stream read some other way (`arrayBuffer`,
+ *   `stream`, multipart), or is a copy made with `request.modify` since (a router's prefix), which starts without
+ *   the cache: nothing is left (unless it declares no body at all, {@link declaresNoBody}), and a read of the
+ *   spent stream would wait for its end for ever.
+ * - A web request caches `arrayBuffer` and `text` apart: the bytes, if they were read as bytes; else the text, if
+ *   it gives them back (`text()` drops a byte order mark: the declared length tells whether there was one).
+ */
+const readAgain = (
+  request: HttpServerRequest.HttpServerRequest,
+  node: boolean,
+  max: number
+): Effect.Effect<BodyRead> => {
+  if (node) {
+    if ((request as { readonly textEffect?: unknown }).textEffect === undefined) {
+      return Effect.succeed(declaresNoBody(request) ? new Uint8Array(0) : "consumed")
+    }
+    return Effect.orElseSucceed(fromText(request, false, max), () => "unreadable" as const)
+  }
+  return Effect.matchEffect(request.arrayBuffer, {
+    onSuccess: (buffer) => Effect.succeed(buffer.byteLength > max ? "too-large" : new Uint8Array(buffer)),
+    onFailure: () => Effect.orElseSucceed(fromText(request, true, max), () => "consumed" as const)
+  })
+}
+
+/**
+ * Whether the request says it has no body at all: a `Content-Length` of 0, or a Node message over HTTP/1 with
+ * neither `Content-Length` nor `Transfer-Encoding` (RFC 9112 §6.3; an HTTP/2 body needs neither).
+ */
+const declaresNoBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const length = request.headers["content-length"]
+  if (length !== undefined) return length.trim() === "0"
+  const source = request.source as { readonly httpVersionMajor?: unknown } | null | undefined
+  return source?.httpVersionMajor === 1 && request.headers["transfer-encoding"] === undefined
+}
+
+/** The bytes of the platform's (cached) text of the body, if it gives them back (`bodyOfText`). */
+const fromText = (request: HttpServerRequest.HttpServerRequest, bomDropped: boolean, max: number) =>
+  request.text.pipe(
+    Effect.map((text): BodyRead => {
+      const bytes = bodyOfText(text, bomDropped, request.headers["content-length"])
+      return bytes === undefined ? "consumed" : bytes.byteLength > max ? "too-large" : bytes
+    }),
+    HttpIncomingMessage.withMaxBodySize(Option.some(max))
+  )
 
 /**
  * A small body usually arrives with its headers, so the whole message was received before the app runs:
@@ -87,7 +135,7 @@ const receivedWhole = (
 }
 
 const readNode = (stream: Readable, max: number) =>
-  Effect.async<Uint8Array | "too-large" | "unreadable">((resume) => {
+  Effect.async<BodyRead>((resume) => {
     const parts: Array<Uint8Array> = []
     let size = 0
     const onData = (chunk: Uint8Array | string) => {

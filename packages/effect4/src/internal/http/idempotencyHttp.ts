@@ -1,6 +1,6 @@
 import { replayedHeader } from "@effect-resilience/core/idempotencyResponse"
 import { Effect, Stream } from "effect"
-import { Headers, HttpBody, HttpServerResponse } from "effect/http"
+import { Headers, HttpBody, type HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as crypto from "node:crypto"
 import type { StoredResponse } from "../../IdempotencyStore.js"
 import { concat } from "./requestBody.js"
@@ -28,6 +28,19 @@ const viewOf = (length: number): Uint8Array => {
     views.set(length, view = new Uint8Array(scratch.buffer, scratch.byteOffset, length))
   }
   return view
+}
+
+/**
+ * The request target as the client sent it, for `core.requestTarget`: the platform's message's own `url` where
+ * it has one (a Node message: its request line's target, unparsed), else `originalUrl` (a web request's URL).
+ * Never the url a router rewrote: under `HttpRouter.mount` it has lost its prefix, and two mounted endpoints
+ * must not answer each other's keys. On Node, `originalUrl` is rebuilt from the `Host` header
+ * (`http://<Host><url>`), which a client may send malformed or differently on a retry: the message's own `url` is
+ * the request line's target (HTTP/2's `:path`).
+ */
+export const sentTarget = (request: HttpServerRequest.HttpServerRequest): string => {
+  const url = (request.source as { readonly url?: unknown } | null | undefined)?.url
+  return typeof url === "string" ? url : request.originalUrl
 }
 
 /**

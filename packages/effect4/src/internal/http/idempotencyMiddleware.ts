@@ -12,7 +12,7 @@ import * as validate from "../validate.js"
 import { CurrentAdmission, unsampled } from "./admission.js"
 import { digester, NoClientIdentity, refuse, resolver } from "./clientScope.js"
 import { type App, Handling, renewal, type Settings } from "./idempotencyHandler.js"
-import { fingerprint, replay } from "./idempotencyHttp.js"
+import { fingerprint, replay, sentTarget } from "./idempotencyHttp.js"
 import { Leases } from "./idempotencyLeases.js"
 import { logStoreFailure, type Recorder, recorder } from "./idempotencyRecorder.js"
 import { problem } from "./problem.js"
@@ -133,6 +133,7 @@ const withStore = <RS>(
   const withBodyRead = (request: HttpServerRequest.HttpServerRequest, key: string, body: Body): Answer => {
     if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)))
     if (body === "unreadable") return own(problem(decide.bodyUnreadable))
+    if (body === "consumed") return Effect.andThen(consumedLog, own(problem(decide.bodyConsumed)))
     if (scopeNow !== undefined) {
       const scope = scopeNow(request)
       return typeof scope === "string"
@@ -151,12 +152,11 @@ const withStore = <RS>(
     body: Uint8Array,
     scope: string
   ): Answer => {
-    // the full original target: under HttpRouter.mount the url has lost its prefix, and two mounted
-    // endpoints must not answer each other's keys
+    // the target as the client sent it (see sentTarget), never the url a router rewrote
     const claim = store.claim({
       scope,
       key,
-      fingerprint: fingerprint(request.method, core.requestTarget(request.originalUrl), body),
+      fingerprint: fingerprint(request.method, core.requestTarget(sentTarget(request)), body),
       ttl,
       lease
     })
@@ -209,6 +209,13 @@ const withStore = <RS>(
 
   return Effect.withFiber((fiber) => guarded(Context.getUnsafe(fiber.context, HttpServerRequest.HttpServerRequest)))
 }
+
+/** Says, to whoever runs the server, why a request got 500 `body-consumed`: a composition to change. */
+const consumedLog = Effect.logError(
+  "idempotency: the request body was read before this middleware, and the request it was handed keeps nothing of " +
+    "it (read as a stream, or copied with request.modify since); the request was refused with 500. Read the body " +
+    "inside IdempotencyMiddleware, or before any copy of the request (docs/idempotency.md)"
+)
 
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
 const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsampled, response)

@@ -105,6 +105,8 @@ export const make = <R = never>(options: Options<R> = {}) => {
             ? tooLarge(maxBodyBytes)
             : body === "unreadable"
             ? unreadable
+            : body === "consumed"
+            ? request // read before us: nothing left to receive, and no other bytes to hand on in its place
             : withBody(request, body)
         )
       )

@@ -22,13 +22,18 @@ export const hasBody = (request: HttpServerRequest.HttpServerRequest): boolean =
   return length !== undefined && length.trim() !== "0"
 }
 
-export type Body = Uint8Array | "too-large" | "unreadable"
+/**
+ * A body read: its bytes, or why there are none. `"consumed"`: something before us read it, and the request we were
+ * given kept nothing of it (see {@link readAgain}); no other bytes stand in for them.
+ */
+export type Body = Uint8Array | "too-large" | "unreadable" | "consumed"
 
 /**
  * Reads the body, at most `max` bytes. A body {@link withBody} already read is taken as it is. On Node the
  * request stream is read directly while nothing has read it yet: past `max` the rest is discarded as it
  * arrives (not kept), so the client still gets its 413 instead of a reset connection. A web request's stream
- * is read with the same bound. Otherwise the platform's (cached) reader is used, under `MaxBodySize`.
+ * is read with the same bound. A body something else read first comes from the platform's cache, under
+ * `MaxBodySize` ({@link readAgain}).
  */
 export const readBody = (request: HttpServerRequest.HttpServerRequest, max: number): Effect.Effect<Body> => {
   const now = readBodyNow(request, max)
@@ -55,7 +60,21 @@ export const readBodyNow = (
     return whole === undefined ? readNode(source as Readable, max) : whole
   }
   if (source instanceof Request && !source.bodyUsed) return readWeb(source, max)
-  // already read by something before us: the platform caches the body
+  return readAgain(request, max)
+}
+
+/**
+ * A body something before us read (a logger, an HMAC check): Effect 4's requests keep the bytes once read, as the
+ * cached `arrayBuffer` (`text`, `json` and `urlParamsBody` read through it), so they come from there. A request with
+ * nothing cached (`arrayBufferEffect`) had its body read some other way (`stream`, `multipart`), or is a copy made
+ * with `request.modify` since (a router's prefix, `HttpMiddleware.xForwardedHeaders`), which starts without the
+ * cache: its `arrayBuffer` would read the spent stream again and find it empty. Its bytes are gone then:
+ * `"consumed"`, never other bytes, unless it declares no body at all ({@link declaresNoBody}).
+ */
+const readAgain = (request: HttpServerRequest.HttpServerRequest, max: number): Effect.Effect<Body> => {
+  if ((request as { readonly arrayBufferEffect?: unknown }).arrayBufferEffect === undefined) {
+    return Effect.succeed(declaresNoBody(request) ? new Uint8Array(0) : "consumed")
+  }
   return request.arrayBuffer.pipe(
     Effect.map((buffer): Body => buffer.byteLength > max ? "too-large" : new Uint8Array(buffer)),
     Effect.provideService(HttpIncomingMessage.MaxBodySize, ByteSize.bytes(max)),
@@ -65,6 +84,17 @@ export const readBodyNow = (
     ),
     Effect.orElseSucceed(() => "unreadable" as const)
   )
+}
+
+/**
+ * Whether the request says it has no body at all: a `Content-Length` of 0, or a Node message over HTTP/1 with
+ * neither `Content-Length` nor `Transfer-Encoding` (RFC 9112 §6.3; an HTTP/2 body needs neither).
+ */
+const declaresNoBody = (request: HttpServerRequest.HttpServerRequest): boolean => {
+  const length = request.headers["content-length"]
+  if (length !== undefined) return length.trim() === "0"
+  const source = request.source as { readonly httpVersionMajor?: unknown } | null | undefined
+  return source?.httpVersionMajor === 1 && request.headers["transfer-encoding"] === undefined
 }
 
 /**

@@ -21,9 +21,13 @@ export const layerNode = (options: NodeOptions = {}) => {
   const timeout = connectMillis(connectTimeout)
   const resilient = layer(clientOptions) // checks the options now, like every constructor
   return Layer.unwrapScoped(Effect.gen(function*() {
+    // Destroyed, not closed, when the layer is released, as @effect/platform-node's own layer (and the Effect 4
+    // edition's) does: `close()` waits for every request in flight, and the body of a response nobody reads (a
+    // caller that looked at the status only) is never done, so the release, and a graceful shutdown, would never
+    // end. Whatever is still in flight then has lost its owner: the layer's users have ended before its release.
     const dispatcher = yield* Effect.acquireRelease(
       Effect.sync(() => new Undici.Agent({ connect: { timeout } })),
-      (agent) => Effect.promise(() => agent.close())
+      (agent) => Effect.promise(() => agent.destroy())
     )
     return resilient.pipe(
       Layer.provide(Layer.succeed(HttpClient.HttpClient, NodeHttpClient.makeUndici(dispatcher)))
