@@ -4,9 +4,10 @@
  * (for a pause, a limiter, a backoff) sends what is left then.
  */
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Clock, Context, Effect, FiberRef } from "effect"
+import { Effect, FiberRef } from "effect"
 import * as DeadlineHeader from "../../../core/deadlineHeader.js"
 import * as HttpHeaders from "../../../core/httpHeaders.js"
+import { monotonicMillisOf } from "../../clock.js"
 import { currentCriticality } from "../../criticality.js"
 import { currentDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
@@ -37,7 +38,7 @@ export const deadlineHeader = (options?: HeaderOptions) => {
   return <E, R>(self: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E, R> =>
     HttpClient.mapRequestEffect(self, (request) =>
       Effect.withFiberRuntime((fiber) => {
-        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+        const now = monotonicMillisOf(fiber)
         const end = fiber.getFiberRef(currentAttemptEnd)
         const value = DeadlineHeader.clientValue(
           end === undefined ? Infinity : end - now,

@@ -3,10 +3,11 @@
  * the fiber's criticality (`LoadShedMiddleware`). Both are set as the request is sent, so an attempt that waited
  * (for a pause, a limiter, a backoff) sends what is left then.
  */
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
 import * as DeadlineHeader from "../../../core/deadlineHeader.js"
 import * as HttpHeaders from "../../../core/httpHeaders.js"
+import { monotonicMillisOf } from "../../clock.js"
 import { CurrentCriticality, headerName as criticalityDefault } from "../../criticality.js"
 import { CurrentDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
@@ -37,7 +38,7 @@ export const deadlineHeader = (options?: HeaderOptions) => {
   return <E, R>(self: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E, R> =>
     HttpClient.mapRequestEffect(self, (request) =>
       Effect.withFiber((fiber) => {
-        const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+        const now = monotonicMillisOf(fiber)
         const end = fiber.getRef(CurrentAttemptEnd)
         const value = DeadlineHeader.clientValue(
           end === undefined ? Infinity : end - now,
