@@ -1,7 +1,8 @@
 /**
  * A deadline is the time budget of a whole operation, retries included. It is an absolute instant
  * carried by the fiber: forked fibers inherit it, nested calls see what is left of it, and a nested
- * `within` can only shorten it.
+ * `within` can only shorten it. The instant is kept on the monotonic reading of Effect's `Clock`, so a step
+ * of the wall clock (an NTP step, a VM resumed) neither shortens nor lengthens it.
  *
  * @since 0.1.0
  */
@@ -83,6 +84,7 @@ export const within: {
 /**
  * Runs `self` under an absolute deadline in epoch milliseconds (as `Clock.currentTimeMillis` counts
  * them), never later than the current one. Useful where a deadline arrives from outside, e.g. a header.
+ * The time left is taken from the wall clock once, here; a later step of the wall clock does not move it.
  *
  * @since 0.1.0
  * @category combinators
@@ -101,7 +103,7 @@ export const withDeadlineAt: {
 export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = internal.remaining
 
 /**
- * The current deadline as epoch milliseconds, or `none`.
+ * The current deadline as epoch milliseconds, or `none`: the wall clock's time now plus what is left.
  *
  * @since 0.1.0
  * @category getters

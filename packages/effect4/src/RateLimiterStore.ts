@@ -3,10 +3,13 @@
  * read the key's state, decide, write it back — so that a remote store can run each as a single
  * script (one Redis `EVALSHA`) and many processes share one limit.
  *
- * Time is passed in: every operation takes `nowMillis`, the caller's `Clock.currentTimeMillis`. The
- * store never reads a clock of its own, so a limiter is deterministic under `TestClock`, and all
- * processes sharing a remote store must have roughly synchronised clocks (NTP) — a skew of `d`
- * milliseconds shifts a caller's view of refills and window boundaries by `d`.
+ * Time is passed in: every operation takes `nowMillis` from the caller's `Clock`. The store never reads a
+ * clock of its own, so a limiter is deterministic under `TestClock`. A limiter passes a store of many processes
+ * its `Clock.currentTimeMillis` (wall-clock time), so all processes sharing a remote store must have roughly
+ * synchronised clocks (NTP) — a skew, or a step, of `d` milliseconds shifts a caller's view of refills and window
+ * boundaries by `d`. It passes the memory store the monotonic reading of its `Clock` instead
+ * (`Clock.monotonicTimeNanos` in milliseconds, which the live clock takes from `process.hrtime`): that store's
+ * buckets and windows live in one process, and a step of the wall clock does not move them.
  *
  * Users pick the store by providing a layer: {@link layerMemory} for one process, or the layer of the backend
  * entry point `effect-resilience/RateLimiterStore/Redis` for many.
@@ -181,7 +184,7 @@ export interface MemoryOptions {
  * one `sweepInterval` — ttl being `capacity / refillPerSecond` for a token bucket, the window for a fixed
  * window, two windows for a sliding window. Once no call comes at all, the sweep has no newer instant and
  * evicts nothing more until the next call (memory does not grow meanwhile); `evictExpired` evicts at the
- * caller's `Clock`.
+ * caller's `Clock` (its monotonic reading, as the limiter passes it).
  *
  * Throws `IllegalArgumentError` for a negative or malformed `sweepInterval`.
  *

@@ -4,6 +4,7 @@ import { Data, Effect, Exit, Layer, Metric, MetricLabel } from "effect"
 import { dual } from "effect/Function"
 import type { AdaptiveThrottle, Options } from "../AdaptiveThrottle.js"
 import type * as Api from "../AdaptiveThrottle.js"
+import { monotonicMillis } from "./clock.js"
 import type { Fields } from "./errorFields.js"
 import * as validate from "./validate.js"
 
@@ -68,7 +69,7 @@ const build = ({ config, isAccepted, maxKeys, name }: ReturnType<typeof resolve>
 
   const protect = <A, E, R>(self: Effect.Effect<A, E, R>, key: string): Effect.Effect<A, E | LocallyRejected, R> =>
     Effect.clockWith((clock) => {
-      const now = clock.unsafeCurrentTimeMillis()
+      const now = monotonicMillis(clock)
       const window = windowOf(key, now)
       const probability = core.probabilityAt(config, window, now)
       // no draw while nothing would be rejected: a throttle must not shift a seeded Random sequence for nothing
@@ -79,7 +80,7 @@ const build = ({ config, isAccepted, maxKeys, name }: ReturnType<typeof resolve>
         }
         return Effect.onExit(self, (exit) =>
           Effect.sync(() => {
-            if (isAccepted(exit) === true) core.recordAccept(config, window, clock.unsafeCurrentTimeMillis())
+            if (isAccepted(exit) === true) core.recordAccept(config, window, monotonicMillis(clock))
           }))
       }
       return probability === 0 ? decide(1) : Effect.flatMap(Effect.randomWith((random) => random.next), decide)
@@ -91,7 +92,7 @@ const build = ({ config, isAccepted, maxKeys, name }: ReturnType<typeof resolve>
       Effect.clockWith((clock) =>
         Effect.sync(() => {
           const window = windows.get(key)
-          return window === undefined ? 0 : core.probabilityAt(config, window, clock.unsafeCurrentTimeMillis())
+          return window === undefined ? 0 : core.probabilityAt(config, window, monotonicMillis(clock))
         })
       )
   }

@@ -1,27 +1,33 @@
 import { Clock, Context, Data, Duration, Effect, FiberRef, Option, Predicate } from "effect"
 import { globalValue } from "effect/GlobalValue"
 import type * as Api from "../Deadline.js"
+import { monotonicMillis, toMonotonic, toWall } from "./clock.js"
 import { compiled } from "./dual.js"
 import type { Fields } from "./errorFields.js"
 import { timeoutWith } from "./timeout.js"
 import * as validate from "./validate.js"
 
 /**
- * The absolute deadline (epoch millis from `Clock`) of the current fiber, or `undefined`.
- * Children inherit it on fork; a joined child never changes its parent's deadline.
+ * The absolute deadline of the current fiber, or `undefined`: an instant of the monotonic reading of `Clock`
+ * (`internal/clock.ts`), so a step of the wall clock moves no deadline; the API converts from and to epoch
+ * milliseconds (`withDeadlineAt`, `current`). Children inherit it on fork; a joined child never changes its
+ * parent's deadline.
  */
 export const currentDeadline: FiberRef.FiberRef<number | undefined> = globalValue(
   "effect-resilience/Deadline/currentDeadline",
   () => FiberRef.unsafeMake<number | undefined>(undefined, { fork: (a) => a, join: (parent) => parent })
 )
 
-/** `(deadline, now, clock)` of the current fiber, read without allocating an effect per piece. */
+/**
+ * `(deadline, now, clock)` of the current fiber, read without allocating an effect per piece: `now` is the
+ * monotonic reading of `clock`, as the deadline is.
+ */
 export const withDeadline = <A, E, R>(
   f: (deadline: number | undefined, now: number, clock: Clock.Clock) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiberRuntime((fiber) => {
     const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
-    return f(fiber.getFiberRef(currentDeadline), clock.unsafeCurrentTimeMillis(), clock)
+    return f(fiber.getFiberRef(currentDeadline), monotonicMillis(clock), clock)
   })
 
 export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
@@ -73,9 +79,10 @@ export const withDeadlineAtOf = (epochMillis: number) => {
     validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
   }
   return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline((deadline, now, clock) =>
-      runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, clock)
-    )
+    withDeadline((deadline, now, clock) => {
+      const at = toMonotonic(clock, epochMillis)
+      return runUntil(self, deadline === undefined || at < deadline ? at : deadline, now, clock)
+    })
 }
 export const withDeadlineAt = compiled(withDeadlineAtOf)
 
@@ -95,8 +102,8 @@ export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = withDe
   Effect.succeed(deadline === undefined ? Option.none() : Option.some(Duration.millis(Math.max(0, deadline - now))))
 )
 
-export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadline) =>
-  Effect.succeed(Option.fromNullable(deadline))
+export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadline, _, clock) =>
+  Effect.succeed(deadline === undefined ? Option.none() : Option.some(toWall(clock, deadline)))
 )
 
 const exceeded = () => new DeadlineExceeded()

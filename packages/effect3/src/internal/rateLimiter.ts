@@ -3,6 +3,7 @@ import { Array as Arr, Cause, Clock, Context, Data, Duration, Effect, FiberRef, 
 import type { AcquireOptions, Algorithm, Decision, RateLimiter } from "../RateLimiter.js"
 import type * as Api from "../RateLimiter.js"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
+import { monotonicMillis } from "./clock.js"
 import { withDeadline } from "./deadline.js"
 import type { Fields } from "./errorFields.js"
 import { syncOf } from "./rateLimiterStore/memory.js"
@@ -77,8 +78,13 @@ class Limiter implements RateLimiter {
   tryAcquire(key: string, cost: number = 1): Effect.Effect<Decision> {
     if (cost !== 1 && !(Number.isInteger(cost) && cost >= 1 && cost <= this.limit)) return this.invalidCost(cost)
     return Effect.withFiberRuntime((fiber) => {
-      const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
-      if (this.syncOp !== undefined) return Effect.succeed(this.record(fiber, this.syncOp(key, cost, this.params, now)))
+      const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
+      // an in-process store's buckets and windows live in this process: the monotonic reading, which a step of
+      // the wall clock does not move; a shared store compares instants of many processes: their wall clocks
+      if (this.syncOp !== undefined) {
+        return Effect.succeed(this.record(fiber, this.syncOp(key, cost, this.params, monotonicMillis(clock))))
+      }
+      const now = clock.unsafeCurrentTimeMillis()
       if (this.decider !== undefined) {
         return this.decider.decide(this.algorithm, key, cost, this.params, now, (d) => this.record(fiber, d))
       }

@@ -70,12 +70,15 @@ export const compile = <R2>(options: Options<R2>) => {
     state: unknown,
     attempts: number
   ): Effect.Effect<A, unknown, R | R2> {
-    return withDeadline((deadline, now) => {
+    return withDeadline((deadline, now, clock) => {
       const budgetAllows = budget === undefined || budget.unsafeRecordFailure()
       if (attempts >= maxAttempts) return stop("attempts", attempts, failure)
-      return Effect.flatMap(schedule.step(now, failure, state), ([next, _out, decision]) => {
+      // a schedule runs on the wall clock, as under `Effect.retry` (a cron schedule needs it); its delay is a
+      // duration, held against the deadline on the monotonic reading
+      const wall = clock.unsafeCurrentTimeMillis()
+      return Effect.flatMap(schedule.step(wall, failure, state), ([next, _out, decision]) => {
         if (ScheduleDecision.isDone(decision)) return stop("attempts", attempts, failure)
-        let delay = Math.max(0, ScheduleIntervals.start(decision.intervals) - now)
+        let delay = Math.max(0, ScheduleIntervals.start(decision.intervals) - wall)
         if (failure.retryAfter !== undefined) {
           const hint = Duration.toMillis(failure.retryAfter)
           if (hint > maxRetryAfter) return stop("retry-after", attempts, failure)

@@ -1,5 +1,6 @@
 import { FairQueue } from "@effect-resilience/core/fairQueue"
 import { Cause, Effect, MetricLabel } from "effect"
+import { monotonicMillis } from "./clock.js"
 
 /**
  * Why a call did not get a slot: the queue was full, the wait too long, the slots closed, or (adaptive limiter
@@ -101,7 +102,7 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
   abandon: () => void
 ): Effect.Effect<A, E | Err, R> {
   return Effect.clockWith((clock) => {
-    const since = clock.unsafeCurrentTimeMillis()
+    const since = monotonicMillis(clock)
     return Effect.matchCauseEffect(restore(wait(waiter, config.queueTimeout, config.reject)), {
       onFailure: (cause) => {
         abandon()
@@ -116,7 +117,7 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
       // drain() counted the slot it handed over in `active`: it is ours now
       onSuccess: () =>
         Effect.zipRight(
-          Effect.annotateCurrentSpan(`${config.span}.queued_ms`, clock.unsafeCurrentTimeMillis() - since),
+          Effect.annotateCurrentSpan(`${config.span}.queued_ms`, monotonicMillis(clock) - since),
           inSlot
         )
     })

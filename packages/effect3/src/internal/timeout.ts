@@ -1,4 +1,5 @@
 import { Clock, Context, Duration, Effect, Exit, Fiber, FiberId, RuntimeFlags } from "effect"
+import { monotonicMillis } from "./clock.js"
 import { forkDetached, isActive, startFrom } from "./fastPath.js"
 
 /**
@@ -9,10 +10,10 @@ const interruptLater = (fiber: Fiber.RuntimeFiber<unknown, unknown>): Effect.Eff
   Effect.sync(() => fiber.unsafeInterruptAsFork(FiberId.none))
 
 /**
- * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for
- * its finalizers, and fails with `onTimeout()`. `self` runs in a fiber of its own, started from the caller's
- * runtime (its context, FiberRefs and interruptibility): like any forked fiber, its FiberRef changes stay
- * inside (`Effect.timeout` copies them back, at a cost).
+ * Runs `self` until the absolute instant `at` (of the monotonic reading of `clock`, `internal/clock.ts`, as
+ * deadlines are), then interrupts it, waits for its finalizers, and fails with `onTimeout()`. `self` runs in a
+ * fiber of its own, started from the caller's runtime (its context, FiberRefs and interruptibility): like any
+ * forked fiber, its FiberRef changes stay inside (`Effect.timeout` copies them back, at a cost).
  *
  * Effect's own `timeout` forks two fibers and costs a scheduler round trip even when `self` is synchronous.
  * Here `self` starts at once, on the caller's stack (the fast path of `fastPath.forkDetached`), and when it is
@@ -30,7 +31,7 @@ export const timeoutWith = <A, E, R, E2>(
     Effect.flatMap(forkDetached(restore(self)), (child): Effect.Effect<A, E | E2> => {
       const done = child.unsafePoll()
       if (done !== null) return done
-      const left = at - clock.unsafeCurrentTimeMillis()
+      const left = at - monotonicMillis(clock)
       if (left <= 0) return Effect.zipRight(Fiber.interrupt(child), Exit.fail(onTimeout()))
       return Effect.flatMap(
         Effect.fork(Effect.interruptible(clock.sleep(Duration.millis(left)))),

@@ -219,14 +219,14 @@ const build = (
    * interruptions say nothing about the dependency's capacity and are ignored. */
   const measured = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
     Effect.clockWith((clock) => {
-      // nanoseconds: a fast call must not measure as zero
-      const start = clock.currentTimeNanosUnsafe()
+      // nanoseconds: a fast call must not measure as zero; monotonic: a step of the wall clock is no round trip
+      const start = clock.monotonicTimeNanosUnsafe()
       const inflight = slotted.active()
       const started = limit
       return Effect.onExit(self, (exit) => {
         const dropped = Exit.isFailure(exit) && isOverload(exit.cause)
         if (Exit.isFailure(exit) && !dropped) return Effect.void
-        const rtt = Number(clock.currentTimeNanosUnsafe() - start) / 1e6
+        const rtt = Number(clock.monotonicTimeNanosUnsafe() - start) / 1e6
         return needsRandom
           ? Effect.map(Random.next, (r) => record(rtt, inflight, dropped, started, r))
           : Effect.sync(() => record(rtt, inflight, dropped, started, 0))

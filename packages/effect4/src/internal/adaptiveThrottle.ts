@@ -3,6 +3,7 @@ import { Clock, type Context, Data, Effect, Exit, Layer, Metric, Random } from "
 import { dual } from "effect/Function"
 import type { AdaptiveThrottle, Options } from "../AdaptiveThrottle.js"
 import type * as Api from "../AdaptiveThrottle.js"
+import { monotonicMillis } from "./clock.js"
 import type { Fields } from "./errorFields.js"
 import { counterWith } from "./metrics.js"
 import * as validate from "./validate.js"
@@ -73,7 +74,7 @@ const build = (
   const protect = <A, E, R>(self: Effect.Effect<A, E, R>, key: string): Effect.Effect<A, E | LocallyRejected, R> =>
     Effect.withFiber((fiber) => {
       const clock = fiber.getRef(Clock.Clock)
-      const now = clock.currentTimeMillisUnsafe()
+      const now = monotonicMillis(clock)
       const window = windowOf(key, now)
       const probability = core.probabilityAt(config, window, now)
       // no draw while nothing would be rejected: a throttle must not shift a seeded Random sequence for nothing
@@ -84,7 +85,7 @@ const build = (
         }
         return Effect.onExit(self, (exit) =>
           Effect.sync(() => {
-            if (isAccepted(exit) === true) core.recordAccept(config, window, clock.currentTimeMillisUnsafe())
+            if (isAccepted(exit) === true) core.recordAccept(config, window, monotonicMillis(clock))
           }))
       }
       return probability === 0 ? decide(1) : Effect.flatMap(Random.next, decide)
@@ -96,7 +97,7 @@ const build = (
       Effect.clockWith((clock) =>
         Effect.sync(() => {
           const window = windows.get(key)
-          return window === undefined ? 0 : core.probabilityAt(config, window, clock.currentTimeMillisUnsafe())
+          return window === undefined ? 0 : core.probabilityAt(config, window, monotonicMillis(clock))
         })
       )
   }

@@ -1,26 +1,32 @@
 import { Clock, Context, Data, Duration, Effect, Fiber, Option, Predicate } from "effect"
 import type * as Api from "../Deadline.js"
+import { monotonicMillis, toMonotonic, toWall } from "./clock.js"
 import { compiled } from "./dual.js"
 import type { Fields } from "./errorFields.js"
 import { startWatched, timeoutWith } from "./timeout.js"
 import * as validate from "./validate.js"
 
 /**
- * The absolute deadline (epoch millis from `Clock`) of the current fiber, or `undefined`. A forked fiber shares
- * the context it was forked with, so children see it; nothing a child does changes its parent's deadline.
+ * The absolute deadline of the current fiber, or `undefined`: an instant of the monotonic reading of `Clock`
+ * (`internal/clock.ts`), so a step of the wall clock moves no deadline; the API converts from and to epoch
+ * milliseconds (`withDeadlineAt`, `current`). A forked fiber shares the context it was forked with, so children
+ * see it; nothing a child does changes its parent's deadline.
  */
 export const CurrentDeadline: Context.Reference<number | undefined> = Context.Reference<number | undefined>(
   "effect-resilience/Deadline/currentDeadline",
   { defaultValue: () => undefined }
 )
 
-/** `(deadline, now, clock)` of the current fiber, read without allocating an effect per piece. */
+/**
+ * `(deadline, now, clock)` of the current fiber, read without allocating an effect per piece: `now` is the
+ * monotonic reading of `clock`, as the deadline is.
+ */
 export const withDeadline = <A, E, R>(
   f: (deadline: number | undefined, now: number, clock: Clock.Clock) => Effect.Effect<A, E, R>
 ): Effect.Effect<A, E, R> =>
   Effect.withFiber((fiber) => {
     const clock = fiber.getRef(Clock.Clock)
-    return f(fiber.getRef(CurrentDeadline), clock.currentTimeMillisUnsafe(), clock)
+    return f(fiber.getRef(CurrentDeadline), monotonicMillis(clock), clock)
   })
 
 export class DeadlineExceeded extends Data.TaggedError("DeadlineExceeded")<{}> {
@@ -72,9 +78,10 @@ export const withDeadlineAtOf = (epochMillis: number) => {
     validate.invalid("Deadline.withDeadlineAt needs a number of epoch milliseconds")
   }
   return <A, E, R>(self: Effect.Effect<A, E, R>) =>
-    withDeadline((deadline, now, clock) =>
-      runUntil(self, deadline === undefined || epochMillis < deadline ? epochMillis : deadline, now, clock)
-    )
+    withDeadline((deadline, now, clock) => {
+      const at = toMonotonic(clock, epochMillis)
+      return runUntil(self, deadline === undefined || at < deadline ? at : deadline, now, clock)
+    })
 }
 export const withDeadlineAt = compiled(withDeadlineAtOf)
 
@@ -87,7 +94,7 @@ export const timeoutOf = (duration: Duration.Input) => {
     Effect.uninterruptibleMask((restore): Effect.Effect<A, E | AttemptTimeout | DeadlineExceeded, R> => {
       const fiber = Fiber.getCurrent()!
       const clock = fiber.getRef(Clock.Clock)
-      const now = clock.currentTimeMillisUnsafe()
+      const now = monotonicMillis(clock)
       const deadline = fiber.getRef(CurrentDeadline)
       // the caller's deadline comes first: the child runs under it already (it is in the caller's context)
       if (deadline !== undefined && now + own >= deadline) {
@@ -103,8 +110,8 @@ export const remaining: Effect.Effect<Option.Option<Duration.Duration>> = withDe
   Effect.succeed(deadline === undefined ? Option.none() : Option.some(Duration.millis(Math.max(0, deadline - now))))
 )
 
-export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadline) =>
-  Effect.succeed(Option.fromUndefinedOr(deadline))
+export const current: Effect.Effect<Option.Option<number>> = withDeadline((deadline, _, clock) =>
+  Effect.succeed(deadline === undefined ? Option.none() : Option.some(toWall(clock, deadline)))
 )
 
 const exceeded = () => new DeadlineExceeded()

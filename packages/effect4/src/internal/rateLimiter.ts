@@ -3,6 +3,7 @@ import { Cause, Clock, Data, Duration, Effect, Metric } from "effect"
 import type { AcquireOptions, Algorithm, Decision, RateLimiter } from "../RateLimiter.js"
 import type * as Api from "../RateLimiter.js"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../RateLimiterStore.js"
+import { monotonicMillisOf } from "./clock.js"
 import { withDeadline } from "./deadline.js"
 import type { Fields } from "./errorFields.js"
 import { counterWith } from "./metrics.js"
@@ -78,10 +79,12 @@ class Limiter implements RateLimiter {
   tryAcquire(key: string, cost: number = 1): Effect.Effect<Decision> {
     if (cost !== 1 && !(Number.isInteger(cost) && cost >= 1 && cost <= this.limit)) return this.invalidCost(cost)
     const syncOp = this.syncOp
-    // an in-process store decides in one step, which hands the decision straight to the caller's continuation
+    // an in-process store decides in one step, which hands the decision straight to the caller's continuation;
+    // its buckets and windows live in this process: the monotonic reading, which a step of the wall clock does
+    // not move (a shared store, below, compares instants of many processes: their wall clocks)
     if (syncOp !== undefined) {
       return Effect.withFiberSucceed((fiber) =>
-        this.record(fiber, syncOp(key, cost, this.params, fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()))
+        this.record(fiber, syncOp(key, cost, this.params, monotonicMillisOf(fiber)))
       )
     }
     const decider = this.decider

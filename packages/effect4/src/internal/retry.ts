@@ -79,11 +79,13 @@ export const compile = <R2>(options: Options<R2>) => {
     step: Step<R2> | undefined,
     attempts: number
   ): Effect.Effect<A, unknown, R | R2> {
-    return withDeadline((deadline, now) => {
+    return withDeadline((deadline, now, clock) => {
       const budgetAllows = budget === undefined || budget.unsafeRecordFailure()
       if (attempts >= maxAttempts) return stop("attempts", attempts, failure)
+      // a schedule runs on the wall clock, as under `Effect.retry` (a cron schedule needs it); its delay is a
+      // duration, held against the deadline on the monotonic reading
       const next = (step: Step<R2>) =>
-        Pull.matchEffect(step(now, failure), {
+        Pull.matchEffect(step(clock.currentTimeMillisUnsafe(), failure), {
           onDone: () => stop("attempts", attempts, failure),
           onFailure: Effect.failCause,
           onSuccess: ([, scheduled]) => {

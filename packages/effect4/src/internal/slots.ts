@@ -1,6 +1,7 @@
 import { FairQueue } from "@effect-resilience/core/fairQueue"
 import type { Metric } from "effect"
 import { Cause, Effect } from "effect"
+import { monotonicMillis } from "./clock.js"
 import { counterWith } from "./metrics.js"
 import { resume } from "./resume.js"
 
@@ -111,7 +112,7 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
   abandon: () => void
 ): Effect.Effect<A, E | Err, R> {
   return Effect.clockWith((clock) => {
-    const since = clock.currentTimeMillisUnsafe()
+    const since = monotonicMillis(clock)
     return Effect.matchCauseEffect(restore(wait(waiter, config.queueTimeout, config.reject)), {
       onFailure: (cause) => {
         abandon()
@@ -126,7 +127,7 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
       // drain() counted the slot it handed over in `active`: it is ours now
       onSuccess: () =>
         Effect.andThen(
-          Effect.annotateCurrentSpan(`${config.span}.queued_ms`, clock.currentTimeMillisUnsafe() - since),
+          Effect.annotateCurrentSpan(`${config.span}.queued_ms`, monotonicMillis(clock) - since),
           inSlot
         )
     })

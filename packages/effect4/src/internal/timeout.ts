@@ -1,5 +1,6 @@
 import type { Clock, Context } from "effect"
 import { Duration, Effect, Exit, Fiber } from "effect"
+import { monotonicMillis } from "./clock.js"
 import { resume } from "./resume.js"
 
 /**
@@ -11,8 +12,8 @@ const MAX_SYNC_DEPTH = 64
 let syncDepth = 0
 
 /**
- * Runs `self` until the absolute instant `at` (epoch milliseconds of `clock`), then interrupts it, waits for its
- * finalizers, and fails with `onTimeout()`.
+ * Runs `self` until the absolute instant `at` (of the monotonic reading of `clock`, `internal/clock.ts`, as
+ * deadlines are), then interrupts it, waits for its finalizers, and fails with `onTimeout()`.
  *
  * `self` runs in a fiber of its own with the caller's context and interruptibility, started at once on the caller's
  * stack (`Effect.runForkWith`, the cheapest start Effect 4 offers: no child registry, no scheduler task): when it is
@@ -83,7 +84,7 @@ const waitUntil = <A, E, E2>(
   onTimeout: () => E2,
   restore: <X, Y, Z>(effect: Effect.Effect<X, Y, Z>) => Effect.Effect<X, Y, Z>
 ): Effect.Effect<A, E | E2> => {
-  const left = at - clock.currentTimeMillisUnsafe()
+  const left = at - monotonicMillis(clock)
   if (left <= 0) return Effect.andThen(Fiber.interrupt(child), Exit.fail(onTimeout()))
   return Effect.flatMap(
     Effect.forkChild(clock.sleep(Duration.millis(left)), { startImmediately: true }),

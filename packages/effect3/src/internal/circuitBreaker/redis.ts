@@ -42,7 +42,7 @@ export const buildOn = (
     const keys = keysOf(fleet.prefix, fleet.name, config.trip, key)
     const names = { scriptKeys: [keys.state, keys.window], channel: channelOf(client, keys.channel) }
     const token = `${(yield* Random.nextInt).toString(36)}${(yield* e.clock.currentTimeMillis).toString(36)}`
-    const shell = yield* Shell.make(config, e)
+    const shell = yield* Shell.make(config, e, "closed", "shared")
     const annotations = key === undefined ? {} : { key }
     const replica = new FleetBreaker(shell, fleet, client, names, token, outages, annotations)
     yield* channels.listen(names.channel, replica.onMessage)

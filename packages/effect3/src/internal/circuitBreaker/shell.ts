@@ -9,6 +9,7 @@ import * as Machine from "@effect-resilience/core/breaker"
 import type { Clock, Fiber, Scope } from "effect"
 import { Cause, Duration, Effect, FiberId, MetricLabel, PubSub, Queue, Runtime, Stream } from "effect"
 import type { State, Transition } from "../../CircuitBreaker.js"
+import { monotonicMillis } from "../clock.js"
 import { type CircuitOpen, circuitOpen } from "./errors.js"
 import { rejections, stateGauge, transitions } from "./metrics.js"
 import type { Config } from "./policy.js"
@@ -144,16 +145,28 @@ export class Shell {
     readonly config: Config,
     readonly env: Env,
     private readonly hub: PubSub.PubSub<Transition>,
-    initial: State
+    initial: State,
+    time: Time
   ) {
     this.classifier = makeClassifier(config)
     this.changes = Stream.fromPubSub(hub)
     this.subscribe = PubSub.subscribe(hub)
     this.current = initial
     this.reports = config.gauge !== "off"
+    const clock = env.clock
+    if (time === "shared") {
+      this.now = () => clock.unsafeCurrentTimeMillis()
+    } else {
+      const anchor = clock.unsafeCurrentTimeMillis() - monotonicMillis(clock)
+      this.now = () => anchor + monotonicMillis(clock)
+    }
   }
 
-  readonly now = (): number => this.env.clock.unsafeCurrentTimeMillis()
+  /**
+   * The breaker's time, in epoch milliseconds (see {@link Time}): every instant of its machine, window, snapshots
+   * and transitions.
+   */
+  readonly now: () => number
 
   /** The state callers see, the one transitions are reported from. */
   shown(): State {
@@ -276,13 +289,27 @@ export class Shell {
 }
 
 /**
+ * Which time a breaker keeps. `"shared"`, the fleet breaker's: the wall clock, as the instants the other processes
+ * write to Redis are. `"local"`: the monotonic reading of the `Clock` (`internal/clock.ts`), anchored to the wall
+ * clock when the breaker is built, so its openings, windows and timeouts, which live in this process, do not move
+ * when the wall clock steps; its snapshots and transitions are epoch milliseconds as of the build (a snapshot
+ * taken after a step of `d` is `d` off the new wall clock).
+ */
+export type Time = "local" | "shared"
+
+/**
  * Builds a shell in the current scope, showing `initial` (a restored snapshot's state: no transition); its
  * finalizer stops the timer and ends the transitions.
  */
-export const make = (config: Config, e: Env, initial: State = "closed"): Effect.Effect<Shell, never, Scope.Scope> =>
+export const make = (
+  config: Config,
+  e: Env,
+  initial: State = "closed",
+  time: Time = "local"
+): Effect.Effect<Shell, never, Scope.Scope> =>
   Effect.gen(function*() {
     const hub = yield* PubSub.unbounded<Transition>()
-    const shell = new Shell(config, e, hub, initial)
+    const shell = new Shell(config, e, hub, initial, time)
     shell.publish()
     // subscribed before the breaker is returned, so no transition can be missed
     yield* forkOnTransition(hub, config.onTransition)

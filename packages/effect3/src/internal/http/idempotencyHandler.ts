@@ -4,7 +4,6 @@ import type { HttpServerRequest } from "@effect/platform"
 import { HttpServerResponse } from "@effect/platform"
 import {
   Cause,
-  Clock,
   Duration,
   Effect,
   Exit,
@@ -17,6 +16,7 @@ import {
   Scope
 } from "effect"
 import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
+import { currentMonotonicMillis } from "../clock.js"
 import { currentDeadline } from "../deadline.js"
 import type { IdempotencyStoreError } from "../idempotencyStore/service.js"
 import { captureBody, type Captured, capturedNow, pickHeaders, withBytes } from "./idempotencyHttp.js"
@@ -241,7 +241,7 @@ const recordLater = (
   Effect.gen(function*() {
     const { retryCapMillis, retryFirstMillis, ttl } = settings
     const redact = decide.redactor(ref.key, ref.scope)
-    const giveUpAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(ttl)
+    const giveUpAt = (yield* currentMonotonicMillis) + Duration.toMillis(ttl)
     let pause = retryFirstMillis
     for (let attempt = 2;; attempt++) {
       yield* Effect.sleep(Duration.millis(Math.min(pause * (yield* Random.nextRange(0.8, 1.2)), retryCapMillis)))
@@ -254,7 +254,7 @@ const recordLater = (
               "recorded it, or the key was taken over"
           )
       }
-      if ((yield* Clock.currentTimeMillis) + pause >= giveUpAt) {
+      if ((yield* currentMonotonicMillis) + pause >= giveUpAt) {
         return yield* Effect.logError(
           `idempotency: a handler's answer could not be recorded within the ttl (${attempt} attempts); ` +
             `a retry with its key may run it again: ${redact(decide.describe(result.left))}`

@@ -1,5 +1,6 @@
 import { LeaseLink, LeaseQueue } from "@effect-resilience/core/leaseQueue"
-import { Clock, Context, Effect, type FiberRefs } from "effect"
+import { Clock, Effect, type FiberRefs } from "effect"
+import { monotonicMillis, monotonicMillisOf } from "../clock.js"
 
 /**
  * The lease renewals of one idempotency middleware's admitted handlers: one sleeping fiber for all of them,
@@ -8,7 +9,8 @@ import { Clock, Context, Effect, type FiberRefs } from "effect"
  * handler's answer is stored: the same schedule as a loop of `sleep`, `renew` per handler.
  *
  * The claims wait in a {@link LeaseQueue} (`core/leaseQueue.ts`), in the order they are due. One fiber
- * sleeps until the first is due (on the `Clock` of the request that woke it, as the per-request loop did),
+ * sleeps until the first is due (on the `Clock` of the request that woke it, as the per-request loop did; due
+ * times are on its monotonic reading, so a step of the wall clock neither delays nor hurries a renewal),
  * starts the renewals due, and sleeps again; it ends when it wakes to find nothing waiting (or, just started,
  * after one more period), and the next claim starts it
  * again. A handler that ends before its first renewal costs a link and an unlink.
@@ -44,10 +46,9 @@ export class Leases {
   renewing<A, E, R>(renew: Effect.Effect<boolean>, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     return Effect.withFiberRuntime((fiber) => {
       const lease = new Lease(renew, fiber.getFiberRefs())
-      const clock = Context.get(fiber.currentDefaultServices, Clock.Clock)
       // the finalizer first: a lease that joined the list always leaves it
       return Effect.ensuring(
-        Effect.zipRight(Effect.suspend(() => this.enqueue(lease, clock.unsafeCurrentTimeMillis())), effect),
+        Effect.zipRight(Effect.suspend(() => this.enqueue(lease, monotonicMillisOf(fiber))), effect),
         Effect.sync(() => this.queue.end(lease))
       )
     })
@@ -56,7 +57,8 @@ export class Leases {
   /**
    * The parts of {@link renewing} for a caller that holds the handler's fiber itself (the middleware): puts a
    * claim, renewed by `renew` with `fiberRefs`, at the end of the list, and returns its lease. The caller
-   * runs {@link started} next, and {@link end}s the lease when the handler's fiber ends.
+   * runs {@link started} next, and {@link end}s the lease when the handler's fiber ends. `now` is the monotonic
+   * reading of the handler's clock (`internal/clock.ts`).
    */
   join(renew: Effect.Effect<boolean>, fiberRefs: FiberRefs.FiberRefs, now: number): Lease {
     const lease = new Lease(renew, fiberRefs)
@@ -100,7 +102,7 @@ export class Leases {
   private loop(fresh: boolean): Effect.Effect<void> {
     return Clock.clockWith((clock) =>
       Effect.suspend(() => {
-        const now = clock.unsafeCurrentTimeMillis()
+        const now = monotonicMillis(clock)
         const due = this.queue.takeDue(now)
         const next = this.queue.first
         // nothing else waits: this fiber ends, and a renewal that keeps its claim starts one again
@@ -122,7 +124,7 @@ export class Leases {
         (owned) =>
           Clock.clockWith((clock) =>
             Effect.suspend(() =>
-              this.queue.renewed(lease, owned, clock.unsafeCurrentTimeMillis())
+              this.queue.renewed(lease, owned, monotonicMillis(clock))
                 ? (this.running ? Effect.void : this.start)
                 : Effect.void
             )

@@ -5,10 +5,11 @@ import * as decide from "@effect-resilience/core/idempotencyResponse"
 import { parseIdempotencyKey } from "@effect-resilience/core/structuredFields"
 import type { HttpApp } from "@effect/platform"
 import { HttpServerRequest, type HttpServerResponse } from "@effect/platform"
-import { Clock, Context, Duration, Effect, Option, Scope } from "effect"
+import { Context, Duration, Effect, Option, Scope } from "effect"
 import { isIP } from "node:net"
 import type { Options } from "../../IdempotencyMiddleware.js"
 import type { ClaimRef, ClaimResult, Store } from "../../IdempotencyStore.js"
+import { monotonicMillisOf } from "../clock.js"
 import * as fastPath from "../fastPath.js"
 import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore/service.js"
 import * as validate from "../validate.js"
@@ -196,12 +197,7 @@ const withStore = <RS>(
           const done = fiber.unsafePoll()
           if (done !== null) return handling.joined(fiber, done)
           // its claim is renewed until the fiber ends: its answer is stored, or it failed or was interrupted
-          const clock = Context.get(parent.currentDefaultServices, Clock.Clock)
-          const held = leases.join(
-            renewal(settings, store, ref),
-            parent.getFiberRefs(),
-            clock.unsafeCurrentTimeMillis()
-          )
+          const held = leases.join(renewal(settings, store, ref), parent.getFiberRefs(), monotonicMillisOf(parent))
           fiber.addObserver(() => leases.end(held))
           return Effect.zipRight(
             leases.started,

@@ -7,6 +7,7 @@ import type { Cause, Duration } from "effect"
 import { Effect } from "effect"
 import type { Options } from "../../LoadShedMiddleware.js"
 import * as adaptiveLimiter from "../adaptiveLimiter.js"
+import { monotonicMillis } from "../clock.js"
 import { currentCriticality, headerName as defaultHeader } from "../criticality.js"
 import { timeoutWith } from "../timeout.js"
 import * as validate from "../validate.js"
@@ -92,7 +93,7 @@ export const make = <R = never>(options: Options<R> = {}) => {
         // interruptible even where the server runs the app uninterruptibly (@effect/platform does): the timeout
         // must be able to stop the read
         Effect.interruptible(readBody(request, maxBodyBytes)),
-        clock.unsafeCurrentTimeMillis() + bodyTimeoutMillis,
+        monotonicMillis(clock) + bodyTimeoutMillis,
         clock,
         () => "timed-out" as const
       ).pipe(

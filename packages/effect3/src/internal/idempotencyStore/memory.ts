@@ -1,9 +1,11 @@
 /**
  * The memory idempotency store: a map of records, the claim decisions of `core/idempotency.ts`, and
- * expiry from a binary heap. The decisions are the SQL and Redis stores' too.
+ * expiry from a binary heap. The decisions are the SQL and Redis stores' too. Leases and TTLs live in this
+ * process only: they are measured on the monotonic reading of the fiber's `Clock` (`internal/clock.ts`), which a
+ * step of the wall clock does not move.
  */
 import * as core from "@effect-resilience/core/idempotency"
-import { Clock, Context, Duration, Effect, Exit, type Fiber, Layer } from "effect"
+import { Duration, Effect, Exit, Layer } from "effect"
 import type {
   ClaimRef,
   ClaimRequest,
@@ -12,6 +14,7 @@ import type {
   Store,
   StoredResponse
 } from "../../IdempotencyStore.js"
+import { monotonicMillisOf as nowOf } from "../clock.js"
 import { MinHeap } from "../heap.js"
 import * as validate from "../validate.js"
 import { IdempotencyStore, IdempotencyStoreFull } from "./service.js"
@@ -137,10 +140,6 @@ class Records {
     }
   }
 }
-
-/** The current time of the fiber's `Clock` (as `Clock.clockWith` reads it), with no effect of its own. */
-const nowOf = (fiber: Fiber.RuntimeFiber<unknown, unknown>): number =>
-  Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
 
 const build = (maxRecords: number, maxRecordsPerScope: number) => {
   const table = new Records(maxRecords, maxRecordsPerScope)

@@ -1,9 +1,10 @@
 import { MemoryCore } from "@effect-resilience/core/rateLimiterTables"
 import type { Scope } from "effect"
-import { Clock, Effect, Layer } from "effect"
+import { Effect, Layer } from "effect"
 
 export type { SyncOp } from "@effect-resilience/core/rateLimiterTables"
 import type { MemoryOptions, MemoryStore, Store } from "../../RateLimiterStore.js"
+import { currentMonotonicMillis } from "../clock.js"
 import * as validate from "../validate.js"
 import { RateLimiterStore } from "./service.js"
 
@@ -22,11 +23,12 @@ const sweepAt = (core: MemoryCore, now: number): Effect.Effect<void> =>
  * latest instant (whatever clock they use); when they all go idle, their time still advances, so idle keys
  * are evicted and memory returns to baseline. Only elapsed time is taken from the sweeper's clock, so a
  * callers' clock that is merely offset from it (a `TestClock` inside, the layer provided outside) is fine.
+ * Like the limiter's, its time is the monotonic reading of the `Clock` (`internal/clock.ts`).
  */
 export const sweeper = (core: MemoryCore): Effect.Effect<void> => {
   let seenLatest = -Infinity
   let seenAt = 0
-  return Effect.flatMap(Clock.currentTimeMillis, (now) =>
+  return Effect.flatMap(currentMonotonicMillis, (now) =>
     Effect.suspend(() => {
       if (core.latest !== seenLatest) {
         seenLatest = core.latest
@@ -41,7 +43,7 @@ export const sweeper = (core: MemoryCore): Effect.Effect<void> => {
  * — an explicit "evict what has expired by now", asked by a caller, on the caller's clock.
  */
 export const evictExpired = (core: MemoryCore): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.suspend(() => sweepAt(core, Math.max(now, core.latest))))
+  Effect.flatMap(currentMonotonicMillis, (now) => Effect.suspend(() => sweepAt(core, Math.max(now, core.latest))))
 
 /**
  * The synchronous operations behind in-process stores, found by the limiter to save one effect per

@@ -1,7 +1,8 @@
 import * as decide from "@effect-resilience/core/idempotencyResponse"
-import { Cause, Clock, Duration, Effect, Random } from "effect"
+import { Cause, Duration, Effect, Random } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { ClaimRef, Store, StoredResponse } from "../../IdempotencyStore.js"
+import { currentMonotonicMillis } from "../clock.js"
 import { CurrentDeadline } from "../deadline.js"
 import { captureBody, type Captured, capturedNow, pickHeaders, withBytes } from "./idempotencyHttp.js"
 import { logStoreFailure, type Recorder } from "./idempotencyRecorder.js"
@@ -187,7 +188,7 @@ const recordLater = (
   Effect.gen(function*() {
     const { retryCapMillis, retryFirstMillis, ttl } = settings
     const redact = decide.redactor(ref.key, ref.scope)
-    const giveUpAt = (yield* Clock.currentTimeMillis) + Duration.toMillis(ttl)
+    const giveUpAt = (yield* currentMonotonicMillis) + Duration.toMillis(ttl)
     let pause = retryFirstMillis
     for (let attempt = 2;; attempt++) {
       yield* Effect.sleep(Duration.millis(Math.min(pause * (yield* Random.nextBetween(0.8, 1.2)), retryCapMillis)))
@@ -200,7 +201,7 @@ const recordLater = (
               "recorded it, or the key was taken over"
           )
       }
-      if ((yield* Clock.currentTimeMillis) + pause >= giveUpAt) {
+      if ((yield* currentMonotonicMillis) + pause >= giveUpAt) {
         return yield* Effect.logError(
           `idempotency: a handler's answer could not be recorded within the ttl (${attempt} attempts); ` +
             `a retry with its key may run it again: ${redact(decide.describe(result.failure))}`

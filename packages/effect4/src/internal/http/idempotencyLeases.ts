@@ -1,5 +1,6 @@
 import { LeaseLink, LeaseQueue } from "@effect-resilience/core/leaseQueue"
 import { Clock, type Context, Effect } from "effect"
+import { monotonicMillis, monotonicMillisOf } from "../clock.js"
 
 /**
  * The lease renewals of one idempotency middleware's admitted handlers: one sleeping fiber for all of them,
@@ -8,7 +9,8 @@ import { Clock, type Context, Effect } from "effect"
  * handler's answer is stored: the same schedule as a loop of `sleep`, `renew` per handler.
  *
  * The claims wait in a {@link LeaseQueue} (`core/leaseQueue.ts`), in the order they are due. One fiber
- * sleeps until the first is due (on the `Clock` of the request that woke it, as the per-request loop did),
+ * sleeps until the first is due (on the `Clock` of the request that woke it, as the per-request loop did; due
+ * times are on its monotonic reading, so a step of the wall clock neither delays nor hurries a renewal),
  * starts the renewals due, and sleeps again; it ends when it wakes to find nothing waiting (or, just started,
  * after one more period), and the next claim starts it
  * again. A handler that ends before its first renewal costs a link and an unlink.
@@ -44,7 +46,7 @@ export class Leases {
   renewing<A, E, R>(renew: Effect.Effect<boolean>, effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> {
     return Effect.withFiber((fiber) => {
       const lease = new Lease(renew, fiber.context)
-      const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+      const now = monotonicMillisOf(fiber)
       // the finalizer first: a lease that joined the list always leaves it
       return Effect.ensuring(
         Effect.andThen(Effect.suspend(() => this.enqueue(lease, now)), effect),
@@ -56,7 +58,8 @@ export class Leases {
   /**
    * The parts of {@link renewing} for a caller that holds the handler's fiber itself (the middleware): puts a
    * claim, renewed by `renew` in `context`, at the end of the list, and returns its lease. The caller runs
-   * {@link started} next, and {@link end}s the lease when the handler's fiber ends.
+   * {@link started} next, and {@link end}s the lease when the handler's fiber ends. `now` is the monotonic reading
+   * of the handler's clock (`internal/clock.ts`).
    */
   join(renew: Effect.Effect<boolean>, context: Context.Context<never>, now: number): Lease {
     const lease = new Lease(renew, context)
@@ -100,7 +103,7 @@ export class Leases {
   private loop(fresh: boolean): Effect.Effect<void> {
     return Clock.clockWith((clock) =>
       Effect.suspend(() => {
-        const now = clock.currentTimeMillisUnsafe()
+        const now = monotonicMillis(clock)
         const due = this.queue.takeDue(now)
         const next = this.queue.first
         // nothing else waits: this fiber ends, and a renewal that keeps its claim starts one again
@@ -120,7 +123,7 @@ export class Leases {
       (owned) =>
         Clock.clockWith((clock) =>
           Effect.suspend(() =>
-            this.queue.renewed(lease, owned, clock.currentTimeMillisUnsafe()) && !this.running
+            this.queue.renewed(lease, owned, monotonicMillis(clock)) && !this.running
               ? this.start
               : Effect.void
           )

@@ -2,11 +2,12 @@ import { clientAddress, rememberedDigests } from "@effect-resilience/core/client
 import * as core from "@effect-resilience/core/idempotency"
 import * as decide from "@effect-resilience/core/idempotencyResponse"
 import { parseIdempotencyKey } from "@effect-resilience/core/structuredFields"
-import { Clock, Context, Duration, Effect, Fiber, Option, Scope } from "effect"
+import { Context, Duration, Effect, Fiber, Option, Scope } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { isIP } from "node:net"
 import type { Options } from "../../IdempotencyMiddleware.js"
 import type { ClaimRef, ClaimResult, Store } from "../../IdempotencyStore.js"
+import { monotonicMillisOf } from "../clock.js"
 import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore/service.js"
 import * as validate from "../validate.js"
 import { CurrentAdmission, unsampled } from "./admission.js"
@@ -191,11 +192,7 @@ const withStore = <RS>(
         const done = fiber.pollUnsafe()
         if (done !== undefined) return done
         // its claim is renewed until the fiber ends: its answer is stored, or it failed or was interrupted
-        const held = leases.join(
-          renewal(settings, store, ref),
-          parent.context,
-          parent.getRef(Clock.Clock).currentTimeMillisUnsafe()
-        )
+        const held = leases.join(renewal(settings, store, ref), parent.context, monotonicMillisOf(parent))
         fiber.addObserver(() => leases.end(held))
         return Effect.andThen(
           leases.started,

@@ -6,6 +6,7 @@ import { Effect } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Options } from "../../LoadShedMiddleware.js"
 import * as adaptiveLimiter from "../adaptiveLimiter.js"
+import { monotonicMillis } from "../clock.js"
 import { CurrentCriticality, headerName as defaultHeader } from "../criticality.js"
 import { timeoutWith } from "../timeout.js"
 import * as validate from "../validate.js"
@@ -93,7 +94,7 @@ export const make = <R = never>(options: Options<R> = {}) => {
         // interruptible even where the server runs the app uninterruptibly (effect/http does): the timeout must
         // be able to stop the read
         Effect.interruptible(readBody(request, maxBodyBytes)),
-        clock.currentTimeMillisUnsafe() + bodyTimeoutMillis,
+        monotonicMillis(clock) + bodyTimeoutMillis,
         clock,
         () => "timed-out" as const
       ).pipe(

@@ -12,6 +12,7 @@ import { HttpClientError, HttpClientResponse, HttpIncomingMessage } from "@effec
 import type { Clock } from "effect"
 import { Duration, Effect, Exit, Fiber, FiberId, FiberRef, Inspectable, Stream } from "effect"
 import { globalValue } from "effect/GlobalValue"
+import { monotonicMillis } from "../../clock.js"
 import { AttemptTimeout, DeadlineExceeded, withDeadline } from "../../deadline.js"
 import { forkDetached } from "../../fastPath.js"
 import { timeoutWith } from "../../timeout.js"
@@ -20,8 +21,8 @@ import { NoResponse } from "../httpErrors.js"
 import { around, dualClient } from "./client.js"
 
 /**
- * The instant (epoch millis of `Clock`) the current attempt ends at, set by `attemptTimeout` for what runs inside
- * it: the deadline header sends what is left of it.
+ * The instant the current attempt ends at (of the monotonic reading of `Clock`, as deadlines are), set by
+ * `attemptTimeout` for what runs inside it: the deadline header sends what is left of it.
  */
 export const currentAttemptEnd: FiberRef.FiberRef<number | undefined> = globalValue(
   "effect-resilience/ResilientHttpClient/currentAttemptEnd",
@@ -37,7 +38,7 @@ type Timer = Fiber.RuntimeFiber<void>
 const arm = (clock: Clock.Clock, end: number): Effect.Effect<Timer> =>
   forkDetached(
     Effect.interruptible(
-      Effect.suspend(() => clock.sleep(Duration.millis(Math.max(0, end - clock.unsafeCurrentTimeMillis()))))
+      Effect.suspend(() => clock.sleep(Duration.millis(Math.max(0, end - monotonicMillis(clock)))))
     )
   )
 
@@ -148,7 +149,7 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
       const timer = this.take()
       const expiry = timer === undefined
         ? Effect.zipRight(
-          this.clock.sleep(Duration.millis(this.until() - this.clock.unsafeCurrentTimeMillis())),
+          this.clock.sleep(Duration.millis(this.until() - monotonicMillis(this.clock))),
           Effect.void
         )
         : Fiber.await(timer)
@@ -169,7 +170,7 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
   }
 
   private until(): number {
-    const now = this.clock.unsafeCurrentTimeMillis()
+    const now = monotonicMillis(this.clock)
     return now < this.end ? this.end : now + this.attemptMillis
   }
 
@@ -177,7 +178,7 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
   private take(): Timer | undefined {
     const timer = this.timer
     this.timer = undefined
-    return timer !== undefined && this.clock.unsafeCurrentTimeMillis() < this.end ? timer : undefined
+    return timer !== undefined && monotonicMillis(this.clock) < this.end ? timer : undefined
   }
 
   private bound<A>(read: Effect.Effect<A, HttpClientError.ResponseError>) {

@@ -6,7 +6,8 @@
 import * as DeadlineHeader from "@effect-resilience/core/deadlineHeader"
 import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
 import { HttpClient, HttpClientRequest } from "@effect/platform"
-import { Clock, Context, Effect, FiberRef } from "effect"
+import { Effect, FiberRef } from "effect"
+import { monotonicMillisOf } from "../../clock.js"
 import { currentCriticality } from "../../criticality.js"
 import { currentDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
@@ -37,7 +38,7 @@ export const deadlineHeader = (options?: HeaderOptions) => {
   return <E, R>(self: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E, R> =>
     HttpClient.mapRequestEffect(self, (request) =>
       Effect.withFiberRuntime((fiber) => {
-        const now = Context.get(fiber.currentDefaultServices, Clock.Clock).unsafeCurrentTimeMillis()
+        const now = monotonicMillisOf(fiber)
         const end = fiber.getFiberRef(currentAttemptEnd)
         const value = DeadlineHeader.clientValue(
           end === undefined ? Infinity : end - now,

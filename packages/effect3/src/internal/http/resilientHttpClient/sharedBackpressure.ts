@@ -6,7 +6,8 @@
  */
 import * as Backpressure from "@effect-resilience/core/backpressure"
 import type { HttpClient } from "@effect/platform"
-import { Clock, Duration, Effect } from "effect"
+import { Duration, Effect } from "effect"
+import { monotonicMillis } from "../../clock.js"
 import { withDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
 import { fieldsOf } from "./answer.js"
@@ -82,11 +83,14 @@ export const sharedBackpressure = (options?: BackpressureOptions) => {
       return Effect.zipRight(
         holdFor(origin),
         Effect.tap(execute(request), (response) =>
-          Effect.flatMap(Clock.currentTimeMillis, (now) =>
+          Effect.clockWith((clock) =>
             Effect.sync(() => {
-              const { limits, retryAfterMillis } = fieldsOf(response, now)
-              note(origin, { status: response.status, retryAfterMillis, limits }, now)
-            })))
+              // an HTTP-date is read on the wall clock; the pause it asks for is a duration, kept on the
+              // monotonic reading as the deadlines it is held against are
+              const { limits, retryAfterMillis } = fieldsOf(response, clock.unsafeCurrentTimeMillis())
+              note(origin, { status: response.status, retryAfterMillis, limits }, monotonicMillis(clock))
+            })
+          ))
       )
     })
   }

@@ -12,6 +12,7 @@ import { Context, Duration, Effect, Exit, Fiber, Inspectable, Stream } from "eff
 import type { HttpClient } from "effect/http"
 import { HttpClientError, HttpClientResponse, HttpIncomingMessage } from "effect/http"
 import { pipeArguments } from "effect/Pipeable"
+import { monotonicMillis } from "../../clock.js"
 import { AttemptTimeout, DeadlineExceeded, withDeadline } from "../../deadline.js"
 import { resume } from "../../resume.js"
 import { timeoutWith } from "../../timeout.js"
@@ -20,8 +21,8 @@ import { NoResponse } from "../httpErrors.js"
 import { around, dualClient } from "./client.js"
 
 /**
- * The instant (epoch millis of `Clock`) the current attempt ends at, set by `attemptTimeout` for what runs inside
- * it: the deadline header sends what is left of it.
+ * The instant the current attempt ends at (of the monotonic reading of `Clock`, as deadlines are), set by
+ * `attemptTimeout` for what runs inside it: the deadline header sends what is left of it.
  */
 export const CurrentAttemptEnd: Context.Reference<number | undefined> = Context.Reference<number | undefined>(
   "effect-resilience/ResilientHttpClient/currentAttemptEnd",
@@ -36,7 +37,7 @@ type Timer = Fiber.Fiber<void>
  */
 const arm = (clock: Clock.Clock, end: number): Effect.Effect<Timer> =>
   Effect.forkDetach(
-    Effect.suspend(() => clock.sleep(Duration.millis(Math.max(0, end - clock.currentTimeMillisUnsafe())))),
+    Effect.suspend(() => clock.sleep(Duration.millis(Math.max(0, end - monotonicMillis(clock))))),
     { startImmediately: true }
   )
 
@@ -165,7 +166,7 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
     return Stream.suspend(() => {
       const timer = this.take()
       const expiry = timer === undefined
-        ? this.clock.sleep(Duration.millis(this.until() - this.clock.currentTimeMillisUnsafe()))
+        ? this.clock.sleep(Duration.millis(this.until() - monotonicMillis(this.clock)))
         : Effect.asVoid(Fiber.await(timer))
       return Stream.interruptWhen(this.original.stream, Effect.andThen(expiry, Effect.fail(this.timedOut()))).pipe(
         Stream.ensuring(Effect.sync(() => timer !== undefined && stop(timer)))
@@ -187,7 +188,7 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
   }
 
   private until(): number {
-    const now = this.clock.currentTimeMillisUnsafe()
+    const now = monotonicMillis(this.clock)
     return now < this.end ? this.end : now + this.attemptMillis
   }
 
@@ -195,7 +196,7 @@ class BoundedResponse implements HttpClientResponse.HttpClientResponse {
   private take(): Timer | undefined {
     const timer = this.timer
     this.timer = undefined
-    return timer !== undefined && this.clock.currentTimeMillisUnsafe() < this.end ? timer : undefined
+    return timer !== undefined && monotonicMillis(this.clock) < this.end ? timer : undefined
   }
 
   private bound<A>(read: Effect.Effect<A, HttpClientError.HttpClientError>) {

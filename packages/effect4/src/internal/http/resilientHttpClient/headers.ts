@@ -5,8 +5,9 @@
  */
 import * as DeadlineHeader from "@effect-resilience/core/deadlineHeader"
 import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
-import { Clock, Effect } from "effect"
+import { Effect } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
+import { monotonicMillisOf } from "../../clock.js"
 import { CurrentCriticality, headerName as criticalityDefault } from "../../criticality.js"
 import { CurrentDeadline } from "../../deadline.js"
 import * as validate from "../../validate.js"
@@ -37,7 +38,7 @@ export const deadlineHeader = (options?: HeaderOptions) => {
   return <E, R>(self: HttpClient.HttpClient.With<E, R>): HttpClient.HttpClient.With<E, R> =>
     HttpClient.mapRequestEffect(self, (request) =>
       Effect.withFiber((fiber) => {
-        const now = fiber.getRef(Clock.Clock).currentTimeMillisUnsafe()
+        const now = monotonicMillisOf(fiber)
         const end = fiber.getRef(CurrentAttemptEnd)
         const value = DeadlineHeader.clientValue(
           end === undefined ? Infinity : end - now,

@@ -1,6 +1,7 @@
 import * as visibilityRules from "@effect-resilience/core/visibility"
-import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Duration, Effect, Exit, Fiber } from "effect"
 import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
+import { currentMonotonicMillis, monotonicMillis, toMonotonic } from "../../clock.js"
 import { CurrentDeadline, DeadlineExceeded } from "../../deadline.js"
 import { timeoutWith } from "../../timeout.js"
 import type { Counters } from "./settle.js"
@@ -22,6 +23,10 @@ import { warn } from "./settle.js"
  * with a warning; the handler runs on, and its acknowledgement will be refused too. One that fails (the
  * engine did not answer) is tried again a tenth of the timeout later, while the message is still invisible.
  * `stopped` ends the renewal of handlers the consumer gave up on at shutdown.
+ *
+ * The time limit and the renewal's schedule live in this process: they are kept on the monotonic reading of the
+ * `Clock` (`internal/clock.ts`), the delivery's `receivedAt` (epoch ms) converted once, here, so a step of the
+ * consumer's wall clock neither stalls an extension nor moves the limit.
  */
 export const runDelivery = <A, X, E, R>(
   source: QueueSource<A>,
@@ -33,14 +38,18 @@ export const runDelivery = <A, X, E, R>(
 ): Effect.Effect<X, E | DeadlineExceeded, R> =>
   Effect.clockWith((clock) => {
     if (timeLimit <= 0) return Effect.fail(new DeadlineExceeded())
-    const startedAt = clock.currentTimeMillisUnsafe()
+    const startedAt = monotonicMillis(clock)
     const limitAt = startedAt + timeLimit
     return Effect.uninterruptibleMask((restore) =>
       Effect.flatMap(detach(restore(Effect.provideService(effect, CurrentDeadline, limitAt))), (child) => {
         const done = child.pollUnsafe()
         if (done !== undefined) return done
         const state: RenewalState = { ended: false, extending: false }
-        const renewer = renewerOf(source, stats, () => stopped() || state.ended, state, message, startedAt, timeLimit)
+        const renewer = renewerOf(source, stats, () => stopped() || state.ended, state, message, {
+          startedAt,
+          timeLimit,
+          receivedAt: toMonotonic(clock, message.receivedAt)
+        })
         return Effect.flatMap(renewer, (fiber) =>
           // the wait is as interruptible as the caller (a worker stopped at shutdown): `timeoutWith` waits with
           // its caller's interruptibility, so it runs inside `restore`
@@ -76,13 +85,15 @@ const renewerOf = <A>(
   over: () => boolean,
   state: RenewalState,
   message: Message<A>,
-  startedAt: number,
-  timeLimit: number
+  /** The handler's start and the delivery's receipt (`message.receivedAt`), both on the monotonic reading. */
+  times: { readonly startedAt: number; readonly timeLimit: number; readonly receivedAt: number }
 ): Effect.Effect<Fiber.Fiber<void> | undefined> => {
   const extend = source.extend
   const visibility = Duration.toMillis(source.visibilityTimeout)
-  const visibleUntil = visibilityRules.invisibleUntil(message.receivedAt, visibility)
-  if (extend === undefined || !visibilityRules.needsRenewal(startedAt, timeLimit, visibleUntil, visibility)) {
+  const visibleUntil = visibilityRules.invisibleUntil(times.receivedAt, visibility)
+  if (
+    extend === undefined || !visibilityRules.needsRenewal(times.startedAt, times.timeLimit, visibleUntil, visibility)
+  ) {
     return Effect.succeed(undefined)
   }
   const loop = renewalLoop(source, extend, visibility, stats, over, state, message)
@@ -97,7 +108,7 @@ interface RenewalState {
 }
 
 const sleepUntil = (at: number) =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, at - now))))
+  Effect.flatMap(currentMonotonicMillis, (now) => Effect.sleep(Duration.millis(Math.max(0, at - now))))
 
 const renewalLoop = <A>(
   source: QueueSource<A>,
@@ -115,7 +126,7 @@ const renewalLoop = <A>(
     Effect.suspend(() => {
       if (over()) return Effect.void
       state.extending = true // in the same step as the check: the handler's end sees it
-      return Effect.flatMap(Clock.currentTimeMillis, (before) =>
+      return Effect.flatMap(currentMonotonicMillis, (before) =>
         Effect.flatMap(Effect.exit(extendOnce), (exit) => {
           if (Exit.isSuccess(exit)) {
             if (!exit.value) {
@@ -127,7 +138,7 @@ const renewalLoop = <A>(
             stats.extended++
             return loop(visibilityRules.extendedUntil(before, visibility))
           }
-          return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          return Effect.flatMap(currentMonotonicMillis, (now) => {
             const retryAt = visibilityRules.retryRenewAt(now, visibleUntil, visibility)
             const logged = warn(source.name, "extending the visibility", message)(exit.cause)
             return retryAt === undefined
