@@ -45,3 +45,10 @@ export const positive = (name: string, n: number): number => {
   }
   return n
 }
+
+export const nonNegative = (name: string, n: number): number => {
+  if (!(typeof n === "number" && Number.isFinite(n) && n >= 0)) {
+    return invalid(`${name} must be a finite number >= 0, got ${n}`)
+  }
+  return n
+}

@@ -1,4 +1,5 @@
 import { clientAddress, rememberedDigests } from "@effect-resilience/core/clientAddress"
+import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
 import * as core from "@effect-resilience/core/idempotency"
 import * as decide from "@effect-resilience/core/idempotencyResponse"
 import { parseIdempotencyKey } from "@effect-resilience/core/structuredFields"
@@ -30,13 +31,13 @@ export { maxPendingRecordings, recorder } from "./idempotencyRecorder.js"
 /** The options, validated (a mistake throws when the middleware is made), with their defaults. */
 const settingsOf = <RS>(options: Options<RS>): Settings => {
   const methods = new Set((options.methods ?? ["POST", "PATCH"]).map((m) => m.toUpperCase()))
-  const headerName = options.header ?? "Idempotency-Key"
+  const headerName = options.header ?? HttpHeaders.spelled[HttpHeaders.idempotencyKey]
   const maxKeyLength = validate.positiveInt("IdempotencyMiddleware maxKeyLength", options.maxKeyLength ?? 255)
   const maxBodyBytes = validate.positiveInt("IdempotencyMiddleware maxBodyBytes", options.maxBodyBytes ?? 1024 * 1024)
-  const maxResponseBytes = options.maxResponseBytes ?? 64 * 1024
-  if (!(typeof maxResponseBytes === "number" && Number.isFinite(maxResponseBytes) && maxResponseBytes >= 0)) {
-    validate.invalid(`IdempotencyMiddleware maxResponseBytes must be a finite number >= 0, got ${maxResponseBytes}`)
-  }
+  const maxResponseBytes = validate.nonNegative(
+    "IdempotencyMiddleware maxResponseBytes",
+    options.maxResponseBytes ?? 64 * 1024
+  )
   const ttl = Duration.millis(validate.millis("IdempotencyMiddleware ttl", options.ttl ?? "24 hours"))
   const leaseMillis = validate.millis("IdempotencyMiddleware lease", options.lease ?? "60 seconds")
   if (leaseMillis <= 0) validate.invalid("IdempotencyMiddleware lease must be > 0")
