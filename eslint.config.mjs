@@ -65,6 +65,7 @@ export default tseslint.config(
       "test/**/*.ts",
       ".ci/**/*.mjs",
       "packages/*/test/**/*.ts",
+      "packages/contract/suites/**/*.ts",
       "packages/*/bench/**/*.{ts,mjs}",
       "packages/*/scripts/**/*.mjs"
     ],

@@ -1,12 +1,14 @@
 /**
  * A resilient `HttpClient`, made of one combinator per policy over `HttpClient.HttpClient.With<E, R>`, in the
- * style of `effect/http`'s own `HttpClient.retry` and `filterStatusOk`: {@link attemptTimeout}, {@link retry}
- * (with its budget), {@link circuitBreaker}, {@link adaptiveThrottle}, {@link rateLimiter},
- * {@link sharedBackpressure}, {@link idempotencyKeys}, {@link deadlineHeader} and {@link criticalityHeader}. Each
- * holds the HTTP classification it needs; compose them in the order you want.
+ * style of `effect/http`'s own `HttpClient.retry` and `filterStatusOk`. Each holds the HTTP classification it
+ * needs; compose them in the order you want.
  *
  * {@link make} (and {@link layer}) is the preset: one option object, one pipe of those combinators. That pipe, in
- * `src/internal/http/resilientHttpClient/make.ts`, is the order of the layers, the same as the Effect 3 edition's.
+ * `src/internal/http/resilientHttpClient/make.ts`, is the order of the layers (docs/http-client.md shows it, and a
+ * test keeps this list in step). From the transport out, so a request meets them from the last to the first:
+ * {@link classifyTransportErrors}, {@link deadlineHeader}, {@link criticalityHeader}, {@link attemptTimeout},
+ * {@link circuitBreaker}, {@link adaptiveThrottle}, {@link rateLimiter}, {@link sharedBackpressure},
+ * {@link retry} (with its budget) and {@link idempotencyKeys}.
  *
  * @since 1.0.0
  */

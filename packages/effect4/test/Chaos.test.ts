@@ -1,13 +1,13 @@
 /** Chaos on `effect/http`: the client transform and the server middleware, in memory under the TestClock. */
+import { fork } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
 import { HttpClientError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import { TestClock } from "effect/testing"
 import * as Chaos from "../src/Chaos.js"
 import { ResilientHttpClient } from "../src/index.js"
-import { scriptedClient } from "./support/memoryHttp.js"
+import { scriptedClient } from "./contract/support/memoryHttp.js"
 import { fixed, withRandom } from "./support/random.js"
-import { fork } from "./support/resilientClient.js"
 
 const url = "http://api.test/orders"
 

@@ -1,5 +1,20 @@
 import { it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Metric, Random, Schedule, TestClock as TC } from "effect"
+import {
+  Cause,
+  Clock,
+  Duration,
+  Effect,
+  Exit,
+  FastCheck,
+  Fiber,
+  Metric,
+  Option,
+  Random,
+  Schedule,
+  Scope,
+  TestClock as TC
+} from "effect"
+import { readFileSync } from "node:fs"
 
 /** Which edition runs the suite (for the rare case whose expectation differs on purpose: say why where it is used). */
 export const edition = "effect3" as "effect3" | "effect4"
@@ -45,3 +60,72 @@ export const counterValue = (
     Metric.value(Object.entries(attributes).reduce((m, [k, v]) => Metric.tagged(m, k, v), counter)),
     (state) => Number(state.count)
   )
+
+/** The typed failure of an exit, if any (Effect 4: `Cause.findErrorOption`). */
+export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+
+/** fast-check (Effect 3: `FastCheck` from "effect"; Effect 4: the `fast-check` package). */
+export { FastCheck as fc } from "effect"
+
+/** A synchronous property over fast-check arbitraries (Effect 3: `it.prop`; Effect 4's `it.prop` takes Schemas). */
+export const prop = <const T extends ReadonlyArray<unknown>>(
+  name: string,
+  arbitraries: { readonly [K in keyof T]: FastCheck.Arbitrary<T[K]> },
+  body: (values: T) => void,
+  options?: { readonly fastCheck?: FastCheck.Parameters<[T]> }
+) => it.prop(name, arbitraries as never, body as never, options as never)
+
+/** The error of an invalid argument (Effect 4: `Cause.IllegalArgumentError`). */
+export const IllegalArgumentError = Cause.IllegalArgumentException
+
+/** Starts `self` in a fiber of the global scope (Effect 4: `Effect.forkDetach`). */
+export const forkDaemon = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<Fiber.RuntimeFiber<A, E>, never, R> =>
+  Effect.forkDaemon(self)
+
+/** `it.live` with a `Scope` (Effect 3: `it.scopedLive`; Effect 4's `it.live` provides one). */
+export const scopedLive = it.scopedLive
+
+/** Handles every failure, defects and interruptions included (Effect 4: `Effect.catchCause`). */
+export const catchAllCause =
+  <E, A2, E2, R2>(f: (cause: Cause.Cause<E>) => Effect.Effect<A2, E2, R2>) =>
+  <A, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A | A2, E2, R | R2> => Effect.catchAllCause(self, f)
+
+/**
+ * Starts `self` in a fiber of `scope` (Effect 3: `Effect.forkIn`; Effect 4: with `startImmediately`, running it at
+ * once up to its first suspension, as Effect 4's TestClock does not wait for a fiber forked just before it moves).
+ */
+export const forkIn = <A, E, R>(self: Effect.Effect<A, E, R>, scope: Scope.Scope) => Effect.forkIn(self, scope)
+
+/** The text of a file of this edition's package, by its path from the package's folder (e.g. "src/Retry.ts"). */
+export const editionFile = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8")
+
+/** Runs `self` with a `Random` seeded by `seed` (Effect 4: `Random.withSeed`). */
+export const withSeed = (seed: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.withRandom(self, Random.make(seed))
+
+/** A `Clock` whose time is `now()` and whose sleeps are `sleep`'s (Effect 4's names its members differently). */
+export const makeClock = (now: () => number, sleep: (duration: Duration.Duration) => Effect.Effect<void>) => {
+  const nanos = () => BigInt(now()) * BigInt(1_000_000)
+  const clock: Clock.Clock = {
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: now,
+    currentTimeMillis: Effect.sync(now),
+    unsafeCurrentTimeNanos: nanos,
+    currentTimeNanos: Effect.sync(nanos),
+    sleep
+  }
+  return clock
+}
+
+/** Runs `self` with `clock` as its `Clock` (Effect 4: `Effect.provideService(self, Clock.Clock, clock)`). */
+export const withClock = (clock: Clock.Clock) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.withClock(self, clock)
+
+/** An effect that `register` resumes from a callback (Effect 4: `Effect.callback`, resuming inside `resume`). */
+export const callback = <A, E = never>(
+  register: (resume: (effect: Effect.Effect<A, E>) => void) => void | Effect.Effect<void>
+): Effect.Effect<A, E> => Effect.async<A, E>((resume) => register(resume))
+
+/** An effect that yields to other fibers once (Effect 3: `Effect.yieldNow()`; Effect 4: `Effect.yieldNow`). */
+export const yieldNow: Effect.Effect<void> = Effect.yieldNow()

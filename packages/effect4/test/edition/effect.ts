@@ -1,7 +1,8 @@
 import { it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Metric, Random, Schedule } from "effect"
-import type { Fiber } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Metric, Option, Random, Schedule } from "effect"
+import type { Fiber, Scope } from "effect"
 import { TestClock as TC } from "effect/testing"
+import { readFileSync } from "node:fs"
 
 /** Which edition runs the suite (for the rare case whose expectation differs on purpose: say why where it is used). */
 export const edition = "effect4" as "effect3" | "effect4"
@@ -15,9 +16,13 @@ export const scoped = it.effect
 /** The TestClock: `adjust` and `setTime` (Effect 3: from "effect"; Effect 4: from "effect/testing"). */
 export const TestClock = { adjust: TC.adjust, setTime: TC.setTime }
 
-/** Starts `self` in a child fiber (Effect 3: `Effect.fork`). */
+/**
+ * Starts `self` in a child fiber (Effect 3: `Effect.fork`), at once up to its first suspension: Effect 4's
+ * `TestClock.adjust` waits for the fibers it wakes, not for one forked just before (which would start sleeping after
+ * the clock had moved on), where Effect 3's waits for every fiber of the test to suspend.
+ */
 export const fork = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<Fiber.Fiber<A, E>, never, R> =>
-  Effect.forkChild(self)
+  Effect.forkChild(self, { startImmediately: true })
 
 /** Handles every typed failure (Effect 3: `Effect.catchAll`). */
 export const catchAll =
@@ -51,3 +56,68 @@ export const counterValue = (
   attributes: Record<string, string> = {}
 ): Effect.Effect<number> =>
   Effect.map(Metric.value(Metric.withAttributes(counter, attributes)), (state) => Number(state.count))
+
+/** The typed failure of an exit, if any (Effect 3: `Cause.failureOption`). */
+export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
+
+/** fast-check (Effect 3: `FastCheck` from "effect"; Effect 4: the `fast-check` package). */
+export * as fc from "fast-check"
+
+/** A synchronous property over fast-check arbitraries (Effect 3: `it.prop`; Effect 4's `it.prop` takes Schemas). */
+export { prop } from "../support/prop.js"
+
+/** The error of an invalid argument (Effect 3: `Cause.IllegalArgumentException`). */
+export const IllegalArgumentError = Cause.IllegalArgumentError
+
+/** Starts `self` in a fiber of the global scope (Effect 3: `Effect.forkDaemon`). */
+export const forkDaemon = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<Fiber.Fiber<A, E>, never, R> =>
+  Effect.forkDetach(self)
+
+/** `it.live` with a `Scope` (Effect 3: `it.scopedLive`; Effect 4's `it.live` provides one). */
+export const scopedLive = it.live
+
+/** Handles every failure, defects and interruptions included (Effect 3: `Effect.catchAllCause`). */
+export const catchAllCause =
+  <E, A2, E2, R2>(f: (cause: Cause.Cause<E>) => Effect.Effect<A2, E2, R2>) =>
+  <A, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A | A2, E2, R | R2> => Effect.catchCause(self, f)
+
+/**
+ * Starts `self` in a fiber of `scope` (Effect 3: `Effect.forkIn`; Effect 4: with `startImmediately`, running it at
+ * once up to its first suspension, as Effect 4's TestClock does not wait for a fiber forked just before it moves).
+ */
+export const forkIn = <A, E, R>(self: Effect.Effect<A, E, R>, scope: Scope.Scope) =>
+  Effect.forkIn(self, scope, { startImmediately: true })
+
+/** The text of a file of this edition's package, by its path from the package's folder (e.g. "src/Retry.ts"). */
+export const editionFile = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8")
+
+/** Runs `self` with a `Random` seeded by `seed` (Effect 3: `Effect.withRandom(self, Random.make(seed))`). */
+export const withSeed = (seed: string) => <A, E, R>(self: Effect.Effect<A, E, R>) => Random.withSeed(self, seed)
+
+/** A `Clock` whose time is `now()` and whose sleeps are `sleep`'s (Effect 3's names its members differently). */
+export const makeClock = (now: () => number, sleep: (duration: Duration.Duration) => Effect.Effect<void>) => {
+  const nanos = () => BigInt(now()) * BigInt(1_000_000)
+  const clock: Clock.Clock = {
+    currentTimeMillisUnsafe: now,
+    currentTimeMillis: Effect.sync(now),
+    currentTimeNanosUnsafe: nanos,
+    currentTimeNanos: Effect.sync(nanos),
+    monotonicTimeNanosUnsafe: nanos,
+    monotonicTimeNanos: Effect.sync(nanos),
+    sleep
+  }
+  return clock
+}
+
+/** Runs `self` with `clock` as its `Clock` (Effect 3: `Effect.withClock`). */
+export const withClock = (clock: Clock.Clock) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.provideService(self, Clock.Clock, clock)
+
+/** An effect that `register` resumes from a callback (Effect 3: `Effect.async`; Effect 4 resumes inside `resume`). */
+export const callback = <A, E = never>(
+  register: (resume: (effect: Effect.Effect<A, E>) => void) => void | Effect.Effect<void>
+): Effect.Effect<A, E> => Effect.callback<A, E>((resume) => register(resume))
+
+/** An effect that yields to other fibers once (Effect 3: `Effect.yieldNow()`; Effect 4: `Effect.yieldNow`). */
+export const yieldNow: Effect.Effect<void> = Effect.yieldNow

@@ -1,6 +1,6 @@
 /**
  * `make`: the client's options as one pipe of the combinators. That pipe is the one description of the order of
- * the layers; docs/http-client.md shows it, and test/ResilientHttpClient.test.ts checks that the two agree.
+ * the layers; docs/http-client.md shows it, and test/contract/ResilientHttpClient.test.ts checks that the two agree.
  */
 import { HttpClient } from "@effect/platform"
 import { Cause, Context, Duration, Effect, Exit, Layer, Option } from "effect"

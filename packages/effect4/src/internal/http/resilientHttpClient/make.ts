@@ -1,6 +1,6 @@
 /**
  * `make`: the client's options as one pipe of the combinators. That pipe is the one description of the order of
- * the layers; test/ResilientHttpClient.test.ts checks it against the Effect 3 edition's.
+ * the layers; docs/http-client.md shows it, and test/contract/ResilientHttpClient.test.ts checks that the two agree.
  */
 import { Cause, Context, Duration, Effect, Exit, Layer, Option, type Scope } from "effect"
 import { identity } from "effect/Function"

@@ -1,11 +1,23 @@
 /**
  * Shared backpressure in proportion to the evidence, and `Retry-After` over the `RateLimit` fields — over
- * in-memory servers under virtual time, so the times below are exact (the Effect 3 edition's test of that name).
+ * in-memory servers under virtual time, so the times below are exact.
  */
-import { describe, expect, it } from "@effect/vitest"
+import {
+  callback,
+  failureOf,
+  fork,
+  HttpClient,
+  HttpClientRequest,
+  HttpServerResponse,
+  makeClock,
+  memoryResponse,
+  scoped,
+  TestClock,
+  withClock,
+  yieldNow
+} from "#edition"
+import { describe, expect } from "@effect/vitest"
 import { Clock, Duration, Effect, Exit, Fiber } from "effect"
-import { HttpClient, HttpClientRequest, HttpServerResponse } from "effect/http"
-import { TestClock } from "effect/testing"
 import {
   Backoff,
   Deadline,
@@ -14,9 +26,8 @@ import {
   RateLimitMiddleware,
   ResilientHttpClient,
   Retry
-} from "../src/index.js"
-import { appClient, memoryResponse, scriptedClient, type Step } from "./support/memoryHttp.js"
-import { failureOf, fork } from "./support/resilientClient.js"
+} from "effect-resilience"
+import { appClient, scriptedClient, type Step } from "./support/memoryHttp.js"
 
 const url = "http://api.test/orders"
 
@@ -42,31 +53,24 @@ interface Exchange {
 const virtualTime = () => {
   let now = 0
   const sleepers = new Set<{ readonly at: number; readonly wake: () => void }>()
-  const nanos = () => BigInt(now) * BigInt(1_000_000)
-  const clock: Clock.Clock = {
-    currentTimeMillisUnsafe: () => now,
-    currentTimeMillis: Effect.sync(() => now),
-    currentTimeNanosUnsafe: nanos,
-    currentTimeNanos: Effect.sync(nanos),
-    monotonicTimeNanosUnsafe: nanos,
-    monotonicTimeNanos: Effect.sync(nanos),
-    sleep: (duration) =>
-      Effect.callback<void>((resume) => {
-        const sleeper = { at: now + Duration.toMillis(duration), wake: () => resume(Effect.yieldNow) }
-        if (sleeper.at <= now) return resume(Effect.void)
-        sleepers.add(sleeper)
-        return Effect.sync(() => void sleepers.delete(sleeper))
-      })
-  }
+  const clock = makeClock(() => now, (duration) =>
+    callback<void>((resume) => {
+      // woken through a yield: Effect 4 resumes the sleeper inside `wake`, which would run it on this stack
+      const sleeper = { at: now + Duration.toMillis(duration), wake: () => resume(yieldNow) }
+      if (sleeper.at <= now) return resume(Effect.void)
+      sleepers.add(sleeper)
+      return Effect.sync(() => void sleepers.delete(sleeper))
+    }))
   /** Until nothing is left to run now: every fiber is waiting on a sleeper or done. */
   const settle = Effect.promise(async () => {
     for (let i = 0; i < 3; i++) await new Promise<void>((resolve) => setTimeout(() => setImmediate(resolve), 0))
   })
   const run = <A, E>(effect: Effect.Effect<A, E>) =>
     Effect.gen(function*() {
-      const fiber = yield* Effect.forkChild(Effect.provideService(effect, Clock.Clock, clock))
+      let done = false
+      const fiber = yield* fork(effect.pipe(withClock(clock), Effect.ensuring(Effect.sync(() => (done = true)))))
       yield* settle
-      while (fiber.pollUnsafe() === undefined) {
+      while (!done) {
         const next = Math.min(...[...sleepers].map((s) => s.at))
         if (!Number.isFinite(next)) return yield* Effect.die(new Error("every fiber waits, and no sleeper is left"))
         now = next
@@ -121,7 +125,7 @@ const orders = (sharedBackpressure: boolean) =>
   })
 
 describe("shared backpressure in proportion to the evidence", () => {
-  it.effect(
+  scoped(
     "a mostly healthy origin is not paused: 12 % of 503s cost no more than 1.5x the time without sharing",
     () =>
       Effect.gen(function*() {
@@ -148,7 +152,7 @@ describe("shared backpressure in proportion to the evidence", () => {
     60_000
   )
 
-  it.effect(
+  scoped(
     "a server refusing everything still gets quiet: fewer requests than without sharing",
     () =>
       Effect.gen(function*() {
@@ -173,79 +177,91 @@ describe("shared backpressure in proportion to the evidence", () => {
     60_000
   )
 
-  it.effect("one 503 with Retry-After: 5 does not fail an unrelated GET under a 2 s deadline", () =>
-    Effect.gen(function*() {
-      const steps: ReadonlyArray<Step> = [{ status: 503, headers: { "retry-after": "5" } }, 200]
-      const { client, log } = yield* scriptedClient(steps)
-      const http = yield* ResilientHttpClient.make({ idempotencyKeys: false }).pipe(
-        Effect.provideService(HttpClient.HttpClient, client)
-      )
-      expect((yield* http.execute(HttpClientRequest.post(url))).status).toBe(503) // a POST without a key: returned
-      const health = yield* Effect.exit(http.get("http://api.test/health").pipe(Deadline.within("2 seconds")))
-      expect(Exit.map(health, (r) => r.status)).toEqual(Exit.succeed(200))
-      expect(log).toHaveLength(2)
-      expect(yield* Clock.currentTimeMillis).toBe(0)
-    }))
+  scoped(
+    "one 503 with Retry-After: 5 does not fail an unrelated GET under a 2 s deadline",
+    () =>
+      Effect.gen(function*() {
+        const steps: ReadonlyArray<Step> = [{ status: 503, headers: { "retry-after": "5" } }, 200]
+        const { client, log } = yield* scriptedClient(steps)
+        const http = yield* ResilientHttpClient.make({ idempotencyKeys: false }).pipe(
+          Effect.provideService(HttpClient.HttpClient, client)
+        )
+        expect((yield* http.execute(HttpClientRequest.post(url))).status).toBe(503) // a POST without a key: returned
+        const health = yield* Effect.exit(http.get("http://api.test/health").pipe(Deadline.within("2 seconds")))
+        expect(Exit.map(health, (r) => r.status)).toEqual(Exit.succeed(200))
+        expect(log).toHaveLength(2)
+        expect(yield* Clock.currentTimeMillis).toBe(0)
+      })
+  )
 
-  it.effect("a call that gives up on an origin's pause says so: OriginPaused, without sending", () =>
-    Effect.gen(function*() {
-      const { client, log } = yield* scriptedClient([{ status: 503, headers: { "retry-after": "30" } }])
-      const http = yield* ResilientHttpClient.make({ retry: false }).pipe(
-        Effect.provideService(HttpClient.HttpClient, client)
-      )
-      // three refusals in a row: the origin refuses everything, and asks for 30 s
-      for (let i = 0; i < 3; i++) yield* http.get(url)
-      const exit = yield* Effect.exit(http.get(url).pipe(Deadline.within("5 seconds")))
-      const error = failureOf(exit) as ResilientHttpClient.OriginPaused
-      expect(error).toBeInstanceOf(ResilientHttpClient.OriginPaused)
-      expect(error.origin).toBe("http://api.test")
-      expect(error.message).toMatch(/http:\/\/api\.test asked every caller to hold off/)
-      expect(log).toHaveLength(3)
-      expect(yield* Clock.currentTimeMillis).toBe(0)
-    }))
+  scoped(
+    "a call that gives up on an origin's pause says so: OriginPaused, without sending",
+    () =>
+      Effect.gen(function*() {
+        const { client, log } = yield* scriptedClient([{ status: 503, headers: { "retry-after": "30" } }])
+        const http = yield* ResilientHttpClient.make({ retry: false }).pipe(
+          Effect.provideService(HttpClient.HttpClient, client)
+        )
+        // three refusals in a row: the origin refuses everything, and asks for 30 s
+        for (let i = 0; i < 3; i++) yield* http.get(url)
+        const exit = yield* Effect.exit(http.get(url).pipe(Deadline.within("5 seconds")))
+        const error = failureOf(exit) as ResilientHttpClient.OriginPaused
+        expect(error).toBeInstanceOf(ResilientHttpClient.OriginPaused)
+        expect(error.origin).toBe("http://api.test")
+        expect(error.message).toMatch(/http:\/\/api\.test asked every caller to hold off/)
+        expect(log).toHaveLength(3)
+        expect(yield* Clock.currentTimeMillis).toBe(0)
+      })
+  )
 })
 
 describe("Retry-After wins over the RateLimit fields", () => {
-  it.effect("a 429 with Retry-After: 1 and t=10 is retried after 1 s, within a 4 s deadline", () =>
-    Effect.gen(function*() {
-      const { client, log } = yield* scriptedClient([
-        { status: 429, headers: { "retry-after": "1", ratelimit: "\"default\";r=0;t=10" } },
-        200
-      ])
-      const http = yield* ResilientHttpClient.make().pipe(Effect.provideService(HttpClient.HttpClient, client))
-      const call = yield* fork(Effect.exit(http.get(url).pipe(Deadline.within("4 seconds"))))
-      yield* TestClock.adjust("1 second")
-      expect(Exit.map(yield* Fiber.join(call), (r) => r.status)).toEqual(Exit.succeed(200))
-      expect(log.map((s) => s.at)).toEqual([0, 1000])
-    }))
+  scoped(
+    "a 429 with Retry-After: 1 and t=10 is retried after 1 s, within a 4 s deadline",
+    () =>
+      Effect.gen(function*() {
+        const { client, log } = yield* scriptedClient([
+          { status: 429, headers: { "retry-after": "1", ratelimit: "\"default\";r=0;t=10" } },
+          200
+        ])
+        const http = yield* ResilientHttpClient.make().pipe(Effect.provideService(HttpClient.HttpClient, client))
+        const call = yield* fork(Effect.exit(http.get(url).pipe(Deadline.within("4 seconds"))))
+        yield* TestClock.adjust("1 second")
+        expect(Exit.map(yield* Fiber.join(call), (r) => r.status)).toEqual(Exit.succeed(200))
+        expect(log.map((s) => s.at)).toEqual([0, 1000])
+      })
+  )
 
-  it.effect("after a token bucket's last token, the next call waits for the next token, not for a full bucket", () =>
-    Effect.gen(function*() {
-      // the real middleware: 20 tokens, 2 a second; its 20th 201 says r=0;t=1 (the next token in 0.5 s, rounded up)
-      const limiter = yield* RateLimiter.tokenBucket({ capacity: 20, refillPerSecond: 2 })
-      const app = Effect.succeed(HttpServerResponse.text("created", { status: 201 })).pipe(
-        RateLimitMiddleware.make({ limiter, scope: () => Effect.succeed("alice") })
-      )
-      const base = yield* appClient(app)
-      const sent: Array<number> = []
-      const http = yield* ResilientHttpClient.make().pipe(
-        Effect.provideService(
-          HttpClient.HttpClient,
-          HttpClient.tapRequest(base, () => Effect.map(Clock.currentTimeMillis, (at) => void sent.push(at)))
+  scoped(
+    "after a token bucket's last token, the next call waits for the next token, not for a full bucket",
+    () =>
+      Effect.gen(function*() {
+        // the real middleware: 20 tokens, 2 a second; its 20th 201 says r=0;t=1 (the next token in 0.5 s, rounded up)
+        const limiter = yield* RateLimiter.tokenBucket({ capacity: 20, refillPerSecond: 2 })
+        const app = Effect.succeed(HttpServerResponse.text("created", { status: 201 })).pipe(
+          RateLimitMiddleware.make({ limiter, scope: () => Effect.succeed("alice") })
         )
-      )
-      let last = ""
-      for (let i = 0; i < 20; i++) last = (yield* http.post(url)).headers["ratelimit"] ?? ""
-      expect(last).toBe("\"default\";r=0;t=1")
-      const next = yield* fork(http.post(url))
-      yield* TestClock.adjust("1 second")
-      expect((yield* Fiber.join(next)).status).toBe(201)
-      // sent once the pause of t=1 s was over, not after the 10 s a full bucket takes
-      expect(sent).toHaveLength(21)
-      expect(sent.at(-1)).toBe(1000)
-    }).pipe(Effect.provide(RateLimiterStore.layerMemory)))
+        const base = yield* appClient(app)
+        const sent: Array<number> = []
+        const http = yield* ResilientHttpClient.make().pipe(
+          Effect.provideService(
+            HttpClient.HttpClient,
+            HttpClient.tapRequest(base, () => Effect.map(Clock.currentTimeMillis, (at) => void sent.push(at)))
+          )
+        )
+        let last = ""
+        for (let i = 0; i < 20; i++) last = (yield* http.post(url)).headers["ratelimit"] ?? ""
+        expect(last).toBe("\"default\";r=0;t=1")
+        const next = yield* fork(http.post(url))
+        yield* TestClock.adjust("1 second")
+        expect((yield* Fiber.join(next)).status).toBe(201)
+        // sent once the pause of t=1 s was over, not after the 10 s a full bucket takes
+        expect(sent).toHaveLength(21)
+        expect(sent.at(-1)).toBe(1000)
+      }).pipe(Effect.provide(RateLimiterStore.layerMemory))
+  )
 
-  it.effect("a 429 without Retry-After but with r=0 is retried after its t", () =>
+  scoped("a 429 without Retry-After but with r=0 is retried after its t", () =>
     Effect.gen(function*() {
       const { client, log } = yield* scriptedClient([{ status: 429, headers: { ratelimit: "\"d\";r=0;t=2" } }, 200])
       const http = yield* ResilientHttpClient.make({
@@ -257,7 +273,7 @@ describe("Retry-After wins over the RateLimit fields", () => {
       expect(log.map((s) => s.at)).toEqual([0, 2000])
     }))
 
-  it.effect("Retry-After beyond maxRetryAfter stops the retries with reason retry-after", () =>
+  scoped("Retry-After beyond maxRetryAfter stops the retries with reason retry-after", () =>
     Effect.gen(function*() {
       const { client } = yield* scriptedClient([{ status: 503, headers: { "retry-after": "120" } }])
       const http = yield* ResilientHttpClient.make().pipe(Effect.provideService(HttpClient.HttpClient, client))

@@ -1,7 +1,6 @@
+import { fc, prop } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import * as fc from "fast-check"
-import { HttpClassify } from "../src/index.js"
-import { prop } from "./support/prop.js"
+import { HttpClassify } from "effect-resilience"
 
 const idempotent = [
   "GET",

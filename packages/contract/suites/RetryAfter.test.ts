@@ -1,6 +1,7 @@
+import { fc, prop, TestClock } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, FastCheck as fc, Option, TestClock } from "effect"
-import { RetryAfter } from "../src/index.js"
+import { Clock, Duration, Effect, Option } from "effect"
+import { RetryAfter } from "effect-resilience"
 
 const now = Date.UTC(1999, 11, 31, 23, 59, 0) // Fri, 31 Dec 1999 23:59:00 GMT
 
@@ -164,7 +165,7 @@ describe("RetryAfter", () => {
     })
     const anyNow = fc.oneof(fc.double(), fc.integer(), fc.constantFrom(now, Number.NaN, Infinity))
 
-    it.prop(
+    prop(
       "never throws; a result is a non-negative duration",
       [fc.oneof(fc.string(), fc.string({ unit: "binary" }), fc.string({ unit: "grapheme" }), headerish), anyNow],
       ([value, t]) => {
@@ -175,7 +176,7 @@ describe("RetryAfter", () => {
       { fastCheck: { numRuns: 2000 } }
     )
 
-    it.prop(
+    prop(
       "delay-seconds: digits with any leading zeros and OWS read exactly",
       [fc.integer({ min: 0, max: RetryAfter.maxDelaySeconds }), fc.nat(5), fc.stringMatching(/^[ \t]{0,3}$/)],
       ([n, zeros, ows]) => {
@@ -184,7 +185,7 @@ describe("RetryAfter", () => {
       }
     )
 
-    it.prop(
+    prop(
       "delay-seconds: values past the maximum are infinity",
       [fc.bigInt({ min: BigInt(RetryAfter.maxDelaySeconds) + BigInt(1), max: BigInt(10) ** BigInt(40) })],
       ([n]) => {
@@ -194,18 +195,18 @@ describe("RetryAfter", () => {
 
     const secondAligned = fc.integer({ min: YEAR_0 / 1000, max: YEAR_9999_END / 1000 }).map((s) => s * 1000)
 
-    it.prop("IMF-fixdate round trip with Date.prototype.toUTCString", [secondAligned], ([at]) => {
+    prop("IMF-fixdate round trip with Date.prototype.toUTCString", [secondAligned], ([at]) => {
       const text = new Date(at).toUTCString()
       expect(RetryAfter.parseHttpDate(text)).toEqual(Option.some(at))
     })
 
-    it.prop("a date gives max(0, date - now)", [secondAligned, fc.integer({ min: YEAR_0, max: YEAR_9999_END })], (
+    prop("a date gives max(0, date - now)", [secondAligned, fc.integer({ min: YEAR_0, max: YEAR_9999_END })], (
       [at, t]
     ) => {
       expect(millis(new Date(at).toUTCString(), t)).toBe(Math.max(0, at - t))
     })
 
-    it.prop(
+    prop(
       "only the right day name is accepted",
       [secondAligned, fc.constantFrom("Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat")],
       ([at, day]) => {
@@ -215,7 +216,7 @@ describe("RetryAfter", () => {
       }
     )
 
-    it.prop("format then parse gives back whole seconds", [fc.integer({ min: 0, max: RetryAfter.maxDelaySeconds })], (
+    prop("format then parse gives back whole seconds", [fc.integer({ min: 0, max: RetryAfter.maxDelaySeconds })], (
       [n]
     ) => {
       expect(RetryAfter.parse(RetryAfter.format(Duration.seconds(n)), now)).toEqual(Option.some(Duration.seconds(n)))
@@ -223,13 +224,13 @@ describe("RetryAfter", () => {
 
     const parsedSeconds = (text: string): number => Duration.toSeconds(Option.getOrThrow(RetryAfter.parse(text, now)))
 
-    it.prop("format rounds milliseconds up by less than a second", [fc.integer({ min: 0, max: 1e15 })], ([ms]) => {
+    prop("format rounds milliseconds up by less than a second", [fc.integer({ min: 0, max: 1e15 })], ([ms]) => {
       const back = parsedSeconds(RetryAfter.format(Duration.millis(ms))) * 1000
       expect(back).toBeGreaterThanOrEqual(ms)
       expect(back - ms).toBeLessThan(1000)
     })
 
-    it.prop(
+    prop(
       "format rounds nanoseconds up by less than a second",
       [fc.bigInt({ min: BigInt(0), max: BigInt(10) ** BigInt(21) })],
       ([nanos]) => {
