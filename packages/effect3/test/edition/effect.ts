@@ -1,5 +1,5 @@
 import { it } from "@effect/vitest"
-import { Duration, Effect, Exit, Fiber, Metric, Random, Schedule, TestClock as TC } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Metric, Option, Random, Schedule, TestClock as TC } from "effect"
 
 /** Which edition runs the suite (for the rare case whose expectation differs on purpose: say why where it is used). */
 export const edition = "effect3" as "effect3" | "effect4"
@@ -45,3 +45,43 @@ export const counterValue = (
     Metric.value(Object.entries(attributes).reduce((m, [k, v]) => Metric.tagged(m, k, v), counter)),
     (state) => Number(state.count)
   )
+
+/** The error a malformed option throws (Effect 4: `Cause.IllegalArgumentError`). */
+export const IllegalArgument = Cause.IllegalArgumentException
+
+/** The typed failure of an exit, if it failed with one (Effect 4: `Cause.findErrorOption`). */
+export const failureOf = <E>(exit: Exit.Exit<unknown, E>): E | undefined =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+
+/** The fiber's exit if it has ended, after letting it run (Effect 4: `fiber.pollUnsafe()`). */
+export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.map(Effect.zipRight(Effect.yieldNow(), Fiber.poll(fiber)), Option.getOrUndefined)
+
+/** Runs `self` with `clock` as its Clock (Effect 4: `Effect.provideService(Clock.Clock, clock)`). */
+export const withClock = (clock: Clock.Clock) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.withClock(self, clock)
+
+/** The fiber's Clock with its wall reading `millis` ahead; its nanosecond reading and its sleeps are the Clock's. */
+export const wallClockAhead = (millis: number): Effect.Effect<Clock.Clock> =>
+  Effect.map(Effect.clock, (test): Clock.Clock => ({
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => test.unsafeCurrentTimeMillis() + millis,
+    currentTimeMillis: Effect.sync(() => test.unsafeCurrentTimeMillis() + millis),
+    // Effect 3's monotonic reading: the edition measures durations on it, so it does not move
+    unsafeCurrentTimeNanos: () => test.unsafeCurrentTimeNanos(),
+    currentTimeNanos: Effect.sync(() => test.unsafeCurrentTimeNanos()),
+    sleep: (d) => test.sleep(d)
+  }))
+
+/** Runs `self` with `attributes` on every metric it updates (Effect 4: `Metric.CurrentMetricAttributes`). */
+export const withMetricAttributes =
+  (attributes: Record<string, string>) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Object.entries(attributes).reduce((e, [k, v]) => Effect.tagMetrics(e, k, v), self)
+
+/** Runs `self` with its TestClock counting sleeps (Effect 3's TestClock does already: the identity). */
+export const recordingSleeps = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => self
+
+export { forkUntilSleeping } from "../support/eventually.js"
+
+/** Virtual time moved by hand (`advance`, `stepWall`, `reset`), for tests that move it thousands of times. */
+export { handClock } from "../support/handClock.js"

@@ -1,5 +1,5 @@
 import { it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Metric, Random, Schedule } from "effect"
+import { Cause, Clock, Duration, Effect, Exit, Metric, Option, Random, Schedule } from "effect"
 import type { Fiber } from "effect"
 import { TestClock as TC } from "effect/testing"
 
@@ -51,3 +51,47 @@ export const counterValue = (
   attributes: Record<string, string> = {}
 ): Effect.Effect<number> =>
   Effect.map(Metric.value(Metric.withAttributes(counter, attributes)), (state) => Number(state.count))
+
+/** The error a malformed option throws (Effect 3: `Cause.IllegalArgumentException`). */
+export const IllegalArgument = Cause.IllegalArgumentError
+
+/** The typed failure of an exit, if it failed with one (Effect 3: `Cause.failureOption`). */
+export const failureOf = <E>(exit: Exit.Exit<unknown, E>): E | undefined =>
+  Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
+
+/** The fiber's exit if it has ended, after letting it run (Effect 3: `Fiber.poll`). */
+export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.andThen(Effect.yieldNow, Effect.sync(() => fiber.pollUnsafe()))
+
+/** Runs `self` with `clock` as its Clock (Effect 3: `Effect.withClock`). */
+export const withClock = (clock: Clock.Clock) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.provideService(self, Clock.Clock, clock)
+
+/** The fiber's Clock with its wall reading `millis` ahead; its monotonic reading and its sleeps are the Clock's. */
+export const wallClockAhead = (millis: number): Effect.Effect<Clock.Clock> =>
+  Effect.map(Effect.service(Clock.Clock), (test): Clock.Clock => {
+    const aheadNanos = () => test.currentTimeNanosUnsafe() + BigInt(millis) * BigInt(1_000_000)
+    return {
+      currentTimeMillisUnsafe: () => test.currentTimeMillisUnsafe() + millis,
+      currentTimeMillis: Effect.sync(() => test.currentTimeMillisUnsafe() + millis),
+      currentTimeNanosUnsafe: aheadNanos,
+      currentTimeNanos: Effect.sync(aheadNanos),
+      monotonicTimeNanosUnsafe: () => test.monotonicTimeNanosUnsafe(),
+      monotonicTimeNanos: test.monotonicTimeNanos,
+      sleep: (d) => test.sleep(d)
+    }
+  })
+
+/** Runs `self` with `attributes` on every metric it updates (Effect 3: `Effect.tagMetrics`). */
+export const withMetricAttributes =
+  (attributes: Record<string, string>) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.provideService(self, Metric.CurrentMetricAttributes, attributes)
+
+/**
+ * Runs `self` with its TestClock counting sleeps, for {@link forkUntilSleeping} (Effect 4's TestClock does not say
+ * who sleeps until when; Effect 3's does, and there this is the identity).
+ */
+export { forkUntilSleeping, recordingSleeps } from "../support/sleeps.js"
+
+/** Virtual time moved by hand (`advance`, `stepWall`, `reset`), for tests that move it thousands of times. */
+export { handClock } from "../support/handClock.js"

@@ -6,3 +6,5 @@
  * and this package's modules as `effect-resilience`.
  */
 export * from "./effect.js"
+export * from "./services.js"
+export * from "./web.js"
