@@ -13,11 +13,11 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import * as RateLimiterStoreSql from "../src/RateLimiterStore/Sql.js"
-import { rateLimiterSuite } from "./rateLimiterSuite.js"
+import { rateLimiterSuite } from "./contract/rateLimiterSuite.js"
+import { fractionalSlidingWindow } from "./contract/slidingWindow.js"
 import { eventually } from "./support/eventually.js"
 import { dropAfterAll } from "./support/pg.js"
 import { DATABASE_URL, describePg } from "./support/services.js"
-import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
 const run = `${process.pid}_${Date.now().toString(36)}`
 let tables = 0

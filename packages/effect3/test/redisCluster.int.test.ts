@@ -19,12 +19,12 @@ import { keyOf as limiterKey } from "../src/internal/rateLimiterStore/redis.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import * as RedisStreamQueue from "../src/RedisStreamQueue.js"
 import { breakerRedisSuite } from "./breakerRedisSuite.js"
+import { rateLimiterSuite } from "./contract/rateLimiterSuite.js"
+import { fractionalSlidingWindow } from "./contract/slidingWindow.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { redisStreamQueueSuite } from "./queue/redisSuite.js"
-import { rateLimiterSuite } from "./rateLimiterSuite.js"
 import { eventually } from "./support/eventually.js"
 import { describeRedisCluster } from "./support/redisCluster.js"
-import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
 let streams = 0
 

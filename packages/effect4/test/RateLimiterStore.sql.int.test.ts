@@ -15,12 +15,12 @@ import { join } from "node:path"
 import { RateLimiter, RateLimiterStore } from "../src/index.js"
 import * as RateLimiterStoreSql from "../src/RateLimiterStore/Sql.js"
 import * as Sqlite from "../src/Sqlite.js"
-import { rateLimiterSuite } from "./rateLimiterSuite.js"
+import { rateLimiterSuite } from "./contract/rateLimiterSuite.js"
+import { fractionalSlidingWindow } from "./contract/slidingWindow.js"
 import { effectProp } from "./support/effectProp.js"
 import { eventually } from "./support/eventually.js"
 import { dropPgTables, freshName, PgLive } from "./support/pg.js"
 import { available, describePg } from "./support/services.js"
-import { fractionalSlidingWindow } from "./support/slidingWindow.js"
 
 const freshTable = () => freshName("rl")
 

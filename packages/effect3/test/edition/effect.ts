@@ -129,3 +129,32 @@ export const callback = <A, E = never>(
 
 /** An effect that yields to other fibers once (Effect 3: `Effect.yieldNow()`; Effect 4: `Effect.yieldNow`). */
 export const yieldNow: Effect.Effect<void> = Effect.yieldNow()
+
+/** The fiber's exit if it has ended, after letting it run (Effect 4: `fiber.pollUnsafe()`). */
+export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.map(Effect.zipRight(Effect.yieldNow(), Fiber.poll(fiber)), Option.getOrUndefined)
+
+/** The fiber's Clock with its wall reading `millis` ahead; its nanosecond reading and its sleeps are the Clock's. */
+export const wallClockAhead = (millis: number): Effect.Effect<Clock.Clock> =>
+  Effect.map(Effect.clock, (test): Clock.Clock => ({
+    [Clock.ClockTypeId]: Clock.ClockTypeId,
+    unsafeCurrentTimeMillis: () => test.unsafeCurrentTimeMillis() + millis,
+    currentTimeMillis: Effect.sync(() => test.unsafeCurrentTimeMillis() + millis),
+    // Effect 3's monotonic reading: the edition measures durations on it, so it does not move
+    unsafeCurrentTimeNanos: () => test.unsafeCurrentTimeNanos(),
+    currentTimeNanos: Effect.sync(() => test.unsafeCurrentTimeNanos()),
+    sleep: (d) => test.sleep(d)
+  }))
+
+/** Runs `self` with `attributes` on every metric it updates (Effect 4: `Metric.CurrentMetricAttributes`). */
+export const withMetricAttributes =
+  (attributes: Record<string, string>) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Object.entries(attributes).reduce((e, [k, v]) => Effect.tagMetrics(e, k, v), self)
+
+/** Runs `self` with its TestClock counting sleeps (Effect 3's TestClock does already: the identity). */
+export const recordingSleeps = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => self
+
+export { forkUntilSleeping } from "../support/eventually.js"
+
+/** Virtual time moved by hand (`advance`, `stepWall`, `reset`), for tests that move it thousands of times. */
+export { handClock } from "../support/handClock.js"

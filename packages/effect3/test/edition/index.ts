@@ -8,3 +8,5 @@
 export * from "./client.js"
 export * from "./effect.js"
 export * from "./redisRequest.js"
+export * from "./services.js"
+export * from "./web.js"

@@ -121,3 +121,36 @@ export const callback = <A, E = never>(
 
 /** An effect that yields to other fibers once (Effect 3: `Effect.yieldNow()`; Effect 4: `Effect.yieldNow`). */
 export const yieldNow: Effect.Effect<void> = Effect.yieldNow
+
+/** The fiber's exit if it has ended, after letting it run (Effect 3: `Fiber.poll`). */
+export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Effect.Effect<Exit.Exit<A, E> | undefined> =>
+  Effect.andThen(Effect.yieldNow, Effect.sync(() => fiber.pollUnsafe()))
+
+/** The fiber's Clock with its wall reading `millis` ahead; its monotonic reading and its sleeps are the Clock's. */
+export const wallClockAhead = (millis: number): Effect.Effect<Clock.Clock> =>
+  Effect.map(Effect.service(Clock.Clock), (test): Clock.Clock => {
+    const aheadNanos = () => test.currentTimeNanosUnsafe() + BigInt(millis) * BigInt(1_000_000)
+    return {
+      currentTimeMillisUnsafe: () => test.currentTimeMillisUnsafe() + millis,
+      currentTimeMillis: Effect.sync(() => test.currentTimeMillisUnsafe() + millis),
+      currentTimeNanosUnsafe: aheadNanos,
+      currentTimeNanos: Effect.sync(aheadNanos),
+      monotonicTimeNanosUnsafe: () => test.monotonicTimeNanosUnsafe(),
+      monotonicTimeNanos: test.monotonicTimeNanos,
+      sleep: (d) => test.sleep(d)
+    }
+  })
+
+/** Runs `self` with `attributes` on every metric it updates (Effect 3: `Effect.tagMetrics`). */
+export const withMetricAttributes =
+  (attributes: Record<string, string>) => <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+    Effect.provideService(self, Metric.CurrentMetricAttributes, attributes)
+
+/**
+ * Runs `self` with its TestClock counting sleeps, for {@link forkUntilSleeping} (Effect 4's TestClock does not say
+ * who sleeps until when; Effect 3's does, and there this is the identity).
+ */
+export { forkUntilSleeping, recordingSleeps } from "../support/sleeps.js"
+
+/** Virtual time moved by hand (`advance`, `stepWall`, `reset`), for tests that move it thousands of times. */
+export { handClock } from "../support/handClock.js"

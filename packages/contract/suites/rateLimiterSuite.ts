@@ -4,14 +4,22 @@
  * names, so a shared remote store needs no cleanup between tests; time is virtual (`TestClock`, or a clock
  * the properties move by hand), passed to the store.
  */
+import {
+  diedOf,
+  failureOf,
+  fc,
+  forkUntilSleeping,
+  handClock,
+  IllegalArgumentError,
+  pollFiber,
+  recordingSleeps,
+  TestClock,
+  withClock
+} from "#edition"
 import { describe, expect, it } from "@effect/vitest"
 import type { Layer } from "effect"
 import { Cause, Clock, Duration, Effect, Exit, Fiber } from "effect"
-import { TestClock } from "effect/testing"
-import * as fc from "fast-check"
-import { Deadline, RateLimiter, type RateLimiterStore } from "../src/index.js"
-import { handClock } from "./support/handClock.js"
-import { forkUntilSleeping, recordingSleeps } from "./support/sleeps.js"
+import { Deadline, RateLimiter, type RateLimiterStore } from "effect-resilience"
 
 let counter = 0
 /** A name no other test (or other run of this suite against the same store) uses. */
@@ -49,7 +57,7 @@ const take = (limiter: RateLimiter.RateLimiter, key: string, cost = 1) =>
 const advance = (millis: number) => TestClock.adjust(Duration.millis(millis))
 
 /** A forked effect's exit if it finished, `undefined` otherwise. */
-const poll = <A, E>(fiber: Fiber.Fiber<A, E>) => Effect.andThen(Effect.yieldNow, Effect.sync(() => fiber.pollUnsafe()))
+const poll = pollFiber
 
 type Make = (
   name: string
@@ -254,14 +262,14 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
       scoped(Effect.gen(function*() {
         const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: fresh("acq") })
         yield* limiter.tryAcquire("k")
-        const a = yield* forkUntilSleeping(Effect.result(limiter.acquire("k", 1, { maxWait: "1500 millis" })), 1000)
-        const b = yield* forkUntilSleeping(Effect.result(limiter.acquire("k", 1, { maxWait: "1500 millis" })), 1000)
+        const a = yield* forkUntilSleeping(Effect.exit(limiter.acquire("k", 1, { maxWait: "1500 millis" })), 1000)
+        const b = yield* forkUntilSleeping(Effect.exit(limiter.acquire("k", 1, { maxWait: "1500 millis" })), 1000)
         yield* advance(1000)
         // both woke at 1 s; one took the token, the other would need 1 s more: 2 s > 1.5 s in all
         const results = [yield* Fiber.join(a), yield* Fiber.join(b)]
-        expect(results.filter((r) => r._tag === "Success")).toHaveLength(1)
-        const failed = results.find((r) => r._tag === "Failure")
-        expect(failed?._tag === "Failure" && failed.failure.reason).toBe("max-wait")
+        expect(results.filter(Exit.isSuccess)).toHaveLength(1)
+        const failed = results.find(Exit.isFailure)
+        expect(failed && failureOf(failed)?.reason).toBe("max-wait")
         expect(yield* Clock.currentTimeMillis).toBe(1000)
       })))
   })
@@ -286,7 +294,7 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
         fc.assert(
           fc.asyncProperty(arbitrary, async (a) => {
             const exit = await Effect.runPromiseExit(
-              Effect.provideService(Effect.andThen(reset, scoped(body(a))), Clock.Clock, clock)
+              withClock(clock)(Effect.andThen(reset, scoped(body(a))))
             )
             if (Exit.isFailure(exit)) throw Cause.squash(exit.cause)
           }),
@@ -411,15 +419,15 @@ export const rateLimiterSuite = (storeName: string, layer: Layer.Layer<RateLimit
 
   describe(`RateLimiter cost validation (${storeName})`, () => {
     for (const [name, make] of algorithms) {
-      it.effect(`${name}: a cost that can never pass dies with IllegalArgumentError, at once`, () =>
+      it.effect(`${name}: a cost that can never pass dies with an illegal-argument error, at once`, () =>
         scoped(Effect.gen(function*() {
           const limiter = yield* make(3, 1000)(fresh("v"))
           for (const cost of [0, -1, 1.5, NaN, Infinity, 4]) {
             for (const effect of [limiter.tryAcquire("k", cost), limiter.acquire("k", cost)]) {
               const exit = yield* Effect.exit(effect)
-              expect(Exit.isFailure(exit) && Cause.hasDies(exit.cause)).toBe(true)
+              expect(diedOf(exit)).toBe(true)
               if (Exit.isFailure(exit)) {
-                expect(Cause.squash(exit.cause)).toBeInstanceOf(Cause.IllegalArgumentError)
+                expect(Cause.squash(exit.cause)).toBeInstanceOf(IllegalArgumentError)
               }
             }
           }

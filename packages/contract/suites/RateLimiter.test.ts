@@ -1,9 +1,18 @@
+import {
+  counterValue,
+  type DurationInput,
+  IllegalArgumentError,
+  scoped,
+  TestClock,
+  wallClockAhead,
+  withClock,
+  withMetricAttributes
+} from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Duration, Effect, Metric } from "effect"
-import { TestClock } from "effect/testing"
-import { RateLimiter, RateLimiterStore } from "../src/index.js"
+import { Duration, Effect } from "effect"
+import { RateLimiter, RateLimiterStore } from "effect-resilience"
 import { plain, rateLimiterSuite } from "./rateLimiterSuite.js"
-import { fractionalSlidingWindow } from "./support/slidingWindow.js"
+import { fractionalSlidingWindow } from "./slidingWindow.js"
 
 rateLimiterSuite("memory", RateLimiterStore.layerMemory)
 fractionalSlidingWindow("memory", RateLimiterStore.layerMemory)
@@ -23,47 +32,38 @@ const withStore = <A, E>(
   })
 
 describe("RateLimiterStore.layerMemory eviction", () => {
-  it.effect("idle keys are swept on the callers' time, also once every caller is idle", () =>
-    withStore(1000, (store) =>
-      Effect.gen(function*() {
-        const bucket = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 1 })
-        const fixed = yield* RateLimiter.fixedWindow({ limit: 2, window: "1 second" })
-        const sliding = yield* RateLimiter.slidingWindow({ limit: 2, window: "1 second" })
-        for (let i = 0; i < 1000; i++) {
-          yield* bucket.tryAcquire(`k${i}`) // full again at 1000
-          yield* fixed.tryAcquire(`k${i}`) // its window ends at 1000
-          yield* sliding.tryAcquire(`k${i}`) // forgotten two windows on, at 2000
-        }
-        expect(yield* store.size).toBe(3000)
-        // no call from now on. The sweeps at 1000, 2000, 3000 evict at the callers' time: their latest
-        // instant (0), advanced by the time elapsed since the sweeper first saw it (at 1000)
-        yield* advance(1000) // callers' time 0: nothing has expired
-        expect(yield* store.size).toBe(3000)
-        yield* advance(1000) // callers' time 1000: buckets full, fixed windows over
-        expect(yield* store.size).toBe(1000)
-        yield* advance(1000) // callers' time 2000: the sliding windows are forgotten
-        expect(yield* store.size).toBe(0)
-      })))
+  scoped(
+    "idle keys are swept on the callers' time, also once every caller is idle",
+    () =>
+      withStore(1000, (store) =>
+        Effect.gen(function*() {
+          const bucket = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 1 })
+          const fixed = yield* RateLimiter.fixedWindow({ limit: 2, window: "1 second" })
+          const sliding = yield* RateLimiter.slidingWindow({ limit: 2, window: "1 second" })
+          for (let i = 0; i < 1000; i++) {
+            yield* bucket.tryAcquire(`k${i}`) // full again at 1000
+            yield* fixed.tryAcquire(`k${i}`) // its window ends at 1000
+            yield* sliding.tryAcquire(`k${i}`) // forgotten two windows on, at 2000
+          }
+          expect(yield* store.size).toBe(3000)
+          // no call from now on. The sweeps at 1000, 2000, 3000 evict at the callers' time: their latest
+          // instant (0), advanced by the time elapsed since the sweeper first saw it (at 1000)
+          yield* advance(1000) // callers' time 0: nothing has expired
+          expect(yield* store.size).toBe(3000)
+          yield* advance(1000) // callers' time 1000: buckets full, fixed windows over
+          expect(yield* store.size).toBe(1000)
+          yield* advance(1000) // callers' time 2000: the sliding windows are forgotten
+          expect(yield* store.size).toBe(0)
+        }))
+  )
 
-  it.effect("the sweep never evicts a live key when the store's clock is not the callers'", () =>
+  scoped("the sweep never evicts a live key when the store's clock is not the callers'", () =>
     Effect.gen(function*() {
       // the store is built on a clock an hour ahead of the callers' TestClock (say, the layer provided
       // outside TestContext); its sweep interval still elapses with the TestClock
-      const test = yield* Clock.Clock
       const hour = 3_600_000
-      const aheadNanos = () => test.currentTimeNanosUnsafe() + BigInt(hour) * BigInt(1_000_000)
-      const ahead: Clock.Clock = {
-        currentTimeMillisUnsafe: () => test.currentTimeMillisUnsafe() + hour,
-        currentTimeMillis: Effect.sync(() => test.currentTimeMillisUnsafe() + hour),
-        currentTimeNanosUnsafe: aheadNanos,
-        currentTimeNanos: Effect.sync(aheadNanos),
-        monotonicTimeNanosUnsafe: () => test.monotonicTimeNanosUnsafe(),
-        monotonicTimeNanos: test.monotonicTimeNanos,
-        sleep: (d) => test.sleep(d)
-      }
-      const store = yield* RateLimiterStore.makeMemory({ sweepInterval: "1 second" }).pipe(
-        Effect.provideService(Clock.Clock, ahead)
-      )
+      const ahead = yield* wallClockAhead(hour)
+      const store = yield* RateLimiterStore.makeMemory({ sweepInterval: "1 second" }).pipe(withClock(ahead))
       yield* Effect.gen(function*() {
         // one token, refilled in 1,000 s
         const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 0.001 })
@@ -75,7 +75,7 @@ describe("RateLimiterStore.layerMemory eviction", () => {
       }).pipe(Effect.provideService(RateLimiterStore.RateLimiterStore, store))
     }))
 
-  it.effect("each build of layerMemory is a store of its own", () =>
+  scoped("each build of layerMemory is a store of its own", () =>
     Effect.gen(function*() {
       const once = RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: "layer-builds" }).pipe(
         Effect.flatMap((limiter) => limiter.tryAcquire("k")),
@@ -87,53 +87,62 @@ describe("RateLimiterStore.layerMemory eviction", () => {
       expect(yield* once).toBe(true)
     }))
 
-  it.effect("a key costs nothing while it equals a fresh key", () =>
-    withStore(Infinity, (store) =>
-      Effect.gen(function*() {
-        const bucket = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 1 })
-        yield* bucket.tryAcquire("a")
-        expect(store.unsafeSize()).toBe(1)
-        yield* advance(1000)
-        yield* store.evictExpired
-        expect(store.unsafeSize()).toBe(0)
-        // the next request sees a full bucket, exactly as before eviction
-        expect(plain(yield* bucket.tryAcquire("a", 2))).toEqual({
-          allowed: true,
-          limit: 2,
-          remaining: 0,
-          retryAfter: 0,
-          resetAfter: 2000
-        })
-      })))
+  scoped(
+    "a key costs nothing while it equals a fresh key",
+    () =>
+      withStore(Infinity, (store) =>
+        Effect.gen(function*() {
+          const bucket = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 1 })
+          yield* bucket.tryAcquire("a")
+          expect(store.unsafeSize()).toBe(1)
+          yield* advance(1000)
+          yield* store.evictExpired
+          expect(store.unsafeSize()).toBe(0)
+          // the next request sees a full bucket, exactly as before eviction
+          expect(plain(yield* bucket.tryAcquire("a", 2))).toEqual({
+            allowed: true,
+            limit: 2,
+            remaining: 0,
+            retryAfter: 0,
+            resetAfter: 2000
+          })
+        }))
+  )
 
-  it.effect("without a sweep, each new key evicts expired ones: the count stays bounded", () =>
-    withStore(Infinity, (store) =>
-      Effect.gen(function*() {
-        const bucket = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1 })
-        for (let i = 0; i < 100; i++) yield* bucket.tryAcquire(`old${i}`)
-        yield* advance(1000)
-        for (let i = 0; i < 60; i++) yield* bucket.tryAcquire(`new${i}`)
-        // 60 inserts evicted up to 120 expired keys: all 100 old ones are gone
-        expect(store.unsafeSize()).toBe(60)
-      })))
+  scoped(
+    "without a sweep, each new key evicts expired ones: the count stays bounded",
+    () =>
+      withStore(Infinity, (store) =>
+        Effect.gen(function*() {
+          const bucket = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1 })
+          for (let i = 0; i < 100; i++) yield* bucket.tryAcquire(`old${i}`)
+          yield* advance(1000)
+          for (let i = 0; i < 60; i++) yield* bucket.tryAcquire(`new${i}`)
+          // 60 inserts evicted up to 120 expired keys: all 100 old ones are gone
+          expect(store.unsafeSize()).toBe(60)
+        }))
+  )
 
-  it.effect("a busy key does not hold back the eviction of idle keys behind it", () =>
-    withStore(Infinity, (store) =>
-      Effect.gen(function*() {
-        const bucket = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 10 })
-        yield* bucket.tryAcquire("busy")
-        for (let i = 0; i < 50; i++) yield* bucket.tryAcquire(`idle${i}`)
-        for (let t = 0; t < 10; t++) {
-          yield* advance(100)
+  scoped(
+    "a busy key does not hold back the eviction of idle keys behind it",
+    () =>
+      withStore(Infinity, (store) =>
+        Effect.gen(function*() {
+          const bucket = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 10 })
           yield* bucket.tryAcquire("busy")
-        }
-        yield* store.evictExpired
-        expect(store.unsafeSize()).toBe(1)
-      })))
+          for (let i = 0; i < 50; i++) yield* bucket.tryAcquire(`idle${i}`)
+          for (let t = 0; t < 10; t++) {
+            yield* advance(100)
+            yield* bucket.tryAcquire("busy")
+          }
+          yield* store.evictExpired
+          expect(store.unsafeSize()).toBe(1)
+        }))
+  )
 
-  it.effect("layerMemoryWith validates its options", () =>
+  scoped("layerMemoryWith validates its options", () =>
     Effect.sync(() => {
-      expect(() => RateLimiterStore.layerMemoryWith({ sweepInterval: -1 })).toThrow(Cause.IllegalArgumentError)
+      expect(() => RateLimiterStore.layerMemoryWith({ sweepInterval: -1 })).toThrow(IllegalArgumentError)
     }))
 
   it("the synchronous core decides exactly like the limiter", () => {
@@ -157,7 +166,7 @@ describe("RateLimiterStore.layerMemory eviction", () => {
 })
 
 describe("RateLimiterStore.Store", () => {
-  it.effect("a store of one's own is its three operations; the limiter uses their effects", () =>
+  scoped("a store of one's own is its three operations; the limiter uses their effects", () =>
     Effect.gen(function*() {
       const memory = RateLimiterStore.unsafeMakeMemory()
       const calls: Array<string> = []
@@ -190,7 +199,7 @@ describe("RateLimiterStore.Store", () => {
 })
 
 describe("RateLimiter options validation", () => {
-  const throws = (f: () => unknown) => expect(f).toThrow(Cause.IllegalArgumentError)
+  const throws = (f: () => unknown) => expect(f).toThrow(IllegalArgumentError)
 
   it("rejects impossible token buckets at construction", () => {
     for (const capacity of [0, -1, 1.5, NaN, Infinity]) {
@@ -210,45 +219,43 @@ describe("RateLimiter options validation", () => {
     for (const make of [RateLimiter.fixedWindow, RateLimiter.slidingWindow]) {
       for (const limit of [0, -1, 2.5, NaN]) throws(() => make({ limit, window: "1 second" }))
       for (const window of [0, -1, NaN, "-1 second", "soon", Duration.infinity, 1e300, "1 nano"]) {
-        throws(() => make({ limit: 1, window: window as Duration.Input }))
+        throws(() => make({ limit: 1, window: window as DurationInput }))
       }
     }
   })
 
-  it.effect("acquire rejects a malformed maxWait", () =>
+  scoped("acquire rejects a malformed maxWait", () =>
     withStore(Infinity, () =>
       Effect.gen(function*() {
         const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1 })
-        expect(() => limiter.acquire("k", 1, { maxWait: -1 })).toThrow(Cause.IllegalArgumentError)
+        expect(() => limiter.acquire("k", 1, { maxWait: -1 })).toThrow(IllegalArgumentError)
       })))
 })
 
 describe("RateLimiter observability", () => {
-  it.effect("counts allowed and denied decisions by algorithm and limiter", () =>
-    withStore(Infinity, () =>
-      Effect.gen(function*() {
-        const limiter = yield* RateLimiter.fixedWindow({ limit: 2, window: "1 second", name: "metrics-test" })
-        for (let i = 0; i < 5; i++) yield* limiter.tryAcquire("k")
-        const tagged = (m: Metric.Counter<number>) =>
-          Metric.withAttributes(m, { algorithm: "fixed-window", limiter: "metrics-test" })
-        expect((yield* Metric.value(tagged(RateLimiter.allowedTotal))).count).toBe(2)
-        expect((yield* Metric.value(tagged(RateLimiter.deniedTotal))).count).toBe(3)
-      })))
+  scoped(
+    "counts allowed and denied decisions by algorithm and limiter",
+    () =>
+      withStore(Infinity, () =>
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter.fixedWindow({ limit: 2, window: "1 second", name: "metrics-test" })
+          for (let i = 0; i < 5; i++) yield* limiter.tryAcquire("k")
+          const labels = { algorithm: "fixed-window", limiter: "metrics-test" }
+          expect(yield* counterValue(RateLimiter.allowedTotal, labels)).toBe(2)
+          expect(yield* counterValue(RateLimiter.deniedTotal, labels)).toBe(3)
+        }))
+  )
 
-  it.effect("honours the fiber's metric tags", () =>
+  scoped("honours the fiber's metric tags", () =>
     withStore(Infinity, () =>
       Effect.gen(function*() {
         const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: "metrics-tags" })
-        yield* limiter.tryAcquire("k").pipe(Effect.provideService(Metric.CurrentMetricAttributes, { route: "/orders" }))
-        const counter = Metric.withAttributes(RateLimiter.allowedTotal, {
-          algorithm: "token-bucket",
-          limiter: "metrics-tags",
-          route: "/orders"
-        })
-        expect((yield* Metric.value(counter)).count).toBe(1)
+        yield* limiter.tryAcquire("k").pipe(withMetricAttributes({ route: "/orders" }))
+        const labels = { algorithm: "token-bucket", limiter: "metrics-tags", route: "/orders" }
+        expect(yield* counterValue(RateLimiter.allowedTotal, labels)).toBe(1)
       })))
 
-  it.effect("annotates the current span with the decision", () =>
+  scoped("annotates the current span with the decision", () =>
     withStore(Infinity, () =>
       Effect.gen(function*() {
         const limiter = yield* RateLimiter.tokenBucket({ capacity: 1, refillPerSecond: 1, name: "span-test" })

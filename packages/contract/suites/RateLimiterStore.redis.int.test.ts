@@ -1,15 +1,25 @@
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import {
+  blackHole,
+  closedPort,
+  deleteKeys,
+  describeRedis,
+  eventually,
+  fc,
+  hashTag,
+  loggedMessages,
+  REDIS_URL,
+  serveWeb,
+  TestClock,
+  uniquePrefix
+} from "#edition"
 import { afterAll, expect, it } from "@effect/vitest"
-import { Duration, Effect, FastCheck as fc, Layer, Logger, TestClock } from "effect"
+import { Duration, Effect, Layer } from "effect"
+import { RateLimiter, RateLimiterStore, RateLimitMiddleware } from "effect-resilience"
+import * as RateLimiterStoreRedis from "effect-resilience/RateLimiterStore/Redis"
 import { Redis } from "ioredis"
-import { RateLimiter, RateLimiterStore, RateLimitMiddleware } from "../src/index.js"
-import { keyOf } from "../src/internal/rateLimiterStore/redis.js"
-import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
+import { keyOf } from "../../src/internal/rateLimiterStore/redis.js"
 import { rateLimiterSuite } from "./rateLimiterSuite.js"
-import { eventually } from "./support/eventually.js"
-import { blackHole, closedPort, deleteKeys, hashTag, REDIS_URL, uniquePrefix } from "./support/redis.js"
-import { describeRedis } from "./support/services.js"
-import { fractionalSlidingWindow } from "./support/slidingWindow.js"
+import { fractionalSlidingWindow } from "./slidingWindow.js"
 
 const prefix = uniquePrefix("rl")
 
@@ -48,42 +58,44 @@ describeRedis("RateLimiterStore/Redis", () => {
   rateLimiterSuite("redis", suiteLayer)
   fractionalSlidingWindow("redis", suiteLayer)
 
-  it.effect.prop(
-    "decides exactly as the memory store, call for call",
-    {
-      algorithm: fc.constantFrom("tokenBucket" as const, "fixedWindow" as const, "slidingWindow" as const),
-      limit: fc.integer({ min: 1, max: 10 }),
-      // refill rates and windows with awkward fractions: 1000 / rate is rarely exact
-      rate: fc.double({ min: 0.01, max: 5000, noNaN: true }),
-      window: fc.integer({ min: 1, max: 5000 }),
-      start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
-      steps: fc.array(
+  it("decides exactly as the memory store, call for call", () =>
+    fc.assert(
+      fc.asyncProperty(
         fc.record({
-          delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3000 })),
-          cost: fc.integer({ min: 1, max: 12 })
+          algorithm: fc.constantFrom("tokenBucket" as const, "fixedWindow" as const, "slidingWindow" as const),
+          limit: fc.integer({ min: 1, max: 10 }),
+          // refill rates and windows with awkward fractions: 1000 / rate is rarely exact
+          rate: fc.double({ min: 0.01, max: 5000, noNaN: true }),
+          window: fc.integer({ min: 1, max: 5000 }),
+          start: fc.integer({ min: 0, max: 2_000_000_000_000 }),
+          steps: fc.array(
+            fc.record({
+              delay: fc.oneof(fc.constant(0), fc.integer({ min: 0, max: 3000 })),
+              cost: fc.integer({ min: 1, max: 12 })
+            }),
+            { minLength: 1, maxLength: 30 }
+          )
         }),
-        { minLength: 1, maxLength: 30 }
-      )
-    },
-    ({ algorithm, limit, rate, start, steps, window }) =>
-      withStore(suiteLayer, (redis) =>
-        Effect.gen(function*() {
-          const memory = RateLimiterStore.unsafeMakeMemory()
-          const name = fresh("diff")
-          let now = start
-          for (const { cost, delay } of steps) {
-            now += delay
-            const expected = algorithm === "tokenBucket"
-              ? memory.sync.tokenBucket("k", cost, { name, capacity: limit, refillPerSecond: rate }, now)
-              : memory.sync[algorithm]("k", cost, { name, limit, windowMillis: window }, now)
-            const actual = algorithm === "tokenBucket"
-              ? yield* redis.tokenBucket("k", cost, { name, capacity: limit, refillPerSecond: rate }, now)
-              : yield* redis[algorithm]("k", cost, { name, limit, windowMillis: window }, now)
-            expect(actual).toEqual(expected)
-          }
-        })),
-    { fastCheck: { numRuns: 200 } }
-  )
+        ({ algorithm, limit, rate, start, steps, window }) =>
+          Effect.runPromise(withStore(suiteLayer, (redis) =>
+            Effect.gen(function*() {
+              const memory = RateLimiterStore.unsafeMakeMemory()
+              const name = fresh("diff")
+              let now = start
+              for (const { cost, delay } of steps) {
+                now += delay
+                const expected = algorithm === "tokenBucket"
+                  ? memory.sync.tokenBucket("k", cost, { name, capacity: limit, refillPerSecond: rate }, now)
+                  : memory.sync[algorithm]("k", cost, { name, limit, windowMillis: window }, now)
+                const actual = algorithm === "tokenBucket"
+                  ? yield* redis.tokenBucket("k", cost, { name, capacity: limit, refillPerSecond: rate }, now)
+                  : yield* redis[algorithm]("k", cost, { name, limit, windowMillis: window }, now)
+                expect(actual).toEqual(expected)
+              }
+            })))
+      ),
+      { numRuns: 200 }
+    ))
 
   it.effect("an admitted request sets the key's PX to its natural ttl plus the margin; a denial writes nothing", () =>
     Effect.gen(function*() {
@@ -192,6 +204,7 @@ describeRedis("RateLimiterStore/Redis", () => {
         expect((yield* store.tokenBucket("k", 1, params, 0)).allowed).toBe(false)
       })))
 
+  // Effect 4 passes a log's message as the array of what was logged: the first part is the text
   it.effect("one store effect run twice is two decisions; a copy of the store (no private path) decides the same", () =>
     withStore(suiteLayer, (store) =>
       Effect.gen(function*() {
@@ -254,8 +267,7 @@ describeRedis("RateLimiterStore/Redis", () => {
       expect(yield* Effect.promise(() => client.ping())).toBe("PONG")
     }).pipe(Effect.scoped))
 
-  const logged = (messages: Array<string>) =>
-    Logger.replace(Logger.defaultLogger, Logger.make(({ message }) => messages.push(String(message))))
+  const logged = loggedMessages
 
   it.live("an outage denies by default, with retryAfterOnError, and logs a warning — promptly", () =>
     Effect.gen(function*() {
@@ -282,32 +294,6 @@ describeRedis("RateLimiterStore/Redis", () => {
       expect(messages.filter((m) => m.includes("denying"))).toHaveLength(1) // the second one is not logged again
     }))
 
-  it.live("behind the middleware, an unreachable Redis is a 503 that says so, not a quota exceeded", () =>
-    Effect.gen(function*() {
-      const port = yield* Effect.promise(closedPort)
-      const layer = RateLimiterStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, retryAfterOnError: "2 seconds" })
-      const response = yield* Effect.provide(
-        Effect.gen(function*() {
-          const limiter = yield* RateLimiter.fixedWindow({ limit: 100, window: "10 seconds", name: fresh("http") })
-          const app = Effect.succeed(HttpServerResponse.text("ok")).pipe(
-            RateLimitMiddleware.make({ limiter, scope: () => Effect.succeed("customer-7") })
-          )
-          return yield* Effect.provideService(
-            app,
-            HttpServerRequest.HttpServerRequest,
-            HttpServerRequest.fromWeb(new Request("http://127.0.0.1/orders"))
-          )
-        }).pipe(Effect.scoped),
-        Layer.merge(layer, logged([]))
-      )
-      expect(response.status).toBe(503)
-      expect(response.headers["retry-after"]).toBe("2")
-      expect(response.headers["ratelimit"]).toBeUndefined()
-      expect(response.headers["ratelimit-policy"]).toBeUndefined()
-      const body = response.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(response.body.body)) : {}
-      expect(body.type).toBe(RateLimitMiddleware.storeUnavailableType)
-    }))
-
   it.live("onError: \"allow\" fails open; a Redis that never answers times out instead of hanging", () =>
     Effect.gen(function*() {
       const hole = yield* blackHole
@@ -332,6 +318,25 @@ describeRedis("RateLimiterStore/Redis", () => {
       expect(decision.allowed).toBe(true)
       expect(messages.some((m) => m.includes("allowing"))).toBe(true)
     }).pipe(Effect.scoped))
+
+  it.live("behind the middleware, an unreachable Redis is a 503 that says so, not a quota exceeded", () =>
+    Effect.gen(function*() {
+      const port = yield* Effect.promise(closedPort)
+      const layer = RateLimiterStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, retryAfterOnError: "2 seconds" })
+      const response = yield* Effect.provide(
+        Effect.gen(function*() {
+          const limiter = yield* RateLimiter.fixedWindow({ limit: 100, window: "10 seconds", name: fresh("http") })
+          const middleware = RateLimitMiddleware.make({ limiter, scope: () => Effect.succeed("customer-7") })
+          return yield* serveWeb(middleware, new Request("http://127.0.0.1/orders"))
+        }).pipe(Effect.scoped),
+        Layer.merge(layer, logged([]))
+      )
+      expect(response.status).toBe(503)
+      expect(response.headers["retry-after"]).toBe("2")
+      expect(response.headers["ratelimit"]).toBeUndefined()
+      expect(response.headers["ratelimit-policy"]).toBeUndefined()
+      expect(JSON.parse(response.body).type).toBe(RateLimitMiddleware.storeUnavailableType)
+    }))
 
   it("rejects bad options when built", () => {
     expect(() => RateLimiterStoreRedis.layer({ url: REDIS_URL, onError: "maybe" as "allow" })).toThrow(/onError/)

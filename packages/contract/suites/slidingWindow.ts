@@ -1,6 +1,6 @@
 import { expect, it } from "@effect/vitest"
 import { Effect, type Layer } from "effect"
-import { RateLimiterStore } from "../../src/index.js"
+import { RateLimiterStore } from "effect-resilience"
 
 /**
  * Registers the regression test of a sliding window whose length is not whole milliseconds: the previous
