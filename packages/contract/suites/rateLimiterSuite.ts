@@ -14,7 +14,8 @@ import {
   pollFiber,
   recordingSleeps,
   TestClock,
-  withClock
+  withClock,
+  yieldNow
 } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
 import type { Layer } from "effect"
@@ -57,7 +58,7 @@ const take = (limiter: RateLimiter.RateLimiter, key: string, cost = 1) =>
 const advance = (millis: number) => TestClock.adjust(Duration.millis(millis))
 
 /** A forked effect's exit if it finished, `undefined` otherwise. */
-const poll = pollFiber
+const poll = <A, E>(fiber: Fiber.Fiber<A, E>) => Effect.andThen(yieldNow, Effect.sync(() => pollFiber(fiber)))
 
 type Make = (
   name: string

@@ -1,11 +1,12 @@
 /**
- * The Effect-free pieces of the fleet breaker's multi-process tests, shared by both editions (this one's
- * ./breakerFleet.ts and packages/effect4/test/support/breakerFleet.ts wrap them in their Effect): a dependency
+ * The Effect-free pieces of the fleet breaker's multi-process tests, shared by both editions (the contract suite
+ * suites/CircuitBreaker.redis.fleet.int.test.ts wraps them in the running edition's Effect): a dependency
  * (an HTTP server in the test process whose answers the test decides, and which records every call), and
  * replica processes — either edition's examples/fleet/replica.ts, the same commands and events — driven through
  * stdin and read through their JSON lines on stdout.
  */
-import { type ChildProcess, spawn } from "node:child_process"
+import { type ChildProcess, spawn, spawnSync } from "node:child_process"
+import { existsSync } from "node:fs"
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http"
 import { fileURLToPath } from "node:url"
 
@@ -67,10 +68,31 @@ export const startDependency = (): Promise<{ readonly dep: Dependency; readonly 
     })
   })
 
-/** How a replica process starts: `node <argv> --id <id> <args>` in `cwd`. */
+/** How a replica process starts: `node <argv> --id <id> <args>` in `cwd`, with `node()` (default: this one). */
 export interface Launcher {
   readonly cwd: string
   readonly argv: ReadonlyArray<string>
+  readonly node?: () => string
+}
+
+const newEnough = (version: string) => {
+  const [major = 0, minor = 0] = version.replace(/^v/, "").split(".").map(Number)
+  return major > 22 || (major === 22 && minor >= 18)
+}
+
+/**
+ * A `node` that runs the Effect 4 edition's replica (22.18 or newer): this one, else the repository's
+ * `.tools/` (where .ci/package.sh installs Node 22 for the Effect 4 edition), so that the Effect 3 edition's tests,
+ * on Node 20, can start one too.
+ */
+const node22 = (): string => {
+  if (newEnough(process.versions.node)) return process.execPath
+  const tools = `${root}.tools/node_modules/.bin/node`
+  if (existsSync(tools) && newEnough(spawnSync(tools, ["--version"], { encoding: "utf8" }).stdout.trim())) return tools
+  throw new Error(
+    `the Effect 4 edition's replica needs Node 22.18 or newer: this is Node ${process.versions.node}, and ` +
+      `${tools} is missing or older (bash .ci/package.sh effect4 install puts Node 22 there)`
+  )
 }
 
 /** The Effect 3 edition's replica (packages/effect3/examples/fleet/replica.ts through tsx). */
@@ -81,11 +103,12 @@ export const effect3Replica: Launcher = {
 
 /**
  * The Effect 4 edition's replica (packages/effect4/examples/fleet/replica.ts): Node 22 strips its types and its
- * scripts/tsResolve.mjs finds the sources (`effect-resilience/…` is that package's src/). The `node` must be 22.18
- * or newer.
+ * scripts/tsResolve.mjs finds the sources (`effect-resilience/…` is that package's src/), on Node 22.18 or newer
+ * (this process's, or the repository's .tools/).
  */
 export const effect4Replica: Launcher = {
   cwd: `${root}packages/effect4`,
+  node: node22,
   argv: [
     "--no-warnings",
     "--experimental-transform-types",
@@ -122,9 +145,9 @@ export interface ReplicaProcess {
   readonly output: () => string
 }
 
-/** Starts a replica with `args` in the current `node`, as `launcher` says. */
+/** Starts a replica with `args`, as `launcher` says. */
 export const startReplica = (id: string, launcher: Launcher, args: ReadonlyArray<string>): ReplicaProcess => {
-  const child = spawn(process.execPath, [...launcher.argv, "--id", id, ...args], {
+  const child = spawn(launcher.node?.() ?? process.execPath, [...launcher.argv, "--id", id, ...args], {
     cwd: launcher.cwd,
     stdio: ["pipe", "pipe", "pipe"]
   })

@@ -17,7 +17,7 @@ import { keysOf as breakerKeys, resolveFleet } from "../src/internal/circuitBrea
 import { keyOf } from "../src/internal/idempotencyStore/redis.js"
 import { streamKeys } from "../src/internal/queue/redisStreamQueue.js"
 import * as RedisStreamQueue from "../src/RedisStreamQueue.js"
-import { breakerRedisSuite } from "./breakerRedisSuite.js"
+import { breakerRedisSuite } from "./contract/breakerRedisSuite.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 import { redisStreamQueueSuite } from "./queue/redisSuite.js"
 import { eventually } from "./support/eventually.js"

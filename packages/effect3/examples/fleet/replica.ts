@@ -1,7 +1,7 @@
 /**
  * One replica of a service that calls a dependency through a fleet circuit breaker
  * (`effect-resilience/CircuitBreaker/Redis`): the process the three-process test
- * (test/CircuitBreaker.redis.fleet.int.test.ts) starts three times.
+ * (packages/contract/suites/CircuitBreaker.redis.fleet.int.test.ts) starts three times.
  *
  * `node --import tsx examples/fleet/replica.ts --redis redis://127.0.0.1:6379 --name orders
  *  --dependency http://127.0.0.1:8080/call [--id r1] [--flush-interval 100] [--timeout 250] [--permits 2]

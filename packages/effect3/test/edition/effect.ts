@@ -2,11 +2,13 @@ import { it } from "@effect/vitest"
 import {
   Cause,
   Clock,
+  Context,
   Duration,
   Effect,
   Exit,
   FastCheck,
   Fiber,
+  Logger,
   Metric,
   Option,
   Random,
@@ -64,6 +66,64 @@ export const counterValue = (
 /** The typed failure of an exit, if any (Effect 4: `Cause.findErrorOption`). */
 export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
   Exit.isFailure(exit) ? Option.getOrUndefined(Cause.failureOption(exit.cause)) : undefined
+
+/** Lets forked fibers run until they block: 20 yields (Effect 4: `Effect.repeat(Effect.yieldNow, { times: 20 })`). */
+export const settle: Effect.Effect<void> = Effect.repeatN(Effect.yieldNow(), 20)
+
+/** The first typed failure of a cause, if any (Effect 4: `Cause.findErrorOption`). */
+export const failureOption = <E>(cause: Cause.Cause<E>): Option.Option<E> => Cause.failureOption(cause)
+
+/** Whether a cause holds only interruptions (Effect 4: `Cause.hasInterruptsOnly`). */
+export const isInterruptedOnly = (cause: Cause.Cause<unknown>): boolean => Cause.isInterruptedOnly(cause)
+
+/** A fiber's exit if it has ended, without waiting (Effect 4: `fiber.pollUnsafe()`). */
+export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Exit.Exit<A, E> | undefined =>
+  (fiber as Fiber.RuntimeFiber<A, E>).unsafePoll() ?? undefined
+
+/** A class-style service key: `class A extends ServiceKey<A, Shape>()("A") {}` (Effect 4: `Context.Service`). */
+export const ServiceKey = <Self, Shape>() => <const Key extends string>(key: Key) => Context.Tag(key)<Self, Shape>()
+
+/** A gauge's value for one set of labels (Effect 4: `Metric.withAttributes` then `Metric.value`). */
+export const gaugeValue = (
+  gauge: Metric.Metric.Gauge<number>,
+  attributes: Record<string, string> = {}
+): Effect.Effect<number> =>
+  Effect.map(
+    Metric.value(Object.entries(attributes).reduce((m, [k, v]) => Metric.tagged(m, k, v), gauge)),
+    (state) => Number(state.value)
+  )
+
+/** Every metric series now: its name and labels (Effect 4: `Metric.snapshot`'s `id` and `attributes`). */
+export const metricSeries: Effect.Effect<
+  ReadonlyArray<{ readonly name: string; readonly attributes: Readonly<Record<string, string>> }>
+> = Effect.map(
+  Metric.snapshot,
+  (pairs) =>
+    pairs.map((p) => ({
+      name: p.metricKey.name,
+      attributes: Object.fromEntries(p.metricKey.tags.map((t) => [t.key, t.value]))
+    }))
+)
+
+/** A logger layer that keeps every line as `LEVEL message` (Effect 4: `Logger.layer`, `logLevel.toUpperCase()`). */
+export const captureLogs = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => {
+    const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+    lines.push(`${logLevel.label} ${text}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+}
+
+/** `schedule`, ending after `times` recurrences, with its own delays (Effect 4: `Schedule.max` with `recurs`). */
+export const recursAtMost = <In, R>(schedule: Schedule.Schedule<Duration.Duration, In, R>, times: number) =>
+  schedule.pipe(Schedule.intersect(Schedule.recurs(times)), Schedule.map(([d]) => d))
+
+/** Runs `f` at every step of a schedule (Effect 3: `Schedule.tapOutput`; Effect 4: `Schedule.tap`). */
+export const tapSchedule =
+  <X, R2>(f: () => Effect.Effect<X, never, R2>) =>
+  <Out, In, R>(self: Schedule.Schedule<Out, In, R>): Schedule.Schedule<Out, In, R | R2> =>
+    Schedule.tapOutput(self, () => f())
 
 /** fast-check (Effect 3: `FastCheck` from "effect"; Effect 4: the `fast-check` package). */
 export { FastCheck as fc } from "effect"
@@ -130,10 +190,6 @@ export const callback = <A, E = never>(
 /** An effect that yields to other fibers once (Effect 3: `Effect.yieldNow()`; Effect 4: `Effect.yieldNow`). */
 export const yieldNow: Effect.Effect<void> = Effect.yieldNow()
 
-/** The fiber's exit if it has ended, after letting it run (Effect 4: `fiber.pollUnsafe()`). */
-export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Effect.Effect<Exit.Exit<A, E> | undefined> =>
-  Effect.map(Effect.zipRight(Effect.yieldNow(), Fiber.poll(fiber)), Option.getOrUndefined)
-
 /** The fiber's Clock with its wall reading `millis` ahead; its nanosecond reading and its sleeps are the Clock's. */
 export const wallClockAhead = (millis: number): Effect.Effect<Clock.Clock> =>
   Effect.map(Effect.clock, (test): Clock.Clock => ({
@@ -158,3 +214,36 @@ export { forkUntilSleeping } from "../support/eventually.js"
 
 /** Virtual time moved by hand (`advance`, `stepWall`, `reset`), for tests that move it thousands of times. */
 export { handClock } from "../support/handClock.js"
+
+/**
+ * An effectful property: each sample runs on a fresh TestClock in a scope of its own (Effect 3: `it.scoped.prop`;
+ * Effect 4: the test/support/effectProp.ts shim over fast-check).
+ */
+export const effectProp = <const T extends Record<string, unknown>>(
+  name: string,
+  arbitraries: { readonly [K in keyof T]: FastCheck.Arbitrary<T[K]> },
+  body: (values: T) => Effect.Effect<unknown, unknown, Scope.Scope>,
+  options?: { readonly fastCheck?: FastCheck.Parameters<[T]>; readonly timeout?: number }
+) =>
+  it.scoped.prop(
+    name,
+    arbitraries as { readonly [K in keyof T]: FastCheck.Arbitrary<T[K]> },
+    (values) => body(values as unknown as T),
+    {
+      timeout: options?.timeout ?? 30_000,
+      ...(options?.fastCheck === undefined ? {} : { fastCheck: options.fastCheck as never })
+    }
+  )
+
+/** Waits until `condition` holds, checking every `every` of real time, for at most `within` (test/support). */
+export { eventually } from "../support/eventually.js"
+
+/**
+ * Waits until `n` fibers sleep on the TestClock until `wakeAt` (Effect 3: `TestClock.sleeps()`; Effect 4 counts
+ * them in a test run by {@link itRecording}).
+ */
+export { untilSleeping } from "../support/eventually.js"
+
+/** `it.effect` with a scope, whose TestClock sleeps {@link untilSleeping} can count (Effect 3: `it.scoped`). */
+export const itRecording = <A, E>(name: string, body: () => Effect.Effect<A, E, Scope.Scope>, timeout?: number) =>
+  it.scoped(name, body, timeout)

@@ -1,7 +1,6 @@
 import { type Layer, Logger } from "effect"
 
 /** The services the integration suites use: gating (`describeRedis`, `describePg`) and their URLs. */
-export { eventually } from "../support/eventually.js"
 export { blackHole, closedPort, deleteKeys, hashTag, uniquePrefix } from "../support/redis.js"
 export { DATABASE_URL, describePg, describeRedis, REDIS_URL } from "../support/services.js"
 

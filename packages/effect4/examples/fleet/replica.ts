@@ -1,8 +1,8 @@
 /**
  * One replica of a service that calls a dependency through a fleet circuit breaker
  * (`effect-resilience/CircuitBreaker/Redis`): the process the three-process test
- * (test/CircuitBreaker.redis.fleet.int.test.ts) starts three times. The Effect 4 edition of the root's
- * examples/fleet/replica.ts, with the same options, commands and events.
+ * (packages/contract/suites/CircuitBreaker.redis.fleet.int.test.ts) starts three times. The Effect 4 edition of
+ * the Effect 3 edition's examples/fleet/replica.ts, with the same options, commands and events.
  *
  * `node --experimental-transform-types --import ./scripts/tsResolve.mjs examples/fleet/replica.ts
  *  --redis redis://127.0.0.1:6379 --name orders --dependency http://127.0.0.1:8080/call [--id r1]

@@ -1,5 +1,5 @@
 import { it } from "@effect/vitest"
-import { Cause, Clock, Duration, Effect, Exit, Metric, Option, Random, Schedule } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Logger, Metric, Option, Random, Schedule } from "effect"
 import type { Fiber, Scope } from "effect"
 import { TestClock as TC } from "effect/testing"
 import { readFileSync } from "node:fs"
@@ -60,6 +60,59 @@ export const counterValue = (
 /** The typed failure of an exit, if any (Effect 3: `Cause.failureOption`). */
 export const failureOf = <A, E>(exit: Exit.Exit<A, E>): E | undefined =>
   Exit.isFailure(exit) ? Option.getOrUndefined(Cause.findErrorOption(exit.cause)) : undefined
+
+// what the helpers below import (kept beside them)
+import { recordingSleeps } from "../support/sleeps.js"
+
+/** Lets forked fibers run until they block: 20 yields (Effect 3: `Effect.repeatN(Effect.yieldNow(), 20)`). */
+export const settle: Effect.Effect<void> = Effect.repeat(Effect.yieldNow, { times: 20 })
+
+/** The first typed failure of a cause, if any (Effect 3: `Cause.failureOption`). */
+export const failureOption = <E>(cause: Cause.Cause<E>): Option.Option<E> => Cause.findErrorOption(cause)
+
+/** Whether a cause holds only interruptions (Effect 3: `Cause.isInterruptedOnly`). */
+export const isInterruptedOnly = (cause: Cause.Cause<unknown>): boolean => Cause.hasInterruptsOnly(cause)
+
+/** A fiber's exit if it has ended, without waiting (Effect 3: `fiber.unsafePoll()`, `null` while it runs). */
+export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Exit.Exit<A, E> | undefined => fiber.pollUnsafe()
+
+/** A class-style service key: `class A extends ServiceKey<A, Shape>()("A") {}` (Effect 3: `Context.Tag`). */
+export const ServiceKey = <Self, Shape>() => <const Key extends string>(key: Key) => Context.Service<Self, Shape>()(key)
+
+/** A gauge's value for one set of attributes (Effect 3: `Metric.tagged(k, v)` then `Metric.value`). */
+export const gaugeValue = (
+  gauge: Metric.Gauge<number>,
+  attributes: Record<string, string> = {}
+): Effect.Effect<number> =>
+  Effect.map(Metric.value(Metric.withAttributes(gauge, attributes)), (state) => Number(state.value))
+
+/** Every metric series now: its name and attributes (Effect 3: `Metric.snapshot`'s `metricKey`). */
+export const metricSeries: Effect.Effect<
+  ReadonlyArray<{ readonly name: string; readonly attributes: Readonly<Record<string, string>> }>
+> = Effect.map(
+  Metric.snapshot,
+  (pairs) => pairs.map((p) => ({ name: p.id, attributes: { ...p.attributes } as Record<string, string> }))
+)
+
+/** A logger layer that keeps every line as `LEVEL message` (Effect 3: `Logger.replace`, `logLevel.label`). */
+export const captureLogs = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ logLevel, message }) => {
+    const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+    lines.push(`${logLevel.toUpperCase()} ${text}`)
+  })
+  return { lines, layer: Logger.layer([logger]) }
+}
+
+/** `schedule`, ending after `times` recurrences, with its own delays (Effect 3: `intersect` with `recurs`). */
+export const recursAtMost = <In, E, R>(schedule: Schedule.Schedule<Duration.Duration, In, E, R>, times: number) =>
+  Schedule.max([schedule, Schedule.recurs(times)])
+
+/** Runs `f` at every step of a schedule (Effect 3: `Schedule.tapOutput`; Effect 4: `Schedule.tap`). */
+export const tapSchedule =
+  <X, R2>(f: () => Effect.Effect<X, never, R2>) =>
+  <Out, In, E, R>(self: Schedule.Schedule<Out, In, E, R>): Schedule.Schedule<Out, In, E, R | R2> =>
+    Schedule.tap(self, () => f())
 
 /** fast-check (Effect 3: `FastCheck` from "effect"; Effect 4: the `fast-check` package). */
 export * as fc from "fast-check"
@@ -122,10 +175,6 @@ export const callback = <A, E = never>(
 /** An effect that yields to other fibers once (Effect 3: `Effect.yieldNow()`; Effect 4: `Effect.yieldNow`). */
 export const yieldNow: Effect.Effect<void> = Effect.yieldNow
 
-/** The fiber's exit if it has ended, after letting it run (Effect 3: `Fiber.poll`). */
-export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Effect.Effect<Exit.Exit<A, E> | undefined> =>
-  Effect.andThen(Effect.yieldNow, Effect.sync(() => fiber.pollUnsafe()))
-
 /** The fiber's Clock with its wall reading `millis` ahead; its monotonic reading and its sleeps are the Clock's. */
 export const wallClockAhead = (millis: number): Effect.Effect<Clock.Clock> =>
   Effect.map(Effect.service(Clock.Clock), (test): Clock.Clock => {
@@ -154,3 +203,22 @@ export { forkUntilSleeping, recordingSleeps } from "../support/sleeps.js"
 
 /** Virtual time moved by hand (`advance`, `stepWall`, `reset`), for tests that move it thousands of times. */
 export { handClock } from "../support/handClock.js"
+
+/**
+ * An effectful property: each sample runs on a fresh TestClock in a scope of its own (Effect 3: `it.scoped.prop`;
+ * Effect 4: the test/support/effectProp.ts shim over fast-check).
+ */
+export { effectProp } from "../support/effectProp.js"
+
+/** Waits until `condition` holds, checking every `every` of real time, for at most `within` (test/support). */
+export { eventually } from "../support/eventually.js"
+
+/**
+ * Waits until `n` fibers sleep on the TestClock until `wakeAt` (Effect 3: `TestClock.sleeps()`; Effect 4 counts
+ * them in a test run by {@link itRecording}).
+ */
+export { untilSleeping } from "../support/sleeps.js"
+
+/** `it.effect` with a scope, whose TestClock sleeps {@link untilSleeping} can count (Effect 3: `it.scoped`). */
+export const itRecording = <A, E>(name: string, body: () => Effect.Effect<A, E, Scope.Scope>, timeout?: number) =>
+  it.effect(name, () => recordingSleeps(body()), timeout)

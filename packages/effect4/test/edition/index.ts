@@ -5,6 +5,7 @@
  * same names. Everything else a suite uses is the same in both: `effect`'s common API, `@effect/vitest`'s `it.effect`,
  * and this package's modules as `effect-resilience`.
  */
+export * from "./breaker.js"
 export * from "./client.js"
 export * from "./effect.js"
 export * from "./redisRequest.js"

@@ -1,14 +1,25 @@
 /**
- * The Effect 4 edition's driver of the shared breaker vectors (packages/contract/vectors/breaker.json; README.md there):
- * each vector runs one `CircuitBreaker.make` under the TestClock, its calls in fibers of their own. The Effect 3
- * edition's driver is the root's test/vectors.breaker.test.ts; a vector that passes there and fails here is a bug of
- * this edition.
+ * The driver of the shared breaker vectors (packages/contract/vectors/breaker.json; README.md there), run by both
+ * editions: each vector runs one `CircuitBreaker.make` under the TestClock, its calls in fibers of their own. A
+ * vector that passes in one edition and fails in the other is a bug of that edition.
  */
-import { describe, expect, it } from "@effect/vitest"
+import {
+  failureOption,
+  fork,
+  isInterruptedOnly,
+  type Json,
+  load,
+  type Outcome,
+  pollFiber,
+  scoped,
+  settle,
+  type Step,
+  TestClock,
+  type Vector
+} from "#edition"
+import { describe, expect } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
-import { TestClock } from "effect/testing"
-import { type Json, load, type Outcome, type Step, type Vector } from "../../contract/vectors/format.js"
-import { Backoff, CircuitBreaker, Failure } from "../src/index.js"
+import { Backoff, CircuitBreaker, Failure } from "effect-resilience"
 
 type Fields = { readonly [field: string]: Json }
 const fields = (json: Json | undefined): Fields => (json ?? {}) as Fields
@@ -71,8 +82,8 @@ const plain = (value: unknown): unknown => {
 const exitOf = (exit: Exit.Exit<unknown, unknown> | undefined): unknown => {
   if (exit === undefined) return "pending"
   if (Exit.isSuccess(exit)) return { succeed: plain(exit.value) }
-  if (Cause.hasInterruptsOnly(exit.cause)) return "interrupted"
-  const error = Cause.findErrorOption(exit.cause)
+  if (isInterruptedOnly(exit.cause)) return "interrupted"
+  const error = failureOption(exit.cause)
   return Option.isSome(error) ? { fail: plain(error.value) } : { die: String(Cause.squash(exit.cause)) }
 }
 
@@ -80,9 +91,6 @@ interface Call {
   readonly fiber: Fiber.Fiber<unknown, unknown>
   ran: boolean
 }
-
-/** Lets every fiber run until it waits. */
-const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
 
 const run = (vector: Vector) =>
   Effect.gen(function*() {
@@ -108,7 +116,7 @@ const run = (vector: Vector) =>
           const done = work(step.outcome as Json)
           return takes > 0 ? Effect.andThen(Effect.sleep(Duration.millis(takes)), done) : done
         })
-        Object.assign(call, { fiber: yield* Effect.forkChild(breaker.protect(self)) })
+        Object.assign(call, { fiber: yield* fork(breaker.protect(self)) })
         calls.set(step.call as string, call)
       } else if ("advance" in step) {
         yield* TestClock.adjust(Duration.millis(step.advance as number))
@@ -119,7 +127,7 @@ const run = (vector: Vector) =>
           const call = calls.get(name)
           if (call === undefined) throw new Error(`no call ${name}`)
           const actual: Record<string, unknown> = {}
-          if (wanted.exit !== undefined) actual.exit = exitOf(call.fiber.pollUnsafe())
+          if (wanted.exit !== undefined) actual.exit = exitOf(pollFiber(call.fiber))
           if (wanted.ran !== undefined) actual.ran = call.ran
           expect(actual, `call ${name}`).toMatchObject(wanted)
         }
@@ -132,5 +140,5 @@ const run = (vector: Vector) =>
   })
 
 describe("vectors: breaker", () => {
-  for (const vector of load("breaker").vectors) it.effect(vector.name, () => run(vector))
+  for (const vector of load("breaker").vectors) scoped(vector.name, () => run(vector))
 })

@@ -1,17 +1,24 @@
+import {
+  channelOf,
+  closedPort,
+  counterValue,
+  describeRedis,
+  eventually,
+  itRecording,
+  keysOf,
+  redisServer,
+  TestClock,
+  untilSleeping
+} from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Metric, TestClock } from "effect"
+import { Clock, Effect, Exit } from "effect"
+import { CircuitBreaker } from "effect-resilience"
+import * as CircuitBreakerRedis from "effect-resilience/CircuitBreaker/Redis"
 import { Redis, type RedisOptions } from "ioredis"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
-import { CircuitBreaker } from "../src/index.js"
-import { channelOf, keysOf } from "../src/internal/circuitBreaker/redis.js"
 import { isCircuitOpen } from "./breakerRedisSuite.js"
-import { kill, REDIS_SERVER, startRedisServer } from "./support/breakerFleet.js"
-import { eventually, untilSleeping } from "./support/eventually.js"
-import { closedPort } from "./support/redis.js"
-import { describeRedis } from "./support/services.js"
 
 // What a fleet-breaker replica believes must be what Redis's state is, as the script replies it: whatever the
 // replica believed before (Redis restored from an older snapshot: its epoch goes backwards) and whatever is said
@@ -29,13 +36,14 @@ const fresh = (what: string) => `${what}-${process.pid}-${Date.now().toString(36
 const ownRedis = (dir?: string) =>
   Effect.gen(function*() {
     const port = yield* Effect.promise(closedPort)
-    let server = yield* startRedisServer(port, dir === undefined ? {} : { dir })
-    yield* Effect.addFinalizer(() => kill(server))
+    const start = Effect.promise(() => redisServer.startRedisServer(port, dir === undefined ? {} : { dir }))
+    let server = yield* start
+    yield* Effect.addFinalizer(() => Effect.promise(() => redisServer.kill(server)))
     const url = `redis://127.0.0.1:${port}`
     const admin = yield* client(url)
     const restart = Effect.gen(function*() {
-      yield* kill(server)
-      server = yield* startRedisServer(port, dir === undefined ? {} : { dir })
+      yield* Effect.promise(() => redisServer.kill(server))
+      server = yield* start
     })
     return { port, url, admin, restart }
   })
@@ -142,11 +150,10 @@ describeRedis("CircuitBreaker/Redis trusts Redis's state, not the channel", () =
           )
           console.log(
             `restored snapshot: the replica ran calls again ${Math.round(performance.now() - restarted)} ms after ` +
-              `Redis was back, ${refused} calls refused meanwhile (redis-server: ${REDIS_SERVER})`
+              `Redis was back, ${refused} calls refused meanwhile (redis-server: ${redisServer.REDIS_SERVER})`
           )
           expect(yield* breaker.state).toBe("closed")
-          const fallbacks = CircuitBreakerRedis.fleetFallbacksTotal.pipe(Metric.tagged("breaker", name))
-          expect((yield* Metric.value(fallbacks)).count).toBe(0)
+          expect(yield* counterValue(CircuitBreakerRedis.fleetFallbacksTotal, { breaker: name })).toBe(0)
           // and it shares the fleet's state again: its next failure opens the restored state
           yield* Effect.exit(breaker.protect(boom))
           yield* eventually(Effect.map(breaker.state, (s) => s === "open"))
@@ -157,7 +164,7 @@ describeRedis("CircuitBreaker/Redis trusts Redis's state, not the channel", () =
   })
 
   describe("a client that may only publish on the channel", () => {
-    it.scoped(
+    itRecording(
       "a forged message (the heard incarnation, a far-future epoch) holds no replica open; reset works",
       () =>
         Effect.gen(function*() {
@@ -217,7 +224,7 @@ describeRedis("CircuitBreaker/Redis trusts Redis's state, not the channel", () =
       60_000
     )
 
-    it.scoped(
+    itRecording(
       "a flood of messages costs a bounded number of scripts: a burst, then one per flushInterval",
       () =>
         Effect.gen(function*() {

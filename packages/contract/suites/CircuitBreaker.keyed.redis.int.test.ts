@@ -1,18 +1,24 @@
+import {
+  captureLogs,
+  closedPort,
+  deleteKeys,
+  describeRedis,
+  eventually,
+  gaugeValue,
+  hashTag,
+  itRecording,
+  keysOf,
+  REDIS_URL,
+  TestClock,
+  uniquePrefix,
+  untilSleeping
+} from "#edition"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Logger, Metric } from "effect"
-import { CircuitBreaker as Persisted } from "effect/persistence"
-import { TestClock } from "effect/testing"
+import { Clock, Effect } from "effect"
+import { CircuitBreaker } from "effect-resilience"
+import * as CircuitBreakerRedis from "effect-resilience/CircuitBreaker/Redis"
 import { Redis } from "ioredis"
-import * as CircuitBreakerPersistence from "../src/CircuitBreaker/Persistence.js"
-import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
-import { CircuitBreaker } from "../src/index.js"
-import { keysOf } from "../src/internal/circuitBreaker/redis.js"
 import { isCircuitOpen } from "./breakerRedisSuite.js"
-import { eventually } from "./support/eventually.js"
-import { closedPort, deleteKeys, hashTag, REDIS_URL, uniquePrefix } from "./support/redis.js"
-import { itRecording } from "./support/redisServer.js"
-import { describeRedis } from "./support/services.js"
-import { untilSleeping } from "./support/sleeps.js"
 
 // CircuitBreakerRedis.keyed: one fleet breaker per key, on one client and one pub/sub connection. (What every
 // fleet breaker does is the contract suite's, breakerRedisSuite.ts; its keyed test runs on a Cluster too.)
@@ -118,27 +124,6 @@ describeRedis("CircuitBreaker/Redis keyed", () => {
   )
 
   itRecording(
-    "CircuitBreaker/Persistence over fleet breakers: two replicas' bridges share each key's state",
-    () =>
-      Effect.gen(function*() {
-        const { client } = yield* countingClient
-        const name = fresh("bridge")
-        const a = yield* CircuitBreakerPersistence.fromKeyed(yield* CircuitBreakerRedis.keyed(options(name, client)))
-        const b = yield* CircuitBreakerPersistence.fromKeyed(yield* CircuitBreakerRedis.keyed(options(name, client)))
-        for (let i = 0; i < 2; i++) yield* Effect.exit(a.execute(boom, { key: "partner" }))
-        expect((yield* b.state("partner"))._tag).toBe("Closed") // b has no breaker of the key yet
-        yield* Effect.exit(b.execute(ok, { key: "partner" }))
-        yield* flushOnce(2)
-        yield* eventually(Effect.map(b.state("partner"), (s) => s._tag === "Open"))
-        const refused = yield* Effect.flip(b.execute(ok, { key: "partner" }))
-        expect(refused).toBeInstanceOf(Persisted.CircuitBreakerError)
-        expect(refused.reason).toMatchObject({ _tag: "CircuitOpen", key: "partner" })
-        // another key is a fleet breaker of its own
-        expect(yield* b.execute(ok, { key: "other" })).toBe("ok")
-      })
-  )
-
-  itRecording(
     "beyond maxKeys the least recently used key goes; its counts were flushed and its state is in Redis",
     () =>
       Effect.gen(function*() {
@@ -161,8 +146,7 @@ describeRedis("CircuitBreaker/Redis keyed", () => {
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
       const name = fresh("down")
-      const lines: Array<string> = []
-      const logger = Logger.make(({ message }) => lines.push(String(message)))
+      const { layer, lines } = captureLogs()
       const registry = yield* CircuitBreakerRedis.keyed({
         trip,
         openFor: "1 minute",
@@ -170,7 +154,7 @@ describeRedis("CircuitBreaker/Redis keyed", () => {
         prefix,
         redis: { url: `redis://127.0.0.1:${port}` },
         timeout: "200 millis"
-      }).pipe(Effect.provide(Logger.layer([logger])))
+      }).pipe(Effect.provide(layer))
       for (const key of ["a", "b"]) {
         expect(yield* registry.protect(ok, key)).toBe("ok")
         yield* Effect.exit(registry.protect(boom, key))
@@ -178,12 +162,13 @@ describeRedis("CircuitBreaker/Redis keyed", () => {
         expect(isCircuitOpen(yield* Effect.exit(registry.protect(ok, key)))).toBe(true)
       }
       expect(lines.filter((l) => l.includes("Redis failed"))).toHaveLength(1)
-      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.withAttributes({ breaker: name }))
-      yield* eventually(Effect.map(Metric.value(gauge), (g) => g.value === 1))
+      yield* eventually(
+        Effect.map(gaugeValue(CircuitBreakerRedis.fleetFallbackGauge, { breaker: name }), (g) => g === 1)
+      )
     }).pipe(Effect.scoped))
 
   describe("wiring mistakes are loud", () => {
-    it("a missing name or connection, or a bad maxKeys, throws IllegalArgumentError", () => {
+    it("a missing name or connection, or a bad maxKeys, throws an illegal-argument error", () => {
       const base = { trip, openFor: "1 second" } as const
       expect(() => CircuitBreakerRedis.keyed({ ...base, redis: { url: REDIS_URL } } as never)).toThrow(/needs a name/)
       expect(() => CircuitBreakerRedis.keyed({ ...base, name: "x" } as never)).toThrow(/needs redis/)

@@ -1,10 +1,9 @@
-import { describe, expect, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, FastCheck as fc, Fiber, TestClock } from "effect"
-import { CircuitBreaker } from "../src/index.js"
+import { effectProp, failureOption, fc, fork, pollFiber, scoped, settle, TestClock } from "#edition"
+import { describe, expect } from "@effect/vitest"
+import { Deferred, Duration, Effect, Exit, Fiber } from "effect"
+import { CircuitBreaker } from "effect-resilience"
 
 // halfOpenFailureRate: a half-open period judged on all its trials instead of its first failure.
-
-const settle = Effect.repeatN(Effect.yieldNow(), 20)
 
 class Down {
   readonly _tag = "Down"
@@ -21,7 +20,7 @@ type Ending = "ok" | "down" | "down, leave me 30 s" | "ignored"
 const trial = (breaker: CircuitBreaker.CircuitBreaker) =>
   Effect.gen(function*() {
     const gate = yield* Deferred.make<Ending>()
-    const fiber = yield* Effect.fork(
+    const fiber = yield* fork(
       breaker.protect(
         Effect.flatMap(
           Deferred.await(gate),
@@ -33,12 +32,12 @@ const trial = (breaker: CircuitBreaker.CircuitBreaker) =>
       )
     )
     yield* settle
-    return { end: (e: Ending) => Effect.zipRight(Deferred.succeed(gate, e), Fiber.await(fiber)), fiber }
+    return { end: (e: Ending) => Effect.andThen(Deferred.succeed(gate, e), Fiber.await(fiber)), fiber }
   })
 
 const refusedFor = (breaker: CircuitBreaker.CircuitBreaker) =>
   Effect.map(Effect.exit(breaker.protect(Effect.void)), (exit) => {
-    const e = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : undefined
+    const e = Exit.isFailure(exit) ? failureOption(exit.cause) : undefined
     if (e?._tag !== "Some" || !(e.value instanceof CircuitBreaker.CircuitOpen)) throw new Error("expected CircuitOpen")
     return Duration.toMillis(e.value.retryAfter)
   })
@@ -59,19 +58,22 @@ const halfOpen = (options: Partial<CircuitBreaker.Options>) =>
   })
 
 describe("CircuitBreaker halfOpenFailureRate", () => {
-  it.scoped("a failed trial does not reopen it alone: all four end, then 1 of 4 failed closes it", () =>
-    Effect.gen(function*() {
-      const breaker = yield* halfOpen({})
-      const trials = yield* Effect.forEach([1, 2, 3, 4], () => trial(breaker))
-      yield* trials[0]!.end("down")
-      yield* trials[1]!.end("ok")
-      yield* trials[2]!.end("ok")
-      expect(yield* breaker.state).toBe("half-open")
-      yield* trials[3]!.end("ok")
-      expect(yield* breaker.state).toBe("closed")
-    }))
+  scoped(
+    "a failed trial does not reopen it alone: all four end, then 1 of 4 failed closes it",
+    () =>
+      Effect.gen(function*() {
+        const breaker = yield* halfOpen({})
+        const trials = yield* Effect.forEach([1, 2, 3, 4], () => trial(breaker))
+        yield* trials[0]!.end("down")
+        yield* trials[1]!.end("ok")
+        yield* trials[2]!.end("ok")
+        expect(yield* breaker.state).toBe("half-open")
+        yield* trials[3]!.end("ok")
+        expect(yield* breaker.state).toBe("closed")
+      })
+  )
 
-  it.scoped("2 of 4 failed is not below 0.5: it opens again, for the next delay", () =>
+  scoped("2 of 4 failed is not below 0.5: it opens again, for the next delay", () =>
     Effect.gen(function*() {
       const breaker = yield* halfOpen({})
       const trials = yield* Effect.forEach([1, 2, 3, 4], () => trial(breaker))
@@ -81,48 +83,57 @@ describe("CircuitBreaker halfOpenFailureRate", () => {
       expect(yield* breaker.state).toBe("open")
     }))
 
-  it.scoped("an ignored trial is not in the sample: its permit goes to another trial, whose outcome counts", () =>
-    Effect.gen(function*() {
-      const breaker = yield* halfOpen({})
-      const trials = yield* Effect.forEach([1, 2, 3, 4], () => trial(breaker))
-      expect(yield* refusedFor(breaker)).toBe(1000)
-      yield* trials[0]!.end("ignored")
-      const fifth = yield* trial(breaker)
-      expect(fifth.fiber.unsafePoll()).toBeNull() // admitted, running
-      for (const t of [trials[1]!, trials[2]!, trials[3]!]) yield* t.end("ok")
-      expect(yield* breaker.state).toBe("half-open")
-      yield* fifth.end("down")
-      expect(yield* breaker.state).toBe("closed") // 1 of 4
-    }))
-
-  it.scoped("a sample not complete by halfOpenTimeout: the period opens again, whatever its trials said so far", () =>
-    Effect.gen(function*() {
-      const breaker = yield* halfOpen({ halfOpenTimeout: "3 seconds" })
-      const trials = yield* Effect.forEach([1, 2, 3, 4], () => trial(breaker))
-      for (const t of trials.slice(0, 3)) yield* t.end("ok")
-      yield* TestClock.adjust("3 seconds")
-      expect(yield* breaker.state).toBe("open")
-      yield* trials[3]!.end("ok")
-      expect(yield* breaker.state).toBe("open")
-    }))
-
-  it.scoped("the opening after a failed sample lasts what its failed trials asked for (openForAtLeast)", () =>
-    Effect.gen(function*() {
-      const breaker = yield* halfOpen({
-        halfOpenPermits: 3,
-        openForAtLeast: (e) => e instanceof Down && e.asks > 0 ? Duration.seconds(e.asks) : undefined
+  scoped(
+    "an ignored trial is not in the sample: its permit goes to another trial, whose outcome counts",
+    () =>
+      Effect.gen(function*() {
+        const breaker = yield* halfOpen({})
+        const trials = yield* Effect.forEach([1, 2, 3, 4], () => trial(breaker))
+        expect(yield* refusedFor(breaker)).toBe(1000)
+        yield* trials[0]!.end("ignored")
+        const fifth = yield* trial(breaker)
+        expect(pollFiber(fifth.fiber)).toBeUndefined() // admitted, running
+        for (const t of [trials[1]!, trials[2]!, trials[3]!]) yield* t.end("ok")
+        expect(yield* breaker.state).toBe("half-open")
+        yield* fifth.end("down")
+        expect(yield* breaker.state).toBe("closed") // 1 of 4
       })
-      const [a, b, c] = yield* Effect.forEach([1, 2, 3], () => trial(breaker))
-      yield* a!.end("down")
-      yield* b!.end("down, leave me 30 s")
-      yield* c!.end("ok")
-      // 2 of 3 failed; the longest any of them asked for, not the last trial's (a success)
-      expect(yield* refusedFor(breaker)).toBe(30_000)
-    }))
+  )
+
+  scoped(
+    "a sample not complete by halfOpenTimeout: the period opens again, whatever its trials said so far",
+    () =>
+      Effect.gen(function*() {
+        const breaker = yield* halfOpen({ halfOpenTimeout: "3 seconds" })
+        const trials = yield* Effect.forEach([1, 2, 3, 4], () => trial(breaker))
+        for (const t of trials.slice(0, 3)) yield* t.end("ok")
+        yield* TestClock.adjust("3 seconds")
+        expect(yield* breaker.state).toBe("open")
+        yield* trials[3]!.end("ok")
+        expect(yield* breaker.state).toBe("open")
+      })
+  )
+
+  scoped(
+    "the opening after a failed sample lasts what its failed trials asked for (openForAtLeast)",
+    () =>
+      Effect.gen(function*() {
+        const breaker = yield* halfOpen({
+          halfOpenPermits: 3,
+          openForAtLeast: (e) => e instanceof Down && e.asks > 0 ? Duration.seconds(e.asks) : undefined
+        })
+        const [a, b, c] = yield* Effect.forEach([1, 2, 3], () => trial(breaker))
+        yield* a!.end("down")
+        yield* b!.end("down, leave me 30 s")
+        yield* c!.end("ok")
+        // 2 of 3 failed; the longest any of them asked for, not the last trial's (a success)
+        expect(yield* refusedFor(breaker)).toBe(30_000)
+      })
+  )
 
   const ending = fc.constantFrom<Array<Ending>>("ok", "down", "ignored")
 
-  it.effect.prop(
+  effectProp(
     "the decision is the rule over the sample, never more than halfOpenPermits trials run, ignored ones excluded",
     {
       permits: fc.integer({ min: 1, max: 5 }),
@@ -140,7 +151,7 @@ describe("CircuitBreaker halfOpenFailureRate", () => {
           if ((yield* breaker.state) !== "half-open") break
           if (step === "start") {
             const t = yield* trial(breaker)
-            if (t.fiber.unsafePoll() === null) running.push(t)
+            if (pollFiber(t.fiber) === undefined) running.push(t)
             // refused only when every permit is taken, by a trial running or one that ended in the sample
             else expect(running.length + ended).toBe(permits)
           } else if (running.length > 0) {

@@ -1,29 +1,35 @@
-import { afterAll, describe, expect, it } from "@effect/vitest"
 import {
-  Cause,
-  Clock,
-  Context,
-  Deferred,
-  type Duration,
-  Effect,
-  Exit,
-  Fiber,
-  Logger,
-  Metric,
-  Schedule,
-  Scope
-} from "effect"
-import { TestClock } from "effect/testing"
+  blackHole,
+  captureLogs,
+  channelOf,
+  closedPort,
+  counterValue,
+  deleteKeys,
+  describeRedis,
+  type DurationInput,
+  eventually,
+  failureOption,
+  fork,
+  gaugeValue,
+  hashTag,
+  itRecording,
+  keysOf,
+  REDIS_URL,
+  redisServer,
+  resolveFleet,
+  scoped,
+  ServiceKey,
+  tapSchedule,
+  TestClock,
+  uniquePrefix,
+  untilSleeping
+} from "#edition"
+import { afterAll, describe, expect, it } from "@effect/vitest"
+import { Clock, Deferred, Effect, Exit, Fiber, Schedule, Scope } from "effect"
+import { CircuitBreaker } from "effect-resilience"
+import * as CircuitBreakerRedis from "effect-resilience/CircuitBreaker/Redis"
 import { Redis } from "ioredis"
-import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
-import { CircuitBreaker } from "../src/index.js"
-import { channelOf, keysOf, resolveFleet } from "../src/internal/circuitBreaker/redis.js"
 import { breakerRedisSuite, isCircuitOpen } from "./breakerRedisSuite.js"
-import { eventually } from "./support/eventually.js"
-import { blackHole, closedPort, deleteKeys, hashTag, REDIS_URL, uniquePrefix } from "./support/redis.js"
-import { itRecording, kill, startRedisServer } from "./support/redisServer.js"
-import { describeRedis } from "./support/services.js"
-import { untilSleeping } from "./support/sleeps.js"
 
 const prefix = uniquePrefix("cb")
 const shared = new Redis(REDIS_URL, { lazyConnect: true })
@@ -36,21 +42,15 @@ const fresh = (what: string) => `${what}-${process.pid}-${++counter}`
 const onShared = (
   name: string,
   trip: CircuitBreaker.TripPolicy,
-  openFor: Duration.Input = "1 second"
+  openFor: DurationInput = "1 second"
 ): CircuitBreakerRedis.Options => ({ trip, openFor, name, prefix, redis: { client: shared } })
-
-/** A logger that keeps the messages of warnings and infos. */
-const capture = () => {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ logLevel, message }) => {
-    const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
-    lines.push(`${logLevel.toUpperCase()} ${text}`)
-  })
-  return { lines, layer: Logger.layer([logger]) }
-}
 
 const boom = Effect.fail("boom")
 const ok = Effect.succeed("ok")
+
+/** Runs `self` in `scope`, which outlives it (Effect 3: `Scope.extend`; Effect 4: `Scope.provide`). */
+const inScope = (scope: Scope.Scope) => <A, E>(self: Effect.Effect<A, E, Scope.Scope>): Effect.Effect<A, E> =>
+  Effect.provideService(self, Scope.Scope, scope)
 
 describeRedis("CircuitBreaker/Redis", () => {
   afterAll(async () => {
@@ -141,19 +141,17 @@ describeRedis("CircuitBreaker/Redis", () => {
         redis: { url: `redis://127.0.0.1:${port}` },
         timeout: "200 millis"
       })
-      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.withAttributes({ breaker: name }))
-      expect((yield* Metric.value(gauge)).value).toBe(1)
+      expect(yield* gaugeValue(CircuitBreakerRedis.fleetFallbackGauge, { breaker: name })).toBe(1)
       expect(yield* breaker.protect(ok)).toBe("ok")
       for (let i = 0; i < 3; i++) {
         const exit = yield* Effect.exit(breaker.protect(boom))
-        expect(Exit.isFailure(exit) && Cause.findErrorOption(exit.cause)._tag === "Some" && !isCircuitOpen(exit)).toBe(
+        expect(Exit.isFailure(exit) && failureOption(exit.cause)._tag === "Some" && !isCircuitOpen(exit)).toBe(
           true
         )
       }
       expect(yield* breaker.state).toBe("open")
       expect(isCircuitOpen(yield* Effect.exit(breaker.protect(ok)))).toBe(true)
-      const fallbacks = CircuitBreakerRedis.fleetFallbacksTotal.pipe(Metric.withAttributes({ breaker: name }))
-      expect((yield* Metric.value(fallbacks)).count).toBe(1)
+      expect(yield* counterValue(CircuitBreakerRedis.fleetFallbacksTotal, { breaker: name })).toBe(1)
     }).pipe(Effect.scoped))
 
   itRecording(
@@ -163,7 +161,7 @@ describeRedis("CircuitBreaker/Redis", () => {
         const options = onShared(fresh("last"), CircuitBreaker.consecutive(3), "1 minute")
         const b = yield* CircuitBreakerRedis.make(options)
         const scope = yield* Scope.make()
-        const a = yield* Scope.provide(scope)(CircuitBreakerRedis.make(options))
+        const a = yield* inScope(scope)(CircuitBreakerRedis.make(options))
         for (let i = 0; i < 3; i++) yield* Effect.exit(a.protect(boom))
         expect(yield* b.state).toBe("closed")
         yield* Scope.close(scope, Exit.void)
@@ -193,7 +191,7 @@ describeRedis("CircuitBreaker/Redis", () => {
   itRecording("an outage is logged once, not once per failed flush", () =>
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
-      const { layer, lines } = capture()
+      const { layer, lines } = captureLogs()
       yield* CircuitBreakerRedis.make({
         trip: CircuitBreaker.consecutive(3),
         openFor: "1 minute",
@@ -211,10 +209,10 @@ describeRedis("CircuitBreaker/Redis", () => {
       expect(outage).toHaveLength(1)
       expect(outage[0]).toMatch(/^WARN /)
     }))
-  it.effect("layer: the same breaker for a tag, shared by two layers of the same name", () =>
+  scoped("layer: the same breaker for a tag, shared by two layers of the same name", () =>
     Effect.gen(function*() {
-      class A extends Context.Service<A, CircuitBreaker.CircuitBreaker>()("A") {}
-      class B extends Context.Service<B, CircuitBreaker.CircuitBreaker>()("B") {}
+      class A extends ServiceKey<A, CircuitBreaker.CircuitBreaker>()("A") {}
+      class B extends ServiceKey<B, CircuitBreaker.CircuitBreaker>()("B") {}
       const options = onShared(fresh("layer"), CircuitBreaker.consecutive(2), "1 minute")
       yield* Effect.gen(function*() {
         const a = yield* A
@@ -290,7 +288,7 @@ describeRedis("CircuitBreaker/Redis", () => {
         // a trial of the half-open period (epoch 2, from t = 1.1 s) that runs long
         const gate = yield* Deferred.make<void>()
         let started = false
-        const trial = yield* Effect.forkChild(
+        const trial = yield* fork(
           a.protect(Effect.andThen(Effect.sync(() => (started = true)), Effect.as(Deferred.await(gate), "late")))
         )
         yield* eventually(Effect.sync(() => started))
@@ -358,8 +356,7 @@ describeRedis("CircuitBreaker/Redis", () => {
         yield* Effect.exit(b.protect(boom))
         yield* flushOnce(2)
         // b's failures opened the fleet (a too): b never fell back on a window of another type (WRONGTYPE)
-        const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.withAttributes({ breaker: name }))
-        expect((yield* Metric.value(gauge)).value).toBe(0)
+        expect(yield* gaugeValue(CircuitBreakerRedis.fleetFallbackGauge, { breaker: name })).toBe(0)
         yield* eventually(Effect.map(a.state, (s) => s === "open"))
       })
   )
@@ -390,25 +387,28 @@ describeRedis("CircuitBreaker/Redis", () => {
       })
   )
 
-  it.effect("the channel carries the client's keyPrefix and database, as pub/sub knows neither", () =>
-    Effect.gen(function*() {
-      const name = fresh("channel")
-      const url = new URL(REDIS_URL)
-      const db = Number(url.pathname.slice(1) || "0")
-      const options: CircuitBreakerRedis.Options = {
-        trip: CircuitBreaker.consecutive(2),
-        openFor: "1 minute",
-        name,
-        prefix,
-        redis: { url: REDIS_URL, redisOptions: { keyPrefix: "app1:" } }
-      }
-      yield* CircuitBreakerRedis.make(options)
-      const channel = `app1:${keysOf(prefix, name, resolveFleet(options).config.trip).channel}${
-        db === 0 ? "" : `:db${db}`
-      }`
-      const numsub = yield* Effect.promise(() => shared.pubsub("NUMSUB", channel))
-      expect(numsub).toEqual([channel, 1])
-    }))
+  scoped(
+    "the channel carries the client's keyPrefix and database, as pub/sub knows neither",
+    () =>
+      Effect.gen(function*() {
+        const name = fresh("channel")
+        const url = new URL(REDIS_URL)
+        const db = Number(url.pathname.slice(1) || "0")
+        const options: CircuitBreakerRedis.Options = {
+          trip: CircuitBreaker.consecutive(2),
+          openFor: "1 minute",
+          name,
+          prefix,
+          redis: { url: REDIS_URL, redisOptions: { keyPrefix: "app1:" } }
+        }
+        yield* CircuitBreakerRedis.make(options)
+        const channel = `app1:${keysOf(prefix, name, resolveFleet(options).config.trip).channel}${
+          db === 0 ? "" : `:db${db}`
+        }`
+        const numsub = yield* Effect.promise(() => shared.pubsub("NUMSUB", channel))
+        expect(numsub).toEqual([channel, 1])
+      })
+  )
 
   itRecording(
     "a flush every flushInterval from the last one's start, however long it took (a fixed rate)",
@@ -451,8 +451,8 @@ describeRedis("CircuitBreaker/Redis", () => {
         timeout: "200 millis"
       }
       yield* CircuitBreakerRedis.make(options)
-      const server = yield* startRedisServer(port)
-      yield* Effect.addFinalizer(() => kill(server))
+      const server = yield* Effect.promise(() => redisServer.startRedisServer(port))
+      yield* Effect.addFinalizer(() => Effect.promise(() => redisServer.kill(server)))
       const probe = yield* Effect.acquireRelease(
         Effect.sync(() => new Redis(`redis://127.0.0.1:${port}`)),
         (c) => Effect.sync(() => c.disconnect())
@@ -464,38 +464,39 @@ describeRedis("CircuitBreaker/Redis", () => {
       )
     }).pipe(Effect.scoped))
 
-  it.effect("a replica disposed while Redis fails: no local breaker, no warning, and its fallback gauge is 0", () =>
-    Effect.gen(function*() {
-      const { client, control } = yield* controlledClient
-      const { layer, lines } = capture()
-      const name = fresh("dispose")
-      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.withAttributes({ breaker: name }))
-      yield* Effect.gen(function*() {
-        const scope = yield* Scope.make()
-        const a = yield* Scope.provide(scope)(
-          CircuitBreakerRedis.make({
-            trip: CircuitBreaker.consecutive(5),
-            openFor: "1 minute",
-            name,
-            prefix,
-            redis: { client }
-          })
-        )
-        yield* Effect.exit(a.protect(boom))
-        control.fail = true
-        yield* Scope.close(scope, Exit.void)
-      }).pipe(Effect.provide(layer))
-      expect(lines.filter((l) => l.includes("Redis failed"))).toEqual([])
-      expect((yield* Metric.value(gauge)).value).toBe(0)
-    }))
+  scoped(
+    "a replica disposed while Redis fails: no local breaker, no warning, and its fallback gauge is 0",
+    () =>
+      Effect.gen(function*() {
+        const { client, control } = yield* controlledClient
+        const { layer, lines } = captureLogs()
+        const name = fresh("dispose")
+        yield* Effect.gen(function*() {
+          const scope = yield* Scope.make()
+          const a = yield* inScope(scope)(
+            CircuitBreakerRedis.make({
+              trip: CircuitBreaker.consecutive(5),
+              openFor: "1 minute",
+              name,
+              prefix,
+              redis: { client }
+            })
+          )
+          yield* Effect.exit(a.protect(boom))
+          control.fail = true
+          yield* Scope.close(scope, Exit.void)
+        }).pipe(Effect.provide(layer))
+        expect(lines.filter((l) => l.includes("Redis failed"))).toEqual([])
+        expect(yield* gaugeValue(CircuitBreakerRedis.fleetFallbackGauge, { breaker: name })).toBe(0)
+      })
+  )
 
   itRecording("a replica in fallback when disposed sets its fallback gauge back to 0", () =>
     Effect.gen(function*() {
       const { client, control } = yield* controlledClient
       const name = fresh("dispose-local")
-      const gauge = CircuitBreakerRedis.fleetFallbackGauge.pipe(Metric.withAttributes({ breaker: name }))
       const scope = yield* Scope.make()
-      yield* Scope.provide(scope)(
+      yield* inScope(scope)(
         CircuitBreakerRedis.make({
           trip: CircuitBreaker.consecutive(5),
           openFor: "1 minute",
@@ -506,9 +507,9 @@ describeRedis("CircuitBreaker/Redis", () => {
       )
       control.fail = true
       yield* flushOnce()
-      expect((yield* Metric.value(gauge)).value).toBe(1)
+      expect(yield* gaugeValue(CircuitBreakerRedis.fleetFallbackGauge, { breaker: name })).toBe(1)
       yield* Scope.close(scope, Exit.void)
-      expect((yield* Metric.value(gauge)).value).toBe(0)
+      expect(yield* gaugeValue(CircuitBreakerRedis.fleetFallbackGauge, { breaker: name })).toBe(0)
     }))
 
   itRecording(
@@ -518,7 +519,7 @@ describeRedis("CircuitBreaker/Redis", () => {
         let steps = 0
         const breaker = yield* CircuitBreakerRedis.make({
           trip: CircuitBreaker.consecutive(5),
-          openFor: Schedule.exponential("1 second").pipe(Schedule.tap(() => Effect.sync(() => steps++))),
+          openFor: Schedule.exponential("1 second").pipe(tapSchedule(() => Effect.sync(() => steps++))),
           name: fresh("delay"),
           prefix,
           redis: { client: shared }
@@ -533,7 +534,7 @@ describeRedis("CircuitBreaker/Redis", () => {
   )
 
   describe("wiring mistakes are loud", () => {
-    it("a missing name, an empty name or a missing connection throws IllegalArgumentError", () => {
+    it("a missing name, an empty name or a missing connection throws an illegal-argument error", () => {
       const base = { trip: CircuitBreaker.consecutive(3), openFor: "1 second" } as const
       expect(() => CircuitBreakerRedis.make({ ...base, redis: { url: REDIS_URL } } as never)).toThrow(/needs a name/)
       expect(() => CircuitBreakerRedis.make({ ...base, name: "", redis: { url: REDIS_URL } })).toThrow(/needs a name/)

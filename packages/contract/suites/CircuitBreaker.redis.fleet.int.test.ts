@@ -1,27 +1,57 @@
+import { closedPort, eventually, fleetProcesses, ownReplica, redisServer } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import {
-  type Dependency,
-  dependency,
-  effect3Replica,
-  inFallback,
-  lastState,
-  type Replica,
-  replica,
-  transitions
-} from "./support/breakerFleet.js"
-import { eventually } from "./support/eventually.js"
-import { closedPort } from "./support/redis.js"
-import { kill, startRedisServer } from "./support/redisServer.js"
 
-// The Effect 3 edition's test/CircuitBreaker.redis.fleet.int.test.ts, on Effect 4: the same steps and bounds;
-// then one replica of each edition sharing one breaker. Three processes (examples/fleet/replica.ts, each a
-// plain Node 22 `node`) share one fleet breaker on a redis-server of this test's own, which it kills and restarts. The dependency is an HTTP server in this process; the test decides its answers
-// and records every call. Every wait is for a condition; the only time-based assertion is the staleness
-// bound the docs state (docs/distributed-breaker.md): flushInterval + two round trips (the flush that opens
-// the fleet, then the others' flush that its message prompts), where a round trip is capped by the breaker's
-// `timeout` (a slower answer makes a replica leave the fleet). Condition waits are capped generously (60 s):
-// a busy machine passes, a hang still fails.
+// Three processes (the running edition's examples/fleet/replica.ts) share one fleet breaker on a redis-server of
+// this test's own, which it kills and restarts; then one replica of each edition shares one breaker (a rolling
+// upgrade). The dependency is an HTTP server in this process; the test decides its answers and records every
+// call. Every wait is for a condition; the only time-based assertion is the staleness bound the docs state
+// (docs/distributed-breaker.md): flushInterval + two round trips (the flush that opens the fleet, then the others'
+// flush that its message prompts), where a round trip is capped by the breaker's `timeout` (a slower answer makes
+// a replica leave the fleet). Condition waits are capped generously (60 s): a busy machine passes, a hang still
+// fails.
+
+const { effect3Replica, effect4Replica, inFallback, lastState, transitions } = fleetProcesses
+type Dependency = fleetProcesses.Dependency
+
+/** A redis-server of the test's own on `port`, and SIGKILL for it (or a replica). */
+const startRedisServer = (port: number) => Effect.promise(() => redisServer.startRedisServer(port))
+const kill = (child: Parameters<typeof redisServer.kill>[0]) => Effect.promise(() => redisServer.kill(child))
+
+/** The dependency, stopped when the scope closes. */
+const dependency = Effect.map(
+  Effect.acquireRelease(Effect.promise(fleetProcesses.startDependency), ({ close }) => Effect.sync(close)),
+  ({ dep }) => dep
+)
+
+interface Replica extends Omit<fleetProcesses.ReplicaProcess, "send" | "ready" | "statsAnswer"> {
+  readonly send: (command: string) => Effect.Effect<void>
+  /** The replica's outcome counts now. */
+  readonly stats: Effect.Effect<fleetProcesses.Stats, Error>
+}
+
+let statsId = 0
+
+/**
+ * Starts a replica (this edition's, or another with `launcher`) with `args`; resolves at its `ready` line;
+ * SIGKILLed when the scope closes.
+ */
+const replica = (id: string, args: ReadonlyArray<string>, launcher: fleetProcesses.Launcher = ownReplica) =>
+  Effect.acquireRelease(Effect.sync(() => fleetProcesses.startReplica(id, launcher, args)), (r) => kill(r.child)).pipe(
+    Effect.tap((r) => Effect.tryPromise({ try: () => r.ready, catch: (error) => error as Error })),
+    Effect.map(({ ready: _, send, statsAnswer, ...r }): Replica => ({
+      ...r,
+      send: (command) => Effect.sync(() => send(command)),
+      stats: Effect.suspend(() => {
+        const sid = String(++statsId)
+        send(`stats ${sid}`)
+        return Effect.andThen(
+          eventually(Effect.sync(() => statsAnswer(sid) !== undefined), { every: "5 millis", within: "60 seconds" }),
+          Effect.sync(() => statsAnswer(sid)!)
+        )
+      })
+    }))
+  )
 
 const FLUSH_INTERVAL = 100
 const TIMEOUT = 1000
@@ -184,7 +214,8 @@ describe("three processes share one breaker on Redis", () => {
 })
 
 // The fleet protocol is the core's (packages/core/src/breakerFleetScript.ts and the replies it decodes), which both
-// editions run: replicas of either edition that share a name share one breaker.
+// editions run: replicas of either edition that share a name share one breaker. (Both replicas are processes: the
+// edition that runs this file only drives them. The Effect 4 replica needs Node 22: see fleetProcesses.ts.)
 describe("an Effect 3 replica and an Effect 4 replica share one breaker on Redis", () => {
   it.live(
     "either's failures open both, they share halfOpenPermits trials, and isolate and reset on one reach the other",
@@ -195,7 +226,7 @@ describe("an Effect 3 replica and an Effect 4 replica share one breaker on Redis
         yield* Effect.addFinalizer(() => kill(server))
         const dep = yield* dependency
         const args = replicaArgs(port, `cross-${process.pid}-${Date.now().toString(36)}`, dep.url)
-        const [e3, e4] = yield* Effect.all([replica("e3", args, effect3Replica), replica("e4", args)], {
+        const [e3, e4] = yield* Effect.all([replica("e3", args, effect3Replica), replica("e4", args, effect4Replica)], {
           concurrency: 2
         })
         const both = [e3!, e4!]

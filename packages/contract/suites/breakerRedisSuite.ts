@@ -1,18 +1,14 @@
 /**
- * The fleet breaker's contract, run against any Redis deployment: single node in
- * `CircuitBreaker.redis.int.test.ts`, a Redis Cluster in the cluster tests. Every test builds two or three
+ * The fleet breaker's contract, run by both editions against any Redis deployment: single node in
+ * `CircuitBreaker.redis.int.test.ts`, a Redis Cluster in each edition's cluster tests. Every test builds two or three
  * "replicas" (breakers with the same name) in one process on `TestClock`: the flush fiber sleeps on it, the
  * script gets its time, and what travels through Redis (replies, pub/sub) is waited for with `eventually`.
  */
+import { eventually, failureOption, fork, itRecording, pollFiber, TestClock, untilSleeping } from "#edition"
 import { describe, expect } from "@effect/vitest"
-import { Cause, Clock, Deferred, Duration, Effect, Exit, Fiber, Schedule } from "effect"
-import { TestClock } from "effect/testing"
-import * as CircuitBreakerRedis from "../src/CircuitBreaker/Redis.js"
-import { CircuitBreaker } from "../src/index.js"
-import type { Connection } from "../src/internal/redis/options.js"
-import { eventually } from "./support/eventually.js"
-import { itRecording } from "./support/redisServer.js"
-import { untilSleeping } from "./support/sleeps.js"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Schedule } from "effect"
+import { CircuitBreaker } from "effect-resilience"
+import * as CircuitBreakerRedis from "effect-resilience/CircuitBreaker/Redis"
 
 let counter = 0
 /** A breaker name no other test (or run of the suite) uses. */
@@ -23,11 +19,11 @@ const ok = Effect.succeed("ok")
 
 export const isCircuitOpen = (exit: Exit.Exit<unknown, unknown>): boolean =>
   Exit.isFailure(exit) &&
-  Cause.findErrorOption(exit.cause).pipe((o) => o._tag === "Some" && o.value instanceof CircuitBreaker.CircuitOpen)
+  failureOption(exit.cause).pipe((o) => o._tag === "Some" && o.value instanceof CircuitBreaker.CircuitOpen)
 
 /** The `retryAfter` of an exit that is `CircuitOpen`, in milliseconds. */
 const retryAfterOf = (exit: Exit.Exit<unknown, unknown>): number => {
-  const e = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
+  const e = Exit.isFailure(exit) ? failureOption(exit.cause) : undefined
   if (e?._tag !== "Some" || !(e.value instanceof CircuitBreaker.CircuitOpen)) throw new Error("expected CircuitOpen")
   return Duration.toMillis(e.value.retryAfter)
 }
@@ -35,14 +31,17 @@ const retryAfterOf = (exit: Exit.Exit<unknown, unknown>): number => {
 const stateIs = (breaker: CircuitBreaker.CircuitBreaker, state: CircuitBreaker.State) =>
   eventually(Effect.map(breaker.state, (s) => s === state), { within: "10 seconds" })
 
+/** Runs `self` `n` times, whatever each ends with. */
 const times = <A, E>(n: number, self: Effect.Effect<A, E>) =>
-  Effect.exit(Effect.repeat(Effect.exit(self), { times: n - 1 }))
+  Effect.gen(function*() {
+    for (let i = 0; i < n; i++) yield* Effect.exit(self)
+  })
 
 const notFound = Effect.fail("not found")
 
 /** The `lastFailure` of an exit that is `CircuitOpen`: `{}` when it has none. */
 const lastFailureOf = (exit: Exit.Exit<unknown, unknown>): { readonly lastFailure?: unknown } => {
-  const e = Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : undefined
+  const e = Exit.isFailure(exit) ? failureOption(exit.cause) : undefined
   if (e?._tag !== "Some" || !(e.value instanceof CircuitBreaker.CircuitOpen)) throw new Error("expected CircuitOpen")
   return "lastFailure" in e.value ? { lastFailure: e.value.lastFailure } : {}
 }
@@ -52,7 +51,7 @@ const heldTrial = (breaker: CircuitBreaker.CircuitBreaker) =>
   Effect.gen(function*() {
     const gate = yield* Deferred.make<boolean>()
     let started = false
-    const fiber = yield* Effect.forkChild(
+    const fiber = yield* fork(
       breaker.protect(
         Effect.andThen(
           Effect.sync(() => (started = true)),
@@ -78,7 +77,7 @@ const flushAll = (n: number) =>
 
 export interface SuiteOptions {
   /** The connection each replica gets (a client may be shared: the breaker never closes one it was given). */
-  readonly connection: () => Connection
+  readonly connection: () => CircuitBreakerRedis.Options["redis"]
   /** Key prefix of this run; must not contain braces. */
   readonly prefix: string
 }
@@ -175,10 +174,10 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
           // five callers on three replicas: two get a permit, three are refused
           const fibers = yield* Effect.forEach(
             [a!, b!, c!, a!, b!],
-            (r) => Effect.forkChild(Effect.exit(r.protect(trialCall)))
+            (r) => fork(Effect.exit(r.protect(trialCall)))
           )
           yield* eventually(
-            Effect.sync(() => fibers.filter((f) => f.pollUnsafe() !== undefined).length === 3)
+            Effect.sync(() => fibers.filter((f) => pollFiber(f) !== undefined).length === 3)
           )
           expect(ran).toBe(2)
           yield* Deferred.succeed(gate, undefined)
@@ -212,7 +211,7 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
           const t = yield* Clock.currentTimeMillis
           const gate = yield* Deferred.make<void>()
           let started = false
-          const hung = yield* Effect.forkChild(
+          const hung = yield* fork(
             a.protect(Effect.andThen(Effect.sync(() => (started = true)), Effect.as(Deferred.await(gate), "late")))
           )
           yield* eventually(Effect.sync(() => started))
@@ -244,7 +243,7 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
           const [a, b] = yield* halfOpenPair({ openFor: "1 second", halfOpenTimeout: "5 seconds" })
           const gate = yield* Deferred.make<void>()
           let started = false
-          yield* Effect.forkChild(a.protect(Effect.andThen(Effect.sync(() => (started = true)), Deferred.await(gate))))
+          yield* fork(a.protect(Effect.andThen(Effect.sync(() => (started = true)), Deferred.await(gate))))
           yield* eventually(Effect.sync(() => started))
           expect(retryAfterOf(yield* Effect.exit(b.protect(ok)))).toBe(5000)
           yield* TestClock.adjust("3 seconds")
@@ -268,7 +267,7 @@ export const breakerRedisSuite = (label: string, suite: SuiteOptions) => {
           expect(yield* b.state).toBe("half-open")
           const gate = yield* Deferred.make<void>()
           let started = false
-          const second = yield* Effect.forkChild(
+          const second = yield* fork(
             b.protect(Effect.andThen(Effect.sync(() => (started = true)), Effect.as(Deferred.await(gate), "ok")))
           )
           yield* eventually(Effect.sync(() => started))

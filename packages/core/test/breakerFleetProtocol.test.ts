@@ -1,7 +1,11 @@
-import * as Fleet from "@effect-resilience/core/breakerFleet"
-import * as Protocol from "@effect-resilience/core/breakerFleetProtocol"
-import { describe, expect, it } from "@effect/vitest"
-import { fleetScript } from "../src/internal/circuitBreaker/redisScript.js"
+import { describe, expect, it } from "vitest"
+import * as Fleet from "../src/breakerFleet.js"
+import * as Protocol from "../src/breakerFleetProtocol.js"
+import { fleetScriptSource } from "../src/breakerFleetScript.js"
+
+// The fleet breaker's protocol: the arguments and reply of its Lua script (breakerFleetScript.ts) as tables, and
+// the script read against them. (Whether the script decides as breakerFleetModel.ts does needs a Redis: the
+// contract suite CircuitBreaker.script.redis.int.test.ts runs it.)
 
 const call: Protocol.Call = {
   op: "success",
@@ -60,9 +64,9 @@ describe("core/breakerFleetProtocol", () => {
   })
 
   it("the script reads exactly the arguments of the table, and replies exactly its fields", () => {
-    const read = new Set([...fleetScript.lua.matchAll(/\bA\.(\w+)/g)].map((m) => m[1]))
+    const read = new Set([...fleetScriptSource.matchAll(/\bA\.(\w+)/g)].map((m) => m[1]))
     expect([...read].sort()).toEqual([...Protocol.args].sort())
-    const replyTable = /local R = \{([^}]*)\}/.exec(fleetScript.lua)![1]!
+    const replyTable = /local R = \{([^}]*)\}/.exec(fleetScriptSource)![1]!
     const set = [...replyTable.matchAll(/(\w+) =/g)].map((m) => m[1])
     expect(set.sort()).toEqual([...Protocol.replyFields].sort())
   })
