@@ -1,6 +1,6 @@
 import { counterValue, diedOf, type DurationInput, fork, interruptedOf, TestClock, upTo, withRandom } from "#edition"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber } from "effect"
+import { Clock, Duration, Effect, Exit, Fiber, Schedule } from "effect"
 import { Backoff, Deadline, Failure, Retry, RetryBudget } from "effect-resilience"
 
 const exponential = Backoff.exponential({ base: "100 millis", cap: "10 seconds" })
@@ -227,6 +227,44 @@ describe("Retry.retry", () => {
       yield* runFor(Retry.retry(effect, { schedule, maxAttempts: 5 }), "1 minute")
       expect(instants).toEqual([0, 50, 100]) // 0.5*100, then 0.25*200
     }).pipe(withRandom([0.5, 0.25])))
+
+  it.effect("takes any Schedule: only its delays count, whatever it outputs", () =>
+    Effect.gen(function*() {
+      // each run starts where the clock is; its instants are counted from there
+      const run = (schedule: Retry.Options["schedule"], maxAttempts = 4) =>
+        Effect.gen(function*() {
+          const { effect, instants } = scripted(["a", "b", "c", "d", "e"].map((c) => Failure.retryable(c)))
+          const start = yield* Clock.currentTimeMillis
+          const exit = yield* runFor(Retry.retry(effect, { schedule, maxAttempts }), "1 minute")
+          return { exit, instants: instants.map((t) => t - start) }
+        })
+      // Schedule.spaced and Schedule.fixed output a count; the delays are what they space
+      expect((yield* run(Schedule.spaced("100 millis"))).instants).toEqual([0, 100, 200, 300])
+      expect((yield* run(Schedule.fixed("100 millis"))).instants).toEqual([0, 100, 200, 300])
+      // Schedule.exponential outputs the delay, as Backoff's schedules do
+      expect((yield* run(Schedule.exponential("100 millis"))).instants).toEqual([0, 100, 300, 700])
+      // Schedule.recurs: no delay, and its end stops the retries before maxAttempts does
+      const recurs = yield* run(Schedule.recurs(2), 10)
+      expect(recurs.instants).toEqual([0, 0, 0])
+      expect(recurs.exit).toEqual(
+        Exit.fail(new Retry.RetriesExhausted({ attempts: 3, reason: "attempts", last: "c" }))
+      )
+    }))
+
+  it("accepts Effect's own schedules, whatever their output type", () => {
+    const policy = (schedule: Retry.Options["schedule"]) => Retry.retry({ schedule, maxAttempts: 3 })
+    expectTypeOf(Schedule.spaced("1 second")).toExtend<Retry.Options["schedule"]>()
+    expectTypeOf(Schedule.fixed("1 second")).toExtend<Retry.Options["schedule"]>()
+    expectTypeOf(Schedule.recurs(3)).toExtend<Retry.Options["schedule"]>()
+    expectTypeOf(Schedule.exponential("100 millis")).toExtend<Retry.Options["schedule"]>()
+    expectTypeOf(exponential).toExtend<Retry.Options["schedule"]>()
+    const call = Effect.fail(Failure.retryable(503)) as Effect.Effect<string, Failure.Retryable<number>>
+    const spaced = call.pipe(Retry.retry({ schedule: Schedule.spaced("1 second"), maxAttempts: 3 }))
+    expectTypeOf(spaced).toEqualTypeOf<Effect.Effect<string, Retry.RetriesExhausted<number>>>()
+    call.pipe(Retry.retry({ schedule: Schedule.fixed("1 second"), maxAttempts: 3 }))
+    call.pipe(Retry.retry({ schedule: Schedule.recurs(2), maxAttempts: 3 }))
+    call.pipe(policy(Schedule.exponential("100 millis")))
+  })
 
   it("removes Retryable from the error type and adds RetriesExhausted", () => {
     class NotFound {

@@ -38,19 +38,25 @@ type Client<E, R> = HttpClient.HttpClient.With<E, R>
  * @category models
  */
 export interface Options {
+  /**
+   * The client's name: the `client` label of its retry metrics (`Retry.retriesTotal`, `Retry.exhaustedTotal`),
+   * which also carry the `origin`. Give each client its own. Default `"default"`.
+   */
+  readonly name?: string
   /** Each attempt's timeout, clipped to the deadline; it covers reading the body. Default 10 seconds. */
   readonly attemptTimeout?: Duration.DurationInput
   /**
    * Retries ({@link retry}). Default: `Backoff.fullJitter({ base: "100 millis", cap: "5 seconds" })`, 3 attempts,
    * Retry-After up to 60 s. `budget` is a `RetryBudget` for this client: its options (made with the client) or a
    * ready `RetryBudget.Budget` (shared by whoever holds it); without it, a `RetryBudget` in the caller's context is
-   * used. `false` turns retrying off: every answer is returned as it is.
+   * used. `maxOriginLabels`: see {@link RetryOptions}. `false` turns retrying off: every answer is returned as it is.
    */
   readonly retry?: false | {
-    readonly schedule?: Schedule.Schedule<Duration.Duration>
+    readonly schedule?: Schedule.Schedule<unknown>
     readonly maxAttempts?: number
     readonly maxRetryAfter?: Duration.DurationInput
     readonly budget?: RetryBudget.Options | RetryBudget.Budget
+    readonly maxOriginLabels?: number
   }
   /**
    * A circuit breaker per origin ({@link circuitBreaker}): its options, or a ready `CircuitBreaker.Keyed<string>`
@@ -219,8 +225,11 @@ export const attemptTimeout: {
  * @category models
  */
 export interface RetryOptions {
-  /** The delays; default `Backoff.fullJitter({ base: "100 millis", cap: "5 seconds" })`. */
-  readonly schedule?: Schedule.Schedule<Duration.Duration>
+  /**
+   * The delays, any `Schedule` (only its delays count); default
+   * `Backoff.fullJitter({ base: "100 millis", cap: "5 seconds" })`.
+   */
+  readonly schedule?: Schedule.Schedule<unknown>
   /** Attempts in all, the first included; default 3. */
   readonly maxAttempts?: number
   /** A `Retry-After` longer than this stops the retries (reason `"retry-after"`); default 60 s. */
@@ -229,6 +238,15 @@ export interface RetryOptions {
   readonly budget?: RetryBudget.Budget
   /** The header that makes a request safe to repeat; default `Idempotency-Key`. */
   readonly idempotencyKeyHeader?: string
+  /** The client's name, the `client` label of the retry metrics; default `"default"`. */
+  readonly name?: string
+  /**
+   * The origins that get an `origin` label of their own in the retry metrics: the first ones this client
+   * retries or gives up on; the others are counted under `origin: "other"`. An integer >= 0 or `Infinity`;
+   * default 100. The metric registry keeps every series for the life of the process, so this bounds the series
+   * (at most `maxOriginLabels + 1` per metric and reason) where the origins come from outside.
+   */
+  readonly maxOriginLabels?: number
 }
 
 /**
@@ -238,7 +256,14 @@ export interface RetryOptions {
  * or any 409 with `Retry-After`). It waits `max(backoff, Retry-After)` (a spent quota's `t` when there is no
  * `Retry-After`), never past the deadline, within the budget. A retried answer's body is cut at 64 KiB and its
  * connection released before the wait. Everything inside runs again on each attempt. When retries run out:
- * `RetriesExhausted`, whose `last` is the `StatusError`, `ConnectFailed` or `NoResponse` of the last attempt.
+ * `RetriesExhausted`, whose `last` is the `StatusError`, `ConnectFailed` or `NoResponse` of the last attempt
+ * (`Retry.unwrap` fails with that error itself).
+ *
+ * Its retries and give-ups are counted in `Retry.retriesTotal` and `Retry.exhaustedTotal` labelled `client`
+ * (`name`) and `origin` (the request's `URL.origin`: scheme, host, and port unless the default; `"unknown"` for
+ * a relative URL; `"other"` past `maxOriginLabels`), in that order (then `reason`), not in their unlabelled
+ * series. Read one series with
+ * `Metric.value(Retry.retriesTotal.pipe(Metric.tagged("client", client), Metric.tagged("origin", origin)))`.
  *
  * @since 0.1.0
  * @category combinators

@@ -5,7 +5,8 @@
  * @since 1.0.0
  */
 import type { Cause, Duration, Effect, Metric, Schedule } from "effect"
-import type { Retryable } from "./Failure.js"
+import type { DeadlineExceeded } from "./Deadline.js"
+import type { Fatal, Retryable } from "./Failure.js"
 import type { Fields } from "./internal/errorFields.js"
 import * as internal from "./internal/retry.js"
 import type { Budget } from "./RetryBudget.js"
@@ -69,8 +70,12 @@ export interface RetryEvent {
  * @category models
  */
 export interface Options<R = never> {
-  /** The delays between attempts, e.g. `Backoff.fullJitter(...)`. The retry stops when it ends. */
-  readonly schedule: Schedule.Schedule<Duration.Duration, unknown, never, R>
+  /**
+   * The delays between attempts: any `Schedule`, e.g. `Backoff.fullJitter(...)`, `Schedule.spaced("1 second")`,
+   * `Schedule.exponential("100 millis")`; `Schedule.recurs(n)` retries at once. Only its delays count: its output
+   * (a `Duration` or a count) is not used. The retry stops when it ends.
+   */
+  readonly schedule: Schedule.Schedule<unknown, unknown, never, R>
   /** Attempts in all, counting the first call: `4` means at most 3 retries. An integer >= 1 (or `Infinity`). */
   readonly maxAttempts: number
   /** A `retryAfter` longer than this stops the retries with reason `"retry-after"`. Default: 60 seconds. */
@@ -127,7 +132,11 @@ export interface NothingToRetry {
 }
 
 /**
- * Counts retries scheduled by `Retry.retry` (`effect_resilience_retries_total`).
+ * Counts retries scheduled by `Retry.retry` (`effect_resilience_retries_total`), with no attributes; the retries
+ * of a `ResilientHttpClient` are counted in series of their own, labelled `client` and `origin`. `Metric.value`
+ * reads one series, the one its attributes name: `Metric.value(Retry.retriesTotal)` counts `Retry.retry`'s
+ * own retries only (and reads 0 for a client's), `Metric.value(Metric.withAttributes(Retry.retriesTotal,
+ * { client, origin }))` one client's retries to one origin; `Metric.snapshot` lists every series.
  *
  * @since 1.0.0
  * @category metrics
@@ -135,7 +144,8 @@ export interface NothingToRetry {
 export const retriesTotal: Metric.Counter<number> = internal.retries
 
 /**
- * Counts `Retry.retry` calls that gave up (`effect_resilience_retries_exhausted_total`), tagged `reason`.
+ * Counts `Retry.retry` calls that gave up (`effect_resilience_retries_exhausted_total`), labelled `reason`, and
+ * `client` and `origin` for a `ResilientHttpClient`'s (see {@link retriesTotal} on reading a series).
  *
  * @since 1.0.0
  * @category metrics
@@ -156,7 +166,10 @@ export const exhaustedTotal: Metric.Counter<number> = internal.exhausted
  *
  * Each retry increments the `effect_resilience_retries_total` counter and annotates the current span
  * with `retry.attempt` and `retry.delay_ms`; giving up increments `effect_resilience_retries_exhausted_total`
- * tagged with the reason.
+ * tagged with the reason, and annotates the span with `retry.stop_reason`.
+ *
+ * The error type keeps the classification: `Fatal<E>`, and `RetriesExhausted<E>` with the reason. To handle
+ * your own error type instead (`Effect.catchTag("HttpError", …)`), add {@link unwrap} after it.
  *
  * Throws `IllegalArgumentError` when `maxAttempts` is not an integer >= 1 or `maxRetryAfter` is not a
  * non-negative duration.
@@ -187,3 +200,55 @@ export const retry: {
     options: Options<R2>
   ): Effect.Effect<A, RetriedError<E>, R | R2>
 } = internal.retry
+
+/**
+ * The error type after {@link unwrap}: `Fatal<E>` and `Retryable<E>` become `E`, `RetriesExhausted<E>` becomes
+ * `E | DeadlineExceeded`, any other member stays.
+ *
+ * @since 1.0.0
+ * @category models
+ */
+export type Unwrapped<E> = E extends Fatal<infer C> ? C
+  : E extends Retryable<infer C> ? C
+  : E extends RetriesExhausted<infer C> ? C | DeadlineExceeded
+  : E
+
+/**
+ * Fails with your own errors again, after {@link retry}: the one step between `Retry.retry` and
+ * `Effect.catchTag` on your own tag. What each failure becomes:
+ *
+ * - `Fatal<E>` (never retried): its `cause`, the `E` itself;
+ * - `RetriesExhausted<E>` with reason `"attempts"` (attempts or schedule used up), `"budget"` (the `RetryBudget`
+ *   refused the next retry) or `"retry-after"` (the server asked to wait longer than `maxRetryAfter`): `last`,
+ *   the `E` of the last attempt;
+ * - `RetriesExhausted<E>` with reason `"deadline"` (the next retry would have started after the deadline):
+ *   `DeadlineExceeded` — the caller's time is up, as `Deadline.within` would have said a moment later, and
+ *   `Deadline.isTimeUp` still matches it;
+ * - a `Retryable<E>` (`unwrap` without `retry`): its `cause`;
+ * - anything else, defects and interruption: unchanged.
+ *
+ * The reason is not lost: giving up is counted in {@link exhaustedTotal} by `reason`, and the span carries
+ * `retry.stop_reason`. Where the reason decides what to do, handle `RetriesExhausted` before `unwrap`.
+ *
+ * @example
+ * ```ts
+ * import { Data, Effect } from "effect"
+ * import { Backoff, Failure, Retry } from "effect-resilience"
+ *
+ * class HttpError extends Data.TaggedError("HttpError")<{ readonly status: number }> {}
+ *
+ * declare const fetchUser: Effect.Effect<string, HttpError>
+ *
+ * const user = fetchUser.pipe(
+ *   Failure.retryWhen((e) => e.status >= 500),
+ *   Retry.retry({ schedule: Backoff.fullJitter({ base: "100 millis", cap: "2 seconds" }), maxAttempts: 4 }),
+ *   Retry.unwrap, // Effect<string, HttpError | DeadlineExceeded>
+ *   Effect.catchTag("HttpError", (e) => Effect.succeed(`unavailable (${e.status})`))
+ * )
+ * ```
+ *
+ * @since 1.0.0
+ * @category combinators
+ */
+export const unwrap: <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.Effect<A, Unwrapped<E>, R> = internal
+  .unwrap as any

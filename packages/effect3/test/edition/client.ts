@@ -89,3 +89,9 @@ export const memoryResponse = (
       { status, headers: options.headers ?? {} }
     )
   )
+
+/** Provides `client` as the `HttpClient` service (Effect 3: `@effect/platform`'s tag; Effect 4: `effect/http`'s). */
+export const provideHttpClient =
+  (client: HttpClient.HttpClient) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, Exclude<R, HttpClient.HttpClient>> =>
+    Effect.provideService(self, HttpClient.HttpClient, client)

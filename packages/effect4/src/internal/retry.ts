@@ -1,11 +1,11 @@
-import { Cause, Data, Duration, Effect, Fiber, Metric, Pull, Result, Schedule } from "effect"
+import { Cause, Data, Duration, Effect, Fiber, Metric, Predicate, Pull, Result, Schedule } from "effect"
 import type { Options, RetryEvent, StopReason } from "../Retry.js"
 import type * as Api from "../Retry.js"
 import type { Budget } from "../RetryBudget.js"
-import { withDeadline } from "./deadline.js"
+import { DeadlineExceeded, withDeadline } from "./deadline.js"
 import { compiled } from "./dual.js"
 import type { Fields } from "./errorFields.js"
-import { isRetryable, type Retryable } from "./failure.js"
+import { isFatal, isRetryable, type Retryable } from "./failure.js"
 import { counterWith } from "./metrics.js"
 import { fromContext } from "./retryBudget.js"
 import * as validate from "./validate.js"
@@ -27,22 +27,39 @@ export const exhausted = Metric.counter("effect_resilience_retries_exhausted_tot
   incremental: true
 })
 
-const exhaustedBy: Record<StopReason, Metric.Counter<number>> = {
-  "attempts": counterWith(exhausted, { reason: "attempts" }),
-  "deadline": counterWith(exhausted, { reason: "deadline" }),
-  "budget": counterWith(exhausted, { reason: "budget" }),
-  "retry-after": counterWith(exhausted, { reason: "retry-after" })
+/**
+ * The series one run of a policy counts in: `Retry.retry`'s own (no attributes but `reason`), or those of an HTTP
+ * client and origin (`seriesWith`). Built once per attribute set, so an update allocates no attributes context.
+ */
+export interface Series {
+  readonly retries: Metric.Counter<number>
+  readonly exhausted: Readonly<Record<StopReason, Metric.Counter<number>>>
 }
 
+/** The series labelled `attributes` (and `reason` for the give-ups). */
+export const seriesWith = (attributes: Readonly<Record<string, string>>): Series => ({
+  retries: counterWith(retries, attributes),
+  exhausted: {
+    "attempts": counterWith(exhausted, { ...attributes, reason: "attempts" }),
+    "deadline": counterWith(exhausted, { ...attributes, reason: "deadline" }),
+    "budget": counterWith(exhausted, { ...attributes, reason: "budget" }),
+    "retry-after": counterWith(exhausted, { ...attributes, reason: "retry-after" })
+  }
+})
+
+const plain: Series = seriesWith({})
+const plainSeries = (): Series => plain
+
 /** A running schedule: Effect 4 keeps a schedule's state in the step function `Schedule.toStep` builds. */
-type Step<R> = (now: number, input: unknown) => Pull.Pull<[Duration.Duration, Duration.Duration], never, unknown, R>
+type Step<R> = (now: number, input: unknown) => Pull.Pull<[unknown, Duration.Duration], never, unknown, R>
 
 /**
- * Validates the options once and returns the combinator. On the success path an application costs one
- * catch frame and a context lookup: the schedule is started (`Schedule.toStep`), and the deadline and the budget
- * are consulted, only after a `Retryable` failure.
+ * Validates the options once and returns the combinator, which counts in the series `series()` gives when it
+ * first retries or gives up (the HTTP client's, per client and origin). On the success path an application costs
+ * one catch frame and a context lookup: the schedule is started (`Schedule.toStep`), and the deadline and the
+ * budget are consulted, only after a `Retryable` failure.
  */
-export const compile = <R2>(options: Options<R2>) => {
+export const compileCounting = <R2>(options: Options<R2>) => {
   const maxAttempts = validate.positiveInt("Retry.retry maxAttempts", options.maxAttempts, { allowInfinity: true })
   const maxRetryAfter = options.maxRetryAfter === undefined
     ? 60_000
@@ -50,15 +67,16 @@ export const compile = <R2>(options: Options<R2>) => {
   const { onRetry, schedule } = options
   const ownBudget = options.budget
 
-  function stop(reason: StopReason, attempts: number, last: Retryable<unknown>) {
-    return Effect.andThen(
-      Metric.update(exhaustedBy[reason], 1),
-      Effect.fail(new RetriesExhausted({ attempts, reason, last: last.cause }))
+  function stop(series: () => Series, reason: StopReason, attempts: number, last: Retryable<unknown>) {
+    return Metric.update(series().exhausted[reason], 1).pipe(
+      Effect.andThen(Effect.annotateCurrentSpan({ "retry.stop_reason": reason })),
+      Effect.andThen(Effect.fail(new RetriesExhausted({ attempts, reason, last: last.cause })))
     )
   }
 
   function attempt<A, E, R>(
     self: Effect.Effect<A, E, R>,
+    series: () => Series,
     budget: Budget | undefined,
     step: Step<R2> | undefined,
     attempts: number
@@ -68,12 +86,13 @@ export const compile = <R2>(options: Options<R2>) => {
         budget?.unsafeRecordSuccess()
         return Effect.succeed(a)
       },
-      onFailure: (e) => isRetryable(e) ? decide(self, budget, e, step, attempts) : Effect.fail(e)
+      onFailure: (e) => isRetryable(e) ? decide(self, series, budget, e, step, attempts) : Effect.fail(e)
     })
   }
 
   function decide<A, E, R>(
     self: Effect.Effect<A, E, R>,
+    series: () => Series,
     budget: Budget | undefined,
     failure: Retryable<unknown>,
     step: Step<R2> | undefined,
@@ -81,28 +100,28 @@ export const compile = <R2>(options: Options<R2>) => {
   ): Effect.Effect<A, unknown, R | R2> {
     return withDeadline((deadline, now, clock) => {
       const budgetAllows = budget === undefined || budget.unsafeRecordFailure()
-      if (attempts >= maxAttempts) return stop("attempts", attempts, failure)
+      if (attempts >= maxAttempts) return stop(series, "attempts", attempts, failure)
       // a schedule runs on the wall clock, as under `Effect.retry` (a cron schedule needs it); its delay is a
       // duration, held against the deadline on the monotonic reading
       const next = (step: Step<R2>) =>
         Pull.matchEffect(step(clock.currentTimeMillisUnsafe(), failure), {
-          onDone: () => stop("attempts", attempts, failure),
+          onDone: () => stop(series, "attempts", attempts, failure),
           onFailure: Effect.failCause,
           onSuccess: ([, scheduled]) => {
             let delay = Math.max(0, Duration.toMillis(scheduled))
             if (failure.retryAfter !== undefined) {
               const hint = Duration.toMillis(failure.retryAfter)
-              if (hint > maxRetryAfter) return stop("retry-after", attempts, failure)
+              if (hint > maxRetryAfter) return stop(series, "retry-after", attempts, failure)
               if (hint > delay) delay = hint
             }
-            if (deadline !== undefined && now + delay >= deadline) return stop("deadline", attempts, failure)
-            if (!budgetAllows) return stop("budget", attempts, failure)
+            if (deadline !== undefined && now + delay >= deadline) return stop(series, "deadline", attempts, failure)
+            if (!budgetAllows) return stop(series, "budget", attempts, failure)
             const event: RetryEvent = { attempt: attempts, delay: Duration.millis(delay), failure }
-            return Metric.update(retries, 1).pipe(
+            return Metric.update(series().retries, 1).pipe(
               Effect.andThen(Effect.annotateCurrentSpan({ "retry.attempt": attempts + 1, "retry.delay_ms": delay })),
               Effect.andThen(onRetry === undefined ? Effect.void : onRetry(event)),
               Effect.andThen(Effect.sleep(Duration.millis(delay))),
-              Effect.andThen(attempt(self, budget, step, attempts + 1))
+              Effect.andThen(attempt(self, series, budget, step, attempts + 1))
             )
           }
         })
@@ -118,7 +137,7 @@ export const compile = <R2>(options: Options<R2>) => {
     return Effect.succeed(a)
   }
 
-  return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R | R2> =>
+  return <A, E, R>(self: Effect.Effect<A, E, R>, series: () => Series): Effect.Effect<A, unknown, R | R2> =>
     Effect.matchCauseEffect(self, {
       onSuccess: firstSucceeded as (a: A) => Effect.Effect<A>,
       onFailure: (cause): Effect.Effect<A, unknown, R | R2> => {
@@ -126,10 +145,28 @@ export const compile = <R2>(options: Options<R2>) => {
         if (Cause.hasDies(cause)) return Effect.failCause(cause)
         const found = Cause.findError(cause)
         if (Result.isFailure(found) || !isRetryable(found.success)) return Effect.failCause(cause)
-        return decide(self, budgetNow(), found.success, undefined, 1)
+        return decide(self, series, budgetNow(), found.success, undefined, 1)
       }
     })
 }
 
+/** `Retry.retry`'s combinator: one argument (it may be handed to `Array.map`), counting in the plain series. */
+export const compile = <R2>(options: Options<R2>) => {
+  const run = compileCounting(options)
+  return <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R | R2> => run(self, plainSeries)
+}
+
 // the public module declares its overloads
 export const retry = compiled(compile)
+
+const isExhausted = (u: unknown): u is Api.RetriesExhausted => Predicate.isTagged(u, "RetriesExhausted")
+
+/** See `Retry.unwrap`: read by tag, as `Failure.isFatal` is, so errors of every copy of the library are unwrapped. */
+const unwrapError = (error: unknown): unknown => {
+  if (isFatal(error) || isRetryable(error)) return error.cause
+  if (isExhausted(error)) return error.reason === "deadline" ? new DeadlineExceeded() : error.last
+  return error
+}
+
+export const unwrap = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, unknown, R> =>
+  Effect.mapError(self, unwrapError)

@@ -16,7 +16,7 @@ import {
   HttpServerResponse,
   UrlParams
 } from "effect/http"
-import type { HttpClient } from "effect/http"
+import { HttpClient } from "effect/http"
 import { pipeArguments } from "effect/Pipeable"
 
 /** Effect's HTTP modules (Effect 3: from "@effect/platform"; Effect 4: from "effect/http"). */
@@ -142,3 +142,9 @@ export const memoryResponse = (
     options.headers ?? {},
     options.body !== undefined ? options.body : status === 204 || status === 304 ? null : `status ${status}`
   )
+
+/** Provides `client` as the `HttpClient` service (Effect 3: `@effect/platform`'s tag; Effect 4: `effect/http`'s). */
+export const provideHttpClient =
+  (client: HttpClient.HttpClient) =>
+  <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, Exclude<R, HttpClient.HttpClient>> =>
+    Effect.provideService(self, HttpClient.HttpClient, client)

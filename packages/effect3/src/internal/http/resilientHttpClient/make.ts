@@ -77,10 +77,10 @@ const resolve = (options: Options) => {
     ? Effect.succeed(budget)
     : makeBudget(budget) // checked now, made with the client
   const retryWith = (made: Budget | undefined): ClientLayer => {
-    const compiled = { ...retryOptions, budget: made, idempotencyKeyHeader: keyOptions?.header }
+    const compiled = { ...retryOptions, budget: made, idempotencyKeyHeader: keyOptions?.header, name: options.name }
     return off(options.retry) ? identity : retry(compiled)
   }
-  if (retryOptions !== undefined) resolveRetry({ ...retryOptions, budget: isBudget(budget) ? budget : undefined })
+  resolveRetry({ ...retryOptions, budget: isBudget(budget) ? budget : undefined, name: options.name })
   const breaker = options.breaker
   const backpressure = options.sharedBackpressure
   return {

@@ -11,21 +11,49 @@ import { Clock, type Duration, Effect, type Schedule } from "effect"
 import type { Budget } from "../../../RetryBudget.js"
 import { fullJitter } from "../../backoff.js"
 import { type Retryable, retryable } from "../../failure.js"
-import { compile as retryWith } from "../../retry.js"
+import { compileCounting, type Series, seriesWith } from "../../retry.js"
 import * as validate from "../../validate.js"
 import { ConnectFailed, NoResponse, StatusError } from "../httpErrors.js"
 import { detach, fieldsOf, saysInProgress } from "./answer.js"
-import { around } from "./client.js"
+import { around, originOf } from "./client.js"
 import { classifyTransportError } from "./errors.js"
 import { headerName } from "./headers.js"
 import { defaultKeyHeader } from "./idempotencyKeys.js"
 
 export interface RetryOptions {
-  readonly schedule?: Schedule.Schedule<Duration.Duration> | undefined
+  readonly schedule?: Schedule.Schedule<unknown> | undefined
   readonly maxAttempts?: number | undefined
   readonly maxRetryAfter?: Duration.DurationInput | undefined
   readonly budget?: Budget | undefined
   readonly idempotencyKeyHeader?: string | undefined
+  readonly name?: string | undefined
+  readonly maxOriginLabels?: number | undefined
+}
+
+/** The `client` label of a client without a `name`. */
+export const defaultClientName = "default"
+
+/** The origins a client labels its retry metrics with, first come, unless `maxOriginLabels` says otherwise. */
+const defaultMaxOriginLabels = 100
+
+/**
+ * The retry metrics' series of one client: one per origin for the first `maxOriginLabels` origins it retries
+ * or gives up on, then `origin: "other"` — the metric registry keeps every series it was given for the life of the
+ * process, so the cap bounds the series, not only the map. A URL without an origin (a relative one, resolved
+ * further in) is labelled `"unknown"`.
+ */
+const seriesPerOrigin = (client: string, maxOriginLabels: number) => {
+  const origins = new Map<string, Series>()
+  let other: Series | undefined
+  return (url: string): Series => {
+    const origin = originOf(url) || "unknown"
+    const known = origins.get(origin)
+    if (known !== undefined) return known
+    if (origins.size >= maxOriginLabels) return other ??= seriesWith({ client, origin: "other" })
+    const series = seriesWith({ client, origin })
+    origins.set(origin, series)
+    return series
+  }
 }
 
 /**
@@ -92,8 +120,16 @@ export const resolveRetry = (options: RetryOptions | undefined) => {
   if (budget !== undefined && (budget === null || typeof budget.unsafeRecordFailure !== "function")) {
     validate.invalid("ResilientHttpClient retry budget must be a RetryBudget.Budget")
   }
+  const name = options?.name ?? defaultClientName
+  if (typeof name !== "string" || name === "") validate.invalid("ResilientHttpClient name must be a non-empty string")
+  const maxOriginLabels = options?.maxOriginLabels ?? defaultMaxOriginLabels
+  if (!(maxOriginLabels === Infinity || (Number.isInteger(maxOriginLabels) && maxOriginLabels >= 0))) {
+    validate.invalid(`ResilientHttpClient retry.maxOriginLabels must be an integer >= 0, got ${maxOriginLabels}`)
+  }
   return {
-    policy: retryWith({
+    name,
+    maxOriginLabels,
+    policy: compileCounting({
       schedule: options?.schedule ?? fullJitter({ base: "100 millis", cap: "5 seconds" }),
       maxAttempts: options?.maxAttempts ?? 3,
       ...(options?.maxRetryAfter === undefined ? {} : { maxRetryAfter: options.maxRetryAfter }),
@@ -104,14 +140,18 @@ export const resolveRetry = (options: RetryOptions | undefined) => {
 }
 
 export const retry = (options?: RetryOptions) => {
-  const { keyHeader, policy } = resolveRetry(options)
-  return <E, R>(self: HttpClient.HttpClient.With<E, R>) =>
-    around(self, (request, execute) => {
+  const { keyHeader, maxOriginLabels, name, policy } = resolveRetry(options)
+  return <E, R>(self: HttpClient.HttpClient.With<E, R>) => {
+    // this client's series, made with the client
+    const seriesOf = seriesPerOrigin(name, maxOriginLabels)
+    return around(self, (request, execute) => {
       const hasKey = request.headers[keyHeader] !== undefined
       const attempt = Effect.matchEffect(execute(request), {
         onFailure: (error) => Effect.fail(classifyFailure(error, hasKey, request)),
         onSuccess: (response) => classifyResponse(response, hasKey)
       })
-      return policy(attempt) as Effect.Effect<HttpClientResponse.HttpClientResponse, unknown, R>
+      const series = () => seriesOf(request.url)
+      return policy(attempt, series) as Effect.Effect<HttpClientResponse.HttpClientResponse, unknown, R>
     })
+  }
 }
