@@ -1,4 +1,4 @@
-// What the package checks of both editions share: .ci/check-package.mjs (the Effect 3 edition, the root) and
+// What the package checks of both editions share: packages/effect3/scripts/package.mjs (the Effect 3 edition) and
 // packages/effect4/scripts/package.mjs (the Effect 4 edition). Plain Node, no dependency.
 import { execFileSync } from "node:child_process"
 import { existsSync, readdirSync, readFileSync } from "node:fs"

@@ -1,12 +1,11 @@
-// Type-checks the Effect 3 code of the repository's README.md and docs/*.md against this edition: each ```ts block
-// becomes a module of its own in .docs-check/ (git-ignored) and is compiled with this package's tsconfig, importing
-// "effect-resilience" from src/. Exits non-zero when a block does not compile, or when a block marked as a copy of a
-// test file (`<!-- the block below is packages/effect3/test/… (importing "…") -->`) differs from that file. A block
-// that is a test of the Effect 4 edition (packages/effect4/test/…) is only compared: that edition's check compiles it.
-// A block marked `<!-- edition: effect4 -->` is left to the Effect 4 edition's check
-// (packages/effect4/scripts/examples.mjs); one marked `<!-- edition: both -->` is checked here and there.
+// Type-checks the Effect 3 code of the documentation against this edition: the repository's page for Effect 3
+// (docs/effect3.md) and this package's README.md. The other guides and the repository's README are Effect 4 code,
+// which packages/effect4/scripts/examples.mjs checks against that edition. Each ```ts block becomes a module of its
+// own in .docs-check/ (git-ignored) and is compiled with this package's tsconfig, importing "effect-resilience" from
+// src/. Exits non-zero when a block does not compile, or when a block marked as a copy of a test file
+// (`<!-- the block below is packages/effect3/test/… (importing "…") -->`) differs from that file.
 import { execFileSync } from "node:child_process"
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
 
 const pkg = new URL("..", import.meta.url).pathname
@@ -15,13 +14,9 @@ const out = join(pkg, ".docs-check")
 rmSync(out, { recursive: true, force: true })
 mkdirSync(out)
 
-const sources = [
-  "README.md",
-  ...readdirSync(join(root, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`),
-  "packages/effect3/README.md"
-]
+const sources = ["docs/effect3.md", "packages/effect3/README.md"]
 const files = []
-const mismatched = []
+const problems = []
 for (const source of sources) {
   const text = readFileSync(join(root, source), "utf8")
   const fence = /^```ts\n([\s\S]*?)^```/gm
@@ -29,19 +24,18 @@ for (const source of sources) {
   let i = 0
   while ((match = fence.exec(text)) !== null) {
     const line = text.slice(0, match.index).split("\n").length
-    // a block marked `<!-- edition: effect4 -->` is Effect 4 code: packages/effect4/scripts/examples.mjs checks it
-    if (/<!-- edition: effect4\b[^\n]*-->\n$/.test(text.slice(0, match.index))) continue
     // a block that is a test file, shown as a user writes it: the test runs it, so the two must stay equal
     const mirror = /<!-- the block below is (\S+) \(importing "([^"]+)"\)[^\n]*-->\n$/.exec(text.slice(0, match.index))
     if (mirror !== null) {
+      if (!mirror[1].startsWith("packages/effect3/test/")) {
+        problems.push(`${source}:${line} mirrors ${mirror[1]}, which is not a test of this edition`)
+        continue
+      }
       const test = readFileSync(join(root, mirror[1]), "utf8").replaceAll(
         `from "${mirror[2]}"`,
         "from \"effect-resilience\""
       )
-      if (test !== match[1]) mismatched.push(`${source}:${line} differs from ${mirror[1]}`)
-      // a test of the Effect 4 edition is not Effect 3 code: that edition's own check type-checks it (its
-      // tsconfig includes test/) and its suite runs it
-      if (mirror[1].startsWith("packages/effect4/")) continue
+      if (test !== match[1]) problems.push(`${source}:${line} differs from ${mirror[1]}`)
     }
     const name = `${basename(source, ".md")}-${++i}.ts`
     // a leading comment maps compiler errors back to the markdown
@@ -56,8 +50,8 @@ writeFileSync(
   join(out, "tsconfig.json"),
   JSON.stringify({ extends: "../tsconfig.json", compilerOptions: { noUnusedLocals: false }, files, include: [] })
 )
-if (mismatched.length > 0) {
-  for (const m of mismatched) console.error(m)
+if (problems.length > 0) {
+  for (const p of problems) console.error(p)
   process.exit(1)
 }
 console.log(`type-checking ${files.length} code blocks from ${sources.length} markdown files`)

@@ -8,8 +8,10 @@
 //   import that reaches `ioredis`, `@effect/sql` or `@effect/platform-node` fails here;
 // - the backend entries type-check with their peers installed, so their declarations are whole too;
 // - the manifest is this edition's identity: `effect-resilience` 0.x, published under the `effect3` dist-tag;
-// - every `npm i` line of this package's README.md and of the repository's README.md and docs/*.md works as written
-//   (but the blocks marked `<!-- edition: effect4 -->`, which packages/effect4/scripts/package.mjs installs): it names the package `effect-resilience@effect3` and each
+// - every `npm i` line of this edition's install instructions works as written: the lines of this package's README.md
+//   and of the repository's page for Effect 3 (docs/effect3.md), and any line of the repository's README.md and
+//   other guides that names `effect-resilience@effect3` (the others are the Effect 4 edition's, which
+//   packages/effect4/scripts/package.mjs installs). It names the package `effect-resilience@effect3` and each
 //   Effect package with a version (unversioned, npm takes the Effect 4 releases and fails with ERESOLVE), and, from
 //   the registry, it installs in a fresh project (the tarball in place of `effect-resilience@effect3`) with one
 //   copy of each Effect package, every entry point whose peers it installed loads in Node, and a line that installs
@@ -75,7 +77,7 @@ const fail = (message) => failures.push(message)
 
 const entries = Object.entries(pkg.exports).filter(([name]) => name !== "./package.json")
 // the editions share the npm name: the Effect 4 one (packages/effect4) is 1.x on `latest`, this one 0.x under the
-// `effect3` dist-tag, so that publishing it never moves `latest` back to Effect 3 (see docs/editions.md)
+// `effect3` dist-tag, so that publishing it never moves `latest` back to Effect 3 (see docs/effect3.md)
 if (pkg.name !== "effect-resilience" || !/^0\./.test(pkg.version) || pkg.publishConfig?.tag !== "effect3") {
   fail(
     `package.json should be effect-resilience 0.x with publishConfig.tag "effect3", is ${pkg.name} ${pkg.version} ` +
@@ -212,23 +214,22 @@ function typecheck(dir) {
   return diagnostics.length === 0 ? 0 : 1
 }
 
-/** The `npm i` / `npm install` lines of the ```sh blocks of README.md and docs/*.md, each once, in order. */
+/**
+ * The `npm i` / `npm install` lines of this edition, each once, in order: every line of the ```sh blocks of
+ * docs/effect3.md and this package's README.md, and the lines of the repository's README.md and other guides that
+ * name `effect-resilience@effect3` (their other lines install the Effect 4 edition).
+ */
 function documentedInstallLines() {
-  const docs = readdirSync(join(repo, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)
-  const sources = ["README.md", ...docs, "packages/effect3/README.md"]
+  const guides = readdirSync(join(repo, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)
+  const ours = new Set(["docs/effect3.md", "packages/effect3/README.md"])
+  const sources = ["docs/effect3.md", "packages/effect3/README.md", "README.md", ...guides.filter((f) => !ours.has(f))]
   const lines = new Map()
   for (const source of sources) {
-    // a block marked `<!-- edition: effect4 -->` is the other edition's: packages/effect4/scripts/package.mjs
-    // installs it
-    for (
-      const [, marker, block] of readFileSync(join(repo, source), "utf8").matchAll(
-        /^(<!--[^\n]*-->\n)?```sh\n([\s\S]*?)^```/gm
-      )
-    ) {
-      if (marker?.startsWith("<!-- edition: effect4") === true) continue
+    for (const [, block] of readFileSync(join(repo, source), "utf8").matchAll(/^```sh\n([\s\S]*?)^```/gm)) {
       for (const line of block.split("\n")) {
         const command = line.replace(/#.*$/, "").trim()
-        if (/^npm (i|install) /.test(command) && !lines.has(command)) lines.set(command, source)
+        if (!/^npm (i|install) /.test(command) || lines.has(command)) continue
+        if (ours.has(source) || isThisPackage(command)) lines.set(command, source)
       }
     }
   }
@@ -254,7 +255,7 @@ async function checkInstallLines(tarball, entryNames) {
       )
     }
   }
-  if (!lines.some((l) => isThisPackage(l.command))) fail("README.md and docs/ give no install line")
+  if (!lines.some((l) => isThisPackage(l.command))) fail("docs/effect3.md and README.md give no install line")
   if (process.env["EFFECT_RESILIENCE_OFFLINE"] === "1") {
     console.log(`package check: EFFECT_RESILIENCE_OFFLINE=1, the ${lines.length} install lines were NOT installed`)
     return

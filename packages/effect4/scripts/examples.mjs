@@ -1,10 +1,12 @@
 // Extracts every ```ts example of the public modules' JSDoc (src/**/*.ts but the core and internal/), of the README and
-// of the Effect 4 blocks of the repository's README.md and docs/ (below) into .examples/ (git-ignored), one file per
-// example, for `tsc -p tsconfig.examples.json` to type-check: an example that does not compile fails `npm run check`. The examples import the library as users do, `effect-resilience` and
-// its entry points (`effect-resilience/RateLimiterStore/Redis`), mapped to src/ by tsconfig.json's paths.
+// of the repository's README.md and docs/ but its Effect 3 page (below) into .examples/ (git-ignored), one file per
+// example, for `tsc -p tsconfig.examples.json` to type-check: an example that does not compile fails `npm run check`.
+// The examples import the library as users do, `effect-resilience` and its entry points
+// (`effect-resilience/RateLimiterStore/Redis`), mapped to src/ by tsconfig.json's paths.
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { basename, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { exampleRun, fencedBlocks, installLines } from "./readme.mjs"
 
 const pkg = fileURLToPath(new URL("..", import.meta.url))
 const src = join(pkg, "src")
@@ -42,46 +44,70 @@ for (const path of modules(src)) {
   }
 }
 extract("README", readFileSync(join(pkg, "README.md"), "utf8").split("\n"))
-// the repository's README.md and docs/: the blocks marked as Effect 4 code (`<!-- edition: effect4 -->`) or as code
-// of both editions (`<!-- edition: both -->`); the root's check-docs.mjs checks the others against the Effect 3 edition
+// the repository's README.md and docs/: every block, but the page about the Effect 3 edition (docs/effect3.md, which
+// packages/effect3/scripts/docs.mjs checks against that edition). A block marked as a copy of a test file
+// (`<!-- the block below is packages/effect4/test/… (importing "…") -->`) must equal that file, importing the library
+// as "effect-resilience"; tsconfig.json type-checks the test (its include has test/) and the suite runs it.
 const repo = join(pkg, "../..")
+const effect3Page = "docs/effect3.md"
+const mismatches = []
 for (
   const doc of [
     "README.md",
     ...readdirSync(join(repo, "docs")).filter((f) => f.endsWith(".md")).map((f) => `docs/${f}`)
   ]
 ) {
+  if (doc === effect3Page) continue
   const text = readFileSync(join(repo, doc), "utf8")
-  for (const [, body] of text.matchAll(/^<!-- edition: (?:effect4|both)\b[^\n]*-->\n```ts\n([\s\S]*?)^```/gm)) {
-    extract(`repo-${basename(doc, ".md")}`, ["```ts", ...body.split("\n"), "```"])
+  for (const match of text.matchAll(/^```ts\n([\s\S]*?)^```/gm)) {
+    const line = text.slice(0, match.index).split("\n").length
+    const mirror = /<!-- the block below is (\S+) \(importing "([^"]+)"\)[^\n]*-->\n$/.exec(text.slice(0, match.index))
+    if (mirror === null) {
+      extract(`repo-${basename(doc, ".md")}`, ["```ts", ...match[1].split("\n"), "```"])
+    } else if (!mirror[1].startsWith("packages/effect4/test/")) {
+      mismatches.push(`${doc}:${line} mirrors ${mirror[1]}, which is not a test of this edition`)
+    } else {
+      const test = readFileSync(join(repo, mirror[1]), "utf8").replaceAll(
+        `from "${mirror[2]}"`,
+        "from \"effect-resilience\""
+      )
+      if (test !== match[1]) mismatches.push(`${doc}:${line} differs from ${mirror[1]}`)
+    }
   }
 }
 // This README is what npm shows, but scripts/package.mjs runs the example and installs the lines of the repository's
-// README (its `<!-- edition: effect4 -->` blocks): the two must show the same example and the same install lines.
-const anyBlock = /^```(\w+)\n([\s\S]*?)^```/gm
-const effect4Block = /^<!-- edition: effect4\b[^\n]*-->\n```(\w+)\n([\s\S]*?)^```/gm
-const blocks = (text, pattern) => [...text.matchAll(pattern)]
-const installLines = (found) =>
-  found.filter(([, lang]) => lang === "sh").flatMap(([, , body]) =>
-    body.split("\n").map((line) => line.replace(/#.*$/, "").trim()).filter((line) => /^npm (i|install) /.test(line))
-  )
-const ours = blocks(readFileSync(join(pkg, "README.md"), "utf8"), anyBlock)
-const repos = blocks(readFileSync(join(repo, "README.md"), "utf8"), effect4Block)
-const mismatches = []
-if (ours.find(([, lang]) => lang === "ts")?.[2] !== repos.find(([, lang]) => lang === "ts")?.[2]) {
-  mismatches.push("its first ```ts block is not the Effect 4 example of the repository's README.md")
+// README: the two must show the same example, run the same way, and the same install lines.
+const ours = readFileSync(join(pkg, "README.md"), "utf8")
+const theirs = readFileSync(join(repo, "README.md"), "utf8")
+const [oursBlocks, theirsBlocks] = [fencedBlocks(ours), fencedBlocks(theirs)]
+if (oursBlocks.find(([, lang]) => lang === "ts")?.[2] !== theirsBlocks.find(([, lang]) => lang === "ts")?.[2]) {
+  mismatches.push("packages/effect4/README.md: its first ```ts block is not the example of the repository's README.md")
 }
-const [oursLines, reposLines] = [installLines(ours), installLines(repos)]
+const [oursRun, theirsRun] = [exampleRun(ours), exampleRun(theirs)]
+if (theirsRun === undefined) {
+  mismatches.push("README.md: no \"save it as `<file>` and run `node <file>`\" … \"prints `<output>`\" for the example")
+} else if (JSON.stringify(oursRun) !== JSON.stringify(theirsRun)) {
+  mismatches.push(
+    `packages/effect4/README.md: the example is not run as the repository's README.md says (${
+      JSON.stringify(oursRun)
+    } against ${JSON.stringify(theirsRun)})`
+  )
+}
+const [oursLines, reposLines] = [installLines(oursBlocks), installLines(theirsBlocks)]
 for (const line of oursLines) {
   if (!reposLines.includes(line)) {
-    mismatches.push(`"${line}" is not an Effect 4 install line of the repository's README.md`)
+    mismatches.push(
+      `packages/effect4/README.md: "${line}" is not an Effect 4 install line of the repository's README.md`
+    )
   }
 }
 for (const line of reposLines) {
-  if (!oursLines.includes(line)) mismatches.push(`it lacks the repository README.md's Effect 4 install line "${line}"`)
+  if (!oursLines.includes(line)) {
+    mismatches.push(`packages/effect4/README.md: it lacks the repository README.md's Effect 4 install line "${line}"`)
+  }
 }
 if (mismatches.length > 0) {
-  for (const m of mismatches) console.error(`scripts/examples.mjs: packages/effect4/README.md: ${m}`)
+  for (const m of mismatches) console.error(`scripts/examples.mjs: ${m}`)
   process.exit(1)
 }
 if (count === 0) {

@@ -4,24 +4,39 @@
 // - the manifest is the published identity: `effect-resilience` 1.x, `publishConfig.tag` "latest", not private;
 // - every `exports` entry's .js and .d.ts, README.md and LICENSE are in the tarball, and every relative link of the
 //   shipped markdown resolves inside it;
-// - the Effect 4 parts of the repository's README.md (the blocks right after `<!-- edition: effect4 -->`): its first
-//   ```ts block is the example, its ```sh lines the install lines;
-// - linked (no network): a project with the tarball and this edition's own effect, @effect/platform-node, ioredis
-//   and @types/node (symlinked from node_modules/) type-checks the example and an import of every entry point with
-//   `strict` and `skipLibCheck: false`, runs the example, and loads every entry point in Node;
-// - from the registry: every Effect 4 install line of the README, the tarball in place of `effect-resilience`, in a
-//   fresh project each. It must install one copy of `effect`, a 4.x (what `npm i effect` takes today); the entry
+// - what the repository's README.md says (scripts/readme.mjs reads it): its first ```ts block is the example, to be
+//   saved under the name it gives and run with the command it gives in a project made by `npm init -y`, printing
+//   what it says; the `npm i` lines of the ```sh blocks of README.md and docs/*.md (but docs/effect3.md, and any line
+//   naming `effect-resilience@effect3`: packages/effect3/scripts/package.mjs checks those) are the install lines;
+// - linked (no network): a project made by `npm init -y`, with the tarball and this edition's own effect,
+//   @effect/platform-node, ioredis and @types/node (symlinked from node_modules/), type-checks the example and an
+//   import of every entry point with `strict` and `skipLibCheck: false`, runs the example as the README says, and
+//   loads every entry point in Node;
+// - from the registry: every install line, the tarball in place of `effect-resilience`, in a fresh `npm init -y`
+//   project each. It must install one copy of `effect`, a 4.x (what `npm i effect` takes today); the entry
 //   points whose peers it installed must load; the first (core) line's project type-checks the example and every
 //   entry point that needs no optional peer (with TypeScript and @types/node added, as a user's project has them)
-//   and runs the example; the other lines type-check the entry points they are for; a line that installs vitest
-//   runs an `it.effect` test. Install scripts are not run. EFFECT_RESILIENCE_OFFLINE=1 skips this part and says
-//   so; an install that fails for want of the registry fails the check with CI=true and is reported otherwise.
+//   and runs the example as the README says; the other lines type-check the entry points they are for; a line that
+//   installs vitest runs an `it.effect` test. Install scripts are not run. EFFECT_RESILIENCE_OFFLINE=1 skips this
+//   part and says so; an install that fails for want of the registry fails the check with CI=true and is reported
+//   otherwise.
 //
 // The type-checks are whole: effect's own declarations are checked too, as a user's `tsc` with skipLibCheck: false
-// does. They need `lib: ["DOM"]` (effect 4's declarations name `CryptoKey` and `JsonWebKey`). Exits non-zero on any
-// failure.
+// does, with the project's @types/node, which declares the web globals they name (`AbortSignal`, `ReadableStream`),
+// and `lib: ["ES2022"]`, as the README says. The linked project adds "DOM" to lib, as the README says for the effect
+// it has: this edition's own, 4.1.0, whose declarations also name `CryptoKey` and `JsonWebKey` (4.1.5, which the
+// registry's lines install, declares them itself). Exits non-zero on any failure.
 import { execFile, execFileSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync
+} from "node:fs"
 import { createRequire } from "node:module"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
@@ -37,6 +52,7 @@ import {
   specifier,
   versionsIn
 } from "../../../.ci/tarball.mjs"
+import { exampleRun, fencedBlocks, installLines } from "./readme.mjs"
 
 const here = fileURLToPath(new URL("..", import.meta.url))
 if (process.argv[2] === "--typecheck") process.exit(typecheck(process.argv[3]))
@@ -97,57 +113,80 @@ console.log(
     `type-checks (skipLibCheck: false) and runs${offline ? " (linked)" : ", linked and from the registry"}`
 )
 
-/** The README's Effect 4 blocks: the example (its first ```ts block) and the install lines (its ```sh blocks). */
+/**
+ * What the repository's README.md says: the example (its first ```ts block), the file to save it in, the command
+ * that runs it and what it prints; and the install lines of the README and the guides (each once, the README's
+ * first).
+ */
 function readmeParts() {
-  const text = readFileSync(join(here, "../../README.md"), "utf8")
-  const blocks = [...text.matchAll(/^<!-- edition: effect4\b[^\n]*-->\n```(\w+)\n([\s\S]*?)^```/gm)]
-  const example = blocks.find(([, lang]) => lang === "ts")?.[2]
-  if (example === undefined) fail("README.md has no ```ts block marked <!-- edition: effect4 --> (the example)")
-  const lines = blocks.filter(([, lang]) => lang === "sh").flatMap(([, , body]) =>
-    body.split("\n").map((line) => line.replace(/#.*$/, "").trim()).filter((line) => /^npm (i|install) /.test(line))
-  )
-  if (!lines.some((line) => line.split(/\s+/).includes("effect-resilience"))) {
-    fail("README.md's Effect 4 install block has no line that installs effect-resilience")
+  const repo = join(here, "../..")
+  const text = readFileSync(join(repo, "README.md"), "utf8")
+  const example = fencedBlocks(text).find(([, lang]) => lang === "ts")?.[2]
+  if (example === undefined) fail("README.md has no ```ts block (the example)")
+  const how = exampleRun(text)
+  if (how === undefined) {
+    fail("README.md does not say how to run its example: \"save it as `<file>`\", \"run `node …`\", \"prints `…`\"")
+  } else if (how.command.split(/\s+/)[0] !== "node" || !how.command.split(/\s+/).includes(how.file)) {
+    fail(`README.md: \`${how.command}\` does not run \`${how.file}\` with node`)
   }
-  return { example: example ?? "", lines }
+  const guides = readdirSync(join(repo, "docs")).filter((f) => f.endsWith(".md") && f !== "effect3.md")
+  const lines = [
+    ...new Set(
+      [text, ...guides.map((f) => readFileSync(join(repo, "docs", f), "utf8"))].flatMap((t) =>
+        installLines(fencedBlocks(t))
+      )
+    )
+  ]
+  if (!lines.some((line) => line.split(/\s+/).includes("effect-resilience"))) {
+    fail("README.md has no install line that installs effect-resilience")
+  }
+  return { example: example ?? "", run: how ?? { file: "example.mts", command: "node example.mts", output: "" }, lines }
+}
+
+/** A fresh project in `dir`, as the README has a user make one: `npm init -y` (its package.json, nothing else). */
+async function npmInit(dir) {
+  mkdirSync(dir, { recursive: true })
+  await run("npm", ["init", "-y"], { cwd: dir })
 }
 
 /** A project of the tarball and this edition's installed packages, symlinked: type-check, run, load. */
 async function checkLinked(tarball) {
   const dir = join(work, "linked")
+  await npmInit(dir)
   const modules = join(dir, "node_modules")
   unpack(tarball, modules)
-  writeFileSync(join(dir, "package.json"), JSON.stringify({ name: "linked", private: true, type: "module" }))
   for (
     const name of closure(join(here, "node_modules"), ["effect", "@effect/platform-node", "ioredis", "@types/node"])
   ) {
     mkdirSync(dirname(join(modules, name)), { recursive: true })
     symlinkSync(join(here, "node_modules", name), join(modules, name), "dir")
   }
-  await checkProject(dir, "linked", { entries: entryNames, example: true })
+  await checkProject(dir, "linked", { entries: entryNames, example: true, dom: true })
 }
 
 /**
  * In `dir` (its node_modules ready): the example (when asked) and an import of each of `entries` type-check, the
  * example runs and prints, and every entry point loads in Node.
  */
-async function checkProject(dir, what, { entries: names, example }) {
-  const files = ["entries.ts", ...(example ? ["example.ts"] : [])]
+async function checkProject(dir, what, { dom = false, entries: names, example }) {
+  // .mts: an ES module whatever the `type` of the project's package.json (npm init -y writes "commonjs")
+  const files = ["entries.mts", ...(example ? [readme.run.file] : [])]
   writeFileSync(
-    join(dir, "entries.ts"),
+    join(dir, "entries.mts"),
     names.map((entry, i) => `import * as M${i} from "${specifier(entry)}"\n`).join("") +
       `export const all: ReadonlyArray<object> = [${names.map((_, i) => `M${i}`)}]\n`
   )
-  if (example) writeFileSync(join(dir, "example.ts"), readme.example)
+  if (example) writeFileSync(join(dir, readme.run.file), readme.example)
   writeFileSync(
     join(dir, "tsconfig.json"),
+    // no `types`: the project's @types/node (included as TypeScript includes node_modules/@types) is what declares
+    // the web globals of effect's declarations, as the README says
     JSON.stringify({
       compilerOptions: {
         target: "ES2022",
-        lib: ["ES2022", "DOM", "DOM.Iterable"],
+        lib: dom ? ["ES2022", "DOM"] : ["ES2022"],
         module: "NodeNext",
         moduleResolution: "NodeNext",
-        types: ["node"],
         strict: true,
         skipLibCheck: false,
         noEmit: true
@@ -172,13 +211,23 @@ async function checkProject(dir, what, { entries: names, example }) {
     ).catch((error) => fail(`${what}: an entry point does not load:\n${head(error.stderr, 12)}`))
   ]
   if (example) {
-    // Node >= 22.18 runs TypeScript that is only erasable syntax, as the README's example is
+    // the README's command, as it is written (Node >= 22.18 runs TypeScript that is only erasable syntax, as the
+    // README's example is); `node` is this Node, the one the edition needs
+    const [, ...args] = readme.run.command.split(/\s+/)
     checks.push(
-      run(process.execPath, ["--disable-warning=ExperimentalWarning", "example.ts"], { cwd: dir, timeout: 60_000 })
+      run(process.execPath, args, { cwd: dir, timeout: 60_000 })
         .then(({ stdout }) => {
-          if (stdout.trim() === "") fail(`${what}: the README example printed nothing`)
+          if (stdout.trim() !== readme.run.output) {
+            fail(
+              `${what}: \`${readme.run.command}\` printed ${
+                JSON.stringify(stdout.trim())
+              }, not the README's "${readme.run.output}"`
+            )
+          }
         })
-        .catch((error) => fail(`${what}: the README example does not run:\n${head(error.stderr, 12)}`))
+        .catch((error) =>
+          fail(`${what}: \`${readme.run.command}\` does not run as the README says:\n${head(error.stderr, 12)}`)
+        )
     )
   }
   await Promise.all(checks)
@@ -197,9 +246,8 @@ async function checkInstallLines(tarball) {
   let unreachable = false
   const checkLine = async (command, i, before = []) => {
     const dir = join(work, `install-${i}`)
-    mkdirSync(dir)
-    writeFileSync(join(dir, "package.json"), JSON.stringify({ name: `install-${i}`, private: true, type: "module" }))
-    const what = `README.md: "${command}"`
+    await npmInit(dir)
+    const what = `"${command}"`
     const core = i === 0
     try {
       // TypeScript and Node's types, as a user's project has them, for the type-checks
@@ -240,7 +288,7 @@ async function checkInstallLines(tarball) {
     ...additions.map((line, i) => checkLine(line, bases.length + i, [bases[0]]))
   ])
   for (const entry of entryNames) {
-    if (!loaded.has(entry)) fail(`no Effect 4 install line of the README makes ${specifier(entry)} load`)
+    if (!loaded.has(entry)) fail(`no Effect 4 install line of the README and docs/ makes ${specifier(entry)} load`)
   }
   if (unreachable && !ci) {
     // without CI, a machine without the registry reports it and is not failed for it
