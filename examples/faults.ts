@@ -12,6 +12,7 @@ import { consumerKillPg, consumerKillRedis } from "./faults/consumerKill.js"
 import type { Fault } from "./faults/fault.js"
 import { pgTerminateClaim } from "./faults/pgTerminateClaim.js"
 import { pgTerminateConsume } from "./faults/pgTerminateConsume.js"
+import { consumerPoisonExitPg, consumerPoisonExitRedis } from "./faults/poisonExit.js"
 import { redisFailover } from "./faults/redisFailover.js"
 import { redisKill } from "./faults/redisKill.js"
 import { redisReplicaLag } from "./faults/replicationLoss.js"
@@ -29,6 +30,8 @@ export const faults: ReadonlyArray<Fault> = [
   pgTerminateConsume,
   consumerKillPg,
   consumerKillRedis,
+  consumerPoisonExitPg,
+  consumerPoisonExitRedis,
   clockSkew
 ]
 
