@@ -4,7 +4,7 @@
  */
 export interface WorkBody {
   readonly n: number
-  readonly poison?: "fatal" | "fail"
+  readonly poison?: "fatal" | "fail" | "exit"
 }
 
 const argv = process.argv.slice(2)

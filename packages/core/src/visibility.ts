@@ -3,8 +3,9 @@
  *
  * A received message is invisible to other receivers for the visibility timeout; if it is neither
  * acknowledged, released nor dead-lettered by then, it becomes visible again and its next delivery counts
- * one more receive. A message that failed on its `maxReceiveCount`-th delivery, or was delivered more often
- * than that (its consumers kept crashing), goes to the dead-letter queue instead of running again.
+ * one more receive (the lost one given back, unless it ran alone: core/crashAttribution.ts). A message that
+ * failed on its `maxReceiveCount`-th delivery, or was delivered more often than that (its consumers kept
+ * crashing), goes to the dead-letter queue instead of running again.
  *
  * The memory source and the consumer run these functions; PostgreSQL and Redis apply the same rules in
  * their own statements and scripts.

@@ -17,6 +17,7 @@ import { useServeProgram } from "../../../examples/faults/support.js"
 import { consumerKillPg, consumerKillRedis } from "./faults/consumerKill.js"
 import { pgTerminateClaim } from "./faults/pgTerminateClaim.js"
 import { pgTerminateConsume } from "./faults/pgTerminateConsume.js"
+import { consumerPoisonExitPg, consumerPoisonExitRedis } from "./faults/poisonExit.js"
 import { redisReplicaLag } from "./faults/replicationLoss.js"
 import { nodeArgs, pkg } from "./support/node.js"
 
@@ -33,6 +34,8 @@ export const faults: ReadonlyArray<Fault> = [
   pgTerminateConsume,
   consumerKillPg,
   consumerKillRedis,
+  consumerPoisonExitPg,
+  consumerPoisonExitRedis,
   clockSkew
 ]
 

@@ -7,7 +7,9 @@
  *
  * - `receive` claims visible messages and hides them for the visibility timeout; each claim adds one to
  *   the message's receive count. A message that is neither acknowledged nor released in time becomes
- *   visible again — that is how the work of a consumer that crashed is picked up by another.
+ *   visible again — that is how the work of a consumer that crashed is picked up by another. Its next claim
+ *   marks it a suspect and, for a caller that runs suspects alone (`runsSuspectsAlone`, as `Consumer.run`
+ *   does), gives that lost receive back unless its handler was running alone (`markAlone`).
  * - `ack` deletes a message (the work is done), `release` makes it visible again (after an optional
  *   delay), `deadLetter` moves it to the source's dead-letter queue with a reason, atomically.
  * - `extend` (as SQS's `ChangeMessageVisibility`) hides the message for one more visibility timeout from now:
@@ -36,8 +38,20 @@ export interface Message<A = unknown> {
   /** The aggregate key (e.g. an order id) the message belongs to, when the sender gave one. */
   readonly key: string | undefined
   readonly body: A
-  /** How many times the message has been received, this delivery included (1 on the first). */
+  /**
+   * How many times the message has been received, this delivery included (1 on the first) — not counting the
+   * deliveries given back unprocessed (released with `undoReceive`), nor those lost with a consumer that died
+   * while the message was not running alone in it (see `suspect`). `maxReceiveCount` bounds it.
+   */
   readonly receiveCount: number
+  /**
+   * The message's previous delivery was lost with its consumer — the process died or the visibility timeout ran
+   * out before an ack, release or dead-letter — so it may be what killed that process. `Consumer.run` runs a
+   * suspect alone: once the handlers running have ended, with no other handler started and nothing more claimed
+   * until it is settled, its source told so first (`markAlone`); lost again then, the delivery is charged to it.
+   * Cleared once a handler of it returns. Absent on sources that do not track it (read as `false`).
+   */
+  readonly suspect?: boolean
   /** When the source first saw the message (epoch ms). */
   readonly enqueuedAt: number
   /** When this delivery was claimed (epoch ms, the consumer's `Clock`). */
@@ -58,6 +72,21 @@ export interface Outgoing<A = unknown> {
   readonly id: string
   readonly body: A
   readonly key?: string
+}
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export interface ReceiveOptions {
+  /**
+   * The caller promises to run every `Message.suspect` it receives alone — with no other handler running beside
+   * it in its process, after `markAlone` — as `Consumer.run` does. Then a delivery it loses while merely holding
+   * the message (buffered, or running beside other handlers: its process died and no one can tell which handler
+   * killed it) is given back when the message is claimed again, instead of charged: a poison is caught when it
+   * runs alone. Without it (a loop of your own), every lost delivery is charged. Default: false.
+   */
+  readonly runsSuspectsAlone?: boolean
 }
 
 /**
@@ -118,7 +147,7 @@ export interface QueueSource<A = unknown> {
    * A durable source moves a claimed message whose stored body is not JSON straight to the dead-letter
    * queue (reason `corrupt body: <parse error>`, the raw text kept as the body) instead of returning it.
    */
-  readonly receive: (max: number) => Effect.Effect<ReadonlyArray<Message<A>>, QueueError>
+  readonly receive: (max: number, options?: ReceiveOptions) => Effect.Effect<ReadonlyArray<Message<A>>, QueueError>
   /** Deletes the message; `false` when it was already gone or the receipt is stale. */
   readonly ack: (message: Message<A>) => Effect.Effect<boolean, QueueError>
   /**
@@ -136,7 +165,19 @@ export interface QueueSource<A = unknown> {
    * out, and then `Consumer.run` refuses a handler time limit longer than the visibility timeout.
    */
   readonly extend?: (message: Message<A>) => Effect.Effect<boolean, QueueError>
-  /** Makes the message visible again; `false` when the receipt is stale. */
+  /**
+   * Records, fenced by the receipt as `extend` is, that the message's handler is about to run with no other
+   * handler beside it in its process, and hides the message for one more visibility timeout from now: should
+   * this delivery be lost (the process dies), it is charged to this message when it is claimed again, where a
+   * delivery lost while merely claimed beside others is not. `false` when the receipt is stale. `Consumer.run`
+   * calls it before it runs a `Message.suspect` alone. Optional: without it, `Consumer.run` still runs suspects
+   * alone, and what is charged is the source's own business.
+   */
+  readonly markAlone?: (message: Message<A>) => Effect.Effect<boolean, QueueError>
+  /**
+   * Makes the message visible again; `false` when the receipt is stale. With a verdict (no `undoReceive`: its
+   * handler returned) it clears `Message.suspect`; unprocessed (`undoReceive`) it keeps it.
+   */
   readonly release: (message: Message<A>, options?: ReleaseOptions) => Effect.Effect<boolean, QueueError>
   /** Moves the message to the dead-letter queue, atomically; `false` when the receipt is stale. */
   readonly deadLetter: (message: Message<A>, reason: string) => Effect.Effect<boolean, QueueError>

@@ -120,13 +120,15 @@ describeRedisCluster("Redis Cluster", (cluster) => {
         stream: "orders",
         dlq: "orders:dlq",
         index: "orders:dlq:ids",
-        errors: "orders:errors"
+        errors: "orders:errors",
+        deliveries: "orders:deliveries"
       })
       expect(streamKeys("orders", true)).toEqual({
         stream: "orders",
         dlq: "{orders}:dlq",
         index: "{orders}:dlq:ids",
-        errors: "{orders}:errors"
+        errors: "{orders}:errors",
+        deliveries: "{orders}:deliveries"
       })
       expect(streamKeys("{orders}", true)).toEqual(streamKeys("{orders}", false))
       expect(streamKeys("{orders}", true).dlq).toBe("{orders}:dlq")

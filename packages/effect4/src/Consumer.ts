@@ -28,8 +28,9 @@ export interface Options<A, E, R, R2 = never> {
   readonly handler: (message: Message<A>) => Effect.Effect<unknown, E, R>
   /**
    * Receives after which a message that still fails goes to the dead-letter queue; an integer >= 1.
-   * A message received more often than this (its consumers kept crashing) is dead-lettered on receipt,
-   * without running the handler.
+   * A message received more often than this (its consumers kept crashing while it ran alone) is dead-lettered
+   * on receipt, without running the handler. A crash is charged only to a message running alone: one whose
+   * previous delivery was lost with its consumer (`Message.suspect`) runs with no other handler beside it.
    */
   readonly maxReceiveCount: number
   /** Messages handled at once; an integer >= 1. Default: 1. */
@@ -96,6 +97,11 @@ export interface Stats {
   readonly abandoned: number
   /** Visibility extensions made for handlers that were still running. */
   readonly extended: number
+  /**
+   * Suspects handled alone: messages whose previous delivery was lost with its consumer (`Message.suspect`), run
+   * with no other handler beside them.
+   */
+  readonly ranAlone: number
   /** Being handled now. */
   readonly handling: number
   /** Claimed and waiting for a worker. */
@@ -125,6 +131,12 @@ export interface Consumer {
  *   until it was received `maxReceiveCount` times; then it is dead-lettered with the last error as its reason;
  * - an interrupted handler leaves the message in flight, as a crash would: it comes back after the
  *   source's visibility timeout.
+ *
+ * A process that dies holds messages it never settles. Their next claim charges that lost delivery only to a
+ * message that was running alone; the others get their receive back, and every one of them comes back a
+ * suspect (`Message.suspect`), which the consumer runs alone: once the handlers running have ended, with no
+ * other handler started and nothing more claimed until it is settled. So a healthy message is never charged for
+ * a crash beside it, and a poison is dead-lettered after `maxReceiveCount` crashes of its own.
  *
  * A failing or hanging message never blocks the ones behind it: it is released or dead-lettered, at the
  * latest when its time limit runs out, and the workers move on. While a handler runs, its message's

@@ -43,6 +43,8 @@ describe("npm run faults on Effect 4 (the runner)", () => {
       "pg-terminate-consume",
       "consumer-kill-pg",
       "consumer-kill-redis",
+      "consumer-poison-exit-pg",
+      "consumer-poison-exit-redis",
       "clock-skew"
     ])
     const result = spawnSync(process.execPath, [...nodeArgs, "examples/faults.ts", "--only", "nope"], {

@@ -105,13 +105,15 @@ describeRedisCluster("Redis Cluster", (cluster) => {
         stream: "orders",
         dlq: "orders:dlq",
         index: "orders:dlq:ids",
-        errors: "orders:errors"
+        errors: "orders:errors",
+        deliveries: "orders:deliveries"
       })
       expect(streamKeys("orders", true)).toEqual({
         stream: "orders",
         dlq: "{orders}:dlq",
         index: "{orders}:dlq:ids",
-        errors: "{orders}:errors"
+        errors: "{orders}:errors",
+        deliveries: "{orders}:deliveries"
       })
       expect(streamKeys("{orders}", true)).toEqual(streamKeys("{orders}", false))
       // no hash tag and a "}" (or an empty tag "{}"): no key can share its slot by tag — loud at construction

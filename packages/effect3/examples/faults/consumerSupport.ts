@@ -104,6 +104,30 @@ export const sendMessages = (
   return Effect.as(q.source.send(messages), messages)
 }
 
+/** Starts a worker process on `q`, without waiting for it (`visibilityMs`: its sources' visibility timeout). */
+export const spawnWorker = (
+  q: FaultQueue,
+  name: string,
+  extra: ReadonlyArray<string> = [],
+  env: Record<string, string> = {},
+  visibilityMs = 3000
+): Effect.Effect<Child, never, Scope.Scope> =>
+  spawnScript(name, "examples/faults/consumerWorker.ts", [
+    "--source",
+    q.kind,
+    "--queue",
+    q.queue,
+    "--effects",
+    q.effects,
+    "--processed",
+    q.processed,
+    "--name",
+    name,
+    "--visibility-ms",
+    String(visibilityMs),
+    ...extra
+  ], env)
+
 /** Starts a worker process on `q` and waits until it consumes. */
 export const startWorker = (
   q: FaultQueue,
@@ -111,24 +135,7 @@ export const startWorker = (
   extra: ReadonlyArray<string> = [],
   env: Record<string, string> = {}
 ): Effect.Effect<Child, Error, Scope.Scope> =>
-  Effect.tap(
-    spawnScript(name, "examples/faults/consumerWorker.ts", [
-      "--source",
-      q.kind,
-      "--queue",
-      q.queue,
-      "--effects",
-      q.effects,
-      "--processed",
-      q.processed,
-      "--name",
-      name,
-      "--visibility-ms",
-      "3000",
-      ...extra
-    ], env),
-    (child) => child.waitFor(/^ready$/, "60 seconds")
-  )
+  Effect.tap(spawnWorker(q, name, extra, env), (child) => child.waitFor(/^ready$/, "60 seconds"))
 
 /** Lines `<verb> <id>` of the workers, counted per id. */
 export const countLines = (children: ReadonlyArray<Child>, verb: string): Map<string, number> => {

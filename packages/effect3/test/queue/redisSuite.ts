@@ -133,6 +133,58 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
         expect(yield* Effect.promise(() => redis.hlen(errors))).toBe(0)
       }).pipe(Effect.scoped))
 
+    it.live("crash attribution (issue 31): a delivery lost beside others is given back, one lost alone is charged", () =>
+      Effect.gen(function*() {
+        const redis = yield* connect
+        const stream = freshStream()
+        const options = { redis, stream, visibilityTimeout: "300 millis", reclaimInterval: "1 millis" } as const
+        const source = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "one" })
+        const alone = { runsSuspectsAlone: true } as const
+        const { deliveries } = streamKeys(stream, redis.isCluster === true)
+        /** The message's next delivery, once the last one is lost (its idle time reaches the timeout). */
+        const next = (options?: QueueSource.ReceiveOptions) => {
+          let got: QueueSource.Message<Body> | undefined
+          return Effect.map(
+            eventually(Effect.map(source.receive(1, options), (ms) => (got = ms[0]) !== undefined)),
+            () => got!
+          )
+        }
+        // a loop of your own (a plain receive): every lost delivery counts, as it always did
+        yield* source.send([msg("plain")])
+        yield* source.receive(1)
+        const plain = yield* next()
+        expect([plain.receiveCount, plain.suspect]).toEqual([2, true])
+        expect(yield* source.ack(plain)).toBe(true)
+
+        yield* source.send([msg("a")])
+        const [first] = yield* source.receive(1, alone)
+        expect([first!.receiveCount, first!.suspect]).toEqual([1, false])
+        // lost while merely claimed: its receive is given back, and it is a suspect
+        const second = yield* next(alone)
+        expect([second.receiveCount, second.suspect]).toEqual([1, true])
+        expect(yield* source.markAlone!(first!)).toBe(false) // stale
+        expect(yield* source.markAlone!(second)).toBe(true)
+        // lost while running alone: charged
+        const third = yield* next(alone)
+        expect([third.receiveCount, third.suspect]).toEqual([2, true])
+        // given back unprocessed: the receive undone, still a suspect; a verdict then clears it
+        expect(yield* source.release(third, { undoReceive: true })).toBe(true)
+        const fourth = yield* next(alone)
+        expect([fourth.receiveCount, fourth.suspect]).toEqual([2, true])
+        expect(yield* source.release(fourth, { error: "boom" })).toBe(true)
+        const fifth = yield* next(alone)
+        expect([fifth.receiveCount, fifth.suspect, fifth.lastError]).toEqual([3, false, "boom"])
+        // acknowledged, nothing of it is left behind
+        expect(yield* source.ack(fifth)).toBe(true)
+        expect(yield* Effect.promise(() => redis.hlen(deliveries))).toBe(0)
+        // a plain receive's new entries are stored charged; a dead-lettered one leaves nothing behind either
+        yield* source.send([msg("b")])
+        const [b] = yield* source.receive(1)
+        expect(yield* Effect.promise(() => redis.hlen(deliveries))).toBe(1)
+        expect(yield* source.deadLetter(b!, "done")).toBe(true)
+        expect(yield* Effect.promise(() => redis.hlen(deliveries))).toBe(0)
+      }).pipe(Effect.scoped))
+
     it.live("release: visible again after the delay, with the error remembered; undoReceive keeps the count", () =>
       Effect.gen(function*() {
         const { a, source } = yield* oneReceived

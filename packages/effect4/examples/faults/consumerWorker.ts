@@ -11,10 +11,12 @@
  *
  * A body `{ poison: "fatal" }` fails with `Failure.fatal` (dead-lettered at once); `{ poison: "fail" }` writes
  * its effect and then fails with a plain error, so the transaction must roll the effect back, and the message
- * is redelivered until `--max-receives`. Lines on stdout (written synchronously: a pipe on Linux):
- * `ready`, `committed <id>` (the transaction committed, not yet acknowledged; the worker then waits
- * `--ack-delay-ms`, the window between commit and acknowledgement a crash can hit), `skipped <id>`
- * (already applied: a redelivery), `dead <id>` (moved to the dead-letter queue by this worker).
+ * is redelivered until `--max-receives`; `{ poison: "exit" }` ends the process (`process.exit(1)`) as its
+ * handler starts, for a supervisor to start it again (examples/faults/poisonExit.ts). Lines on stdout (written
+ * synchronously: a pipe on Linux): `ready`, `start <id> <receive count>` (a handler starts), `committed <id>`
+ * (the transaction committed, not yet acknowledged; the worker then waits `--ack-delay-ms`, the window between
+ * commit and acknowledgement a crash can hit), `skipped <id>` (already applied: a redelivery), `dead <id>`
+ * (moved to the dead-letter queue by this worker).
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
@@ -85,7 +87,8 @@ const main = Effect.gen(function*() {
   yield* Consumer.run({
     source,
     handler: (message) =>
-      apply(message).pipe(
+      say(`start ${message.id} ${message.receiveCount}`).pipe(
+        Effect.andThen(message.body.poison === "exit" ? Effect.sync(() => process.exit(1)) : apply(message)),
         // a terminated connection, a failed commit: try again within the delivery (the id makes it safe)
         Effect.catchTag("SqlError", (e) => Effect.fail(Failure.retryable(e))),
         Effect.tap((applied) => say(`${Option.isSome(applied) ? "committed" : "skipped"} ${message.id}`)),

@@ -249,6 +249,67 @@ describePg("PgQueue", () => {
         expect(yield* count(table)).toBe(0)
       }))
 
+    it.effect("crash attribution (issue 31): a delivery lost beside others is given back, one lost alone is charged", () =>
+      Effect.gen(function*() {
+        const table = fresh("q")
+        const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "1 second" })
+        const alone = { runsSuspectsAlone: true } as const
+        // a loop of your own (a plain receive): every lost delivery counts, as it always did
+        yield* source.send([msg("plain")])
+        yield* source.receive(1)
+        yield* TestClock.adjust("1 second")
+        const [plain] = yield* source.receive(1)
+        expect([plain!.receiveCount, plain!.suspect]).toEqual([2, true])
+        expect(yield* source.ack(plain!)).toBe(true)
+
+        yield* source.send([msg("a")])
+        const [first] = yield* source.receive(1, alone)
+        expect([first!.receiveCount, first!.suspect]).toEqual([1, false])
+        yield* TestClock.adjust("1 second")
+        // lost while merely claimed: its receive is given back, and it is a suspect
+        const [second] = yield* source.receive(1, alone)
+        expect([second!.receiveCount, second!.suspect]).toEqual([1, true])
+        expect(yield* source.markAlone!(first!)).toBe(false) // stale
+        yield* TestClock.adjust("900 millis")
+        // the mark extends the delivery, as `extend` does
+        expect(yield* source.markAlone!(second!)).toBe(true)
+        yield* TestClock.adjust("999 millis")
+        expect(yield* source.receive(1, alone)).toEqual([])
+        yield* TestClock.adjust("1 millis")
+        // lost while running alone: charged
+        const [third] = yield* source.receive(1, alone)
+        expect([third!.receiveCount, third!.suspect]).toEqual([2, true])
+        // given back unprocessed: the receive undone, still a suspect; a verdict then clears it
+        expect(yield* source.release(third!, { undoReceive: true })).toBe(true)
+        const [fourth] = yield* source.receive(1, alone)
+        expect([fourth!.receiveCount, fourth!.suspect]).toEqual([2, true])
+        expect(yield* source.release(fourth!, { error: "boom" })).toBe(true)
+        const [fifth] = yield* source.receive(1, alone)
+        expect([fifth!.receiveCount, fifth!.suspect, fifth!.lastError]).toEqual([3, false, "boom"])
+        expect(yield* source.deadLetter(fifth!, "done")).toBe(true)
+        expect(Option.getOrThrow(yield* source.deadLetters.inspect("a")).receiveCount).toBe(3)
+      }))
+
+    it.effect("a table made by an earlier version gets the crash attribution's columns when make runs", () =>
+      Effect.gen(function*() {
+        const table = fresh("q")
+        const sql = yield* SqlClient.SqlClient
+        // the DDL as it was: no delivery_state, no suspect; one message in flight
+        const [create, ...rest] = PgQueue.migrations(table)
+        yield* sql.unsafe(create!.replace(/,\s*delivery_state[^,]*,\s*suspect [^)]*\)/, "\n)"))
+        const columns = sql<{ readonly name: string }>`SELECT attname AS name FROM pg_attribute
+          WHERE attrelid = to_regclass(${table}) AND attnum > 0 AND NOT attisdropped`
+        expect((yield* columns).map((c) => c.name)).not.toContain("suspect")
+        yield* sql.unsafe(`INSERT INTO "${table}" (id, body, enqueued_at, visible_at, receive_count, token)
+          VALUES ('old', '{"n":1}', 0, 0, 1, 1)`)
+        for (const statement of rest) yield* sql.unsafe(statement)
+        expect((yield* columns).map((c) => c.name)).toEqual(expect.arrayContaining(["delivery_state", "suspect"]))
+        const source = yield* PgQueue.make<Body>({ table, visibilityTimeout: "1 second" })
+        // a delivery made by the earlier version is judged as charged: it was never marked claimed
+        const [old] = yield* source.receive(1, { runsSuspectsAlone: true })
+        expect([old!.id, old!.receiveCount, old!.suspect]).toEqual(["old", 2, false])
+      }))
+
     it.effect("poison messages go to the DLQ; redriven after a fix, they are processed once", () =>
       Effect.gen(function*() {
         const table = fresh("q")

@@ -97,6 +97,13 @@ export const runSoak = <R>(setup: SoakSetup<R>, options: SoakOptions): Effect.Ef
   Effect.gen(function*() {
     const plans = makePlan(options.n, options.seed, options.prefix)
     const attempts = new Map<string, number>()
+    // a message's first delivery, by its receipt: a delivery lost with its handler (a crash) gives its receive back,
+    // so the receive count does not tell a redelivery (core/crashAttribution.ts)
+    const firstReceipt = new Map<string, string>()
+    const isFirst = (message: QueueSource.Message<Body>) => {
+      if (!firstReceipt.has(message.id)) firstReceipt.set(message.id, message.receipt)
+      return firstReceipt.get(message.id) === message.receipt
+    }
     let crashes = 0
 
     const inner = (message: QueueSource.Message<Body>) =>
@@ -107,7 +114,7 @@ export const runSoak = <R>(setup: SoakSetup<R>, options: SoakOptions): Effect.Ef
           if (setup.transactional) yield* setup.record(message.id) // rolled back with the failure
           return yield* Effect.fail(Failure.fatal(`invalid message ${message.id}`))
         }
-        if (message.receiveCount === 1) {
+        if (isFirst(message)) {
           const attempt = (attempts.get(message.id) ?? 0) + 1
           attempts.set(message.id, attempt)
           if (attempt <= plan.retryableFailures) return yield* Effect.fail(Failure.retryable("busy"))
@@ -120,7 +127,7 @@ export const runSoak = <R>(setup: SoakSetup<R>, options: SoakOptions): Effect.Ef
     const handler = (message: QueueSource.Message<Body>) =>
       Effect.flatMap(once(message), () => {
         const plan = plans.get(message.id)!
-        if (plan.crashFirstDelivery && message.receiveCount === 1) {
+        if (plan.crashFirstDelivery && isFirst(message)) {
           crashes++
           return Effect.interrupt // the effect is durable; the process "dies" before the ack
         }

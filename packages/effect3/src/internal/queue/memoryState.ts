@@ -1,3 +1,4 @@
+import * as attribution from "@effect-resilience/core/crashAttribution"
 import * as visibilityRules from "@effect-resilience/core/visibility"
 import type { Queue } from "effect"
 import type { DeadLetter } from "../../DeadLetter.js"
@@ -16,6 +17,9 @@ export interface Entry<A> {
   readonly body: A
   readonly enqueuedAt: number
   receiveCount: number
+  /** How its current delivery stands, and whether a delivery of it was lost (core/crashAttribution.ts). */
+  delivery: attribution.DeliveryState
+  suspect: boolean
   /** Bumped on every claim and release: a receipt or timer of an older generation is stale. */
   generation: number
   state: number
@@ -24,6 +28,12 @@ export interface Entry<A> {
   lastReceivedAt: number
   lastError: string | undefined
 }
+
+const attributionOf = (entry: Entry<unknown>): attribution.Attribution => ({
+  receiveCount: entry.receiveCount,
+  state: entry.delivery,
+  suspect: entry.suspect
+})
 
 interface Timer {
   readonly at: number
@@ -54,6 +64,8 @@ export class MemoryState<A> {
       body,
       enqueuedAt: now,
       receiveCount: 0,
+      delivery: attribution.NOT_HELD,
+      suspect: false,
       generation: 0,
       state: READY,
       visibleAt: now,
@@ -87,11 +99,17 @@ export class MemoryState<A> {
     }
   }
 
-  /** Claims the entry `seq` if it is ready: one more receive, invisible for the timeout. */
-  claim(seq: number, now: number): Message<A> | undefined {
+  /**
+   * Claims the entry `seq` if it is ready: one more receive (its previous delivery judged if it was lost),
+   * invisible for the timeout.
+   */
+  claim(seq: number, now: number, runsSuspectsAlone: boolean): Message<A> | undefined {
     const entry = this.entries.get(seq)
     if (entry === undefined || entry.state !== READY) return undefined
-    entry.receiveCount = visibilityRules.delivered(entry.receiveCount)
+    const claimed = attribution.claim(attributionOf(entry), runsSuspectsAlone)
+    entry.receiveCount = claimed.receiveCount
+    entry.delivery = claimed.state
+    entry.suspect = claimed.suspect
     entry.lastReceivedAt = now
     this.hide(entry, visibilityRules.invisibleUntil(now, this.visibility), IN_FLIGHT)
     return {
@@ -99,6 +117,7 @@ export class MemoryState<A> {
       key: entry.key,
       body: entry.body,
       receiveCount: entry.receiveCount,
+      suspect: entry.suspect,
       enqueuedAt: entry.enqueuedAt,
       receivedAt: now,
       lastError: entry.lastError,
@@ -130,11 +149,21 @@ export class MemoryState<A> {
     return true
   }
 
+  /** The holder runs the handler alone from now: extended as `extend` does, and a loss now is charged. */
+  markAlone(message: Message<A>, now: number): boolean {
+    if (!this.extend(message, now)) return false
+    this.current(message)!.delivery = attribution.CHARGED
+    return true
+  }
+
   release(message: Message<A>, opts: ReleaseOptions | undefined, delay: number, now: number): boolean {
     const entry = this.current(message)
     if (entry === undefined) return false
     if (opts?.error !== undefined) entry.lastError = opts.error
-    entry.receiveCount = visibilityRules.afterRelease(entry.receiveCount, opts?.undoReceive === true)
+    const released = attribution.release(attributionOf(entry), opts?.undoReceive === true)
+    entry.receiveCount = released.receiveCount
+    entry.delivery = released.state
+    entry.suspect = released.suspect
     const visibleAt = visibilityRules.visibleAfterRelease(now, delay)
     if (visibleAt === undefined) this.makeReady(entry)
     else this.hide(entry, visibleAt, DELAYED)

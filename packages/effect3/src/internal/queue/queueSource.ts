@@ -1,6 +1,6 @@
 import { Chunk, Clock, Data, Duration, Effect, Option, Queue } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../DeadLetter.js"
-import type { MemoryOptions, Message, QueueSource, ReleaseOptions } from "../../QueueSource.js"
+import type { MemoryOptions, Message, QueueSource, ReceiveOptions, ReleaseOptions } from "../../QueueSource.js"
 import type * as Api from "../../QueueSource.js"
 import type { Fields } from "../errorFields.js"
 import { MemoryState } from "./memoryState.js"
@@ -24,13 +24,13 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
     const setDepth = observeDepth(labels(name).base)
     const now = <B>(f: (now: number) => B) => Effect.map(Clock.currentTimeMillis, f)
 
-    const receive = (max: number): Effect.Effect<ReadonlyArray<Message<A>>> =>
+    const receive = (max: number, opts?: ReceiveOptions): Effect.Effect<ReadonlyArray<Message<A>>> =>
       Effect.flatMap(Clock.currentTimeMillis, (at) => {
         state.promote(at)
         return Effect.map(Queue.takeUpTo(ready, max), (seqs) => {
           const out: Array<Message<A>> = []
           for (const seq of Chunk.toReadonlyArray(seqs)) {
-            const message = state.claim(seq, at)
+            const message = state.claim(seq, at, opts?.runsSuspectsAlone === true)
             if (message !== undefined) out.push(message)
           }
           return out
@@ -57,6 +57,7 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
       // fenced like the others: only the current delivery may delete the message
       ack: (message) => Effect.sync(() => state.ack(message)),
       extend: (message) => now((at) => state.extend(message, at)),
+      markAlone: (message) => now((at) => state.markAlone(message, at)),
       release,
       deadLetter,
       deadLetters: memoryDeadLetters(state, setDepth)

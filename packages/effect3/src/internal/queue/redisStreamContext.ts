@@ -32,6 +32,14 @@ export interface RedisQueue {
     keys: ReadonlyArray<string>,
     args: ReadonlyArray<string>
   ) => Effect.Effect<number, QueueError>
+  /** As `run`, for a script whose answer `decode` reads. */
+  readonly runWith: <T>(
+    operation: string,
+    script: redisClient.Script,
+    keys: ReadonlyArray<string>,
+    args: ReadonlyArray<string>,
+    decode: (reply: unknown) => T
+  ) => Effect.Effect<T, QueueError>
   /** As `run`, for a script that answers a list of numbers. */
   readonly runMany: (
     operation: string,
@@ -70,6 +78,8 @@ export const context = (options: RedisOptions): RedisQueue => {
       redisClient.call(f, timeout, (reply) => reply as T, fail(operation)),
     run: (operation, s, scriptKeys, args) =>
       redisClient.runScript(client, s, scriptKeys, args, false, timeout, Number, fail(operation)),
+    runWith: (operation, s, scriptKeys, args, decode) =>
+      redisClient.runScript(client, s, scriptKeys, args, false, timeout, decode, fail(operation)),
     runMany: (operation, s, scriptKeys, args) =>
       redisClient.runScript(client, s, scriptKeys, args, false, timeout, numbers, fail(operation))
   }

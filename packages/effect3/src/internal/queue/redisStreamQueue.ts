@@ -7,7 +7,7 @@ import type { QueueError } from "./queueSource.js"
 import { chunk, context, type RedisQueue } from "./redisStreamContext.js"
 import { redisDeadLetters, redisMoveToDlq } from "./redisStreamDeadLetters.js"
 import { makeReceive } from "./redisStreamReceive.js"
-import { ACK, ACK_MANY, CREATE_GROUP, EXTEND, RELEASE } from "./redisStreamScripts.js"
+import { ACK, ACK_MANY, CREATE_GROUP, EXTEND, MARK_ALONE, RELEASE } from "./redisStreamScripts.js"
 import { randomId, serialize, serializedPairs, splitReceipt, withAckMany } from "./shared.js"
 
 export { type StreamKeys, streamKeys } from "./redisStreamKeys.js"
@@ -19,8 +19,9 @@ const ACK_BATCH = 128
  * Visibility is Redis's: a pending entry whose idle time (since its last delivery, by the server's clock)
  * reaches the visibility timeout is taken over by the next `XAUTOCLAIM`, which also bumps its delivery
  * count. A release rewinds the entry's idle time with `XCLAIM ... IDLE` so it is claimable after the delay;
- * an extension resets it to zero. Ack, extend, release and dead-letter are scripts fenced by owner and
- * delivery count: a consumer whose entry was taken over (or claimed again) cannot touch the new delivery.
+ * an extension resets it to zero. Ack, extend, mark alone, release and dead-letter are scripts fenced by owner
+ * and delivery count: a consumer whose entry was taken over (or claimed again) cannot touch the new delivery.
+ * A takeover judges the delivery it ends (core/crashAttribution.ts; the hash `<stream>:deliveries`).
  */
 export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, QueueError> => {
   const q = context(options)
@@ -33,7 +34,8 @@ export const make = <A>(options: RedisOptions): Effect.Effect<QueueSource<A>, Qu
 }
 
 const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
-  const { errors, stream } = q.keys
+  const { deliveries, errors, stream } = q.keys
+  const acked = [stream, errors, deliveries]
   const moveToDlq = redisMoveToDlq(q, consumer)
   const { noteRelease, receive } = makeReceive<A>(q, consumer, moveToDlq)
   /** A fenced script about one delivery: group, entry id, consumer, delivery count, then `extra`. */
@@ -53,14 +55,14 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
   /** One script call for a group of acks, each fenced by its own receipt: which of them matched. */
   const ackGroup = (items: ReadonlyArray<readonly [string, string]>) =>
     Effect.map(
-      q.runMany("ack", ACK_MANY, [stream, errors], [q.group, consumer, ...items.flat()]),
+      q.runMany("ack", ACK_MANY, acked, [q.group, consumer, ...items.flat()]),
       (replies) => items.map((_, i) => replies[i] === 1)
     )
   // concurrent acks share one script call; a receipt that is not ours goes alone, so that its error is its own
   const ackShared = ackBatcher<readonly [string, string], QueueError>(ACK_BATCH, ackGroup)
   const ack = (message: Message<A>) => {
     const item = ackItem(message)
-    return item !== undefined ? ackShared(item) : fenced("ack", ACK, [stream, errors], message)
+    return item !== undefined ? ackShared(item) : fenced("ack", ACK, acked, message)
   }
   // the consumer's own groups go straight to the script, without waiting behind one another
   const ackMany = (messages: ReadonlyArray<Message<A>>): Effect.Effect<ReadonlyArray<boolean>, QueueError> =>
@@ -79,7 +81,7 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
           return Effect.forEach(
             messages,
             (message, i) =>
-              items[i] === undefined ? fenced("ack", ACK, [stream, errors], message) : Effect.succeed(answers[next++]!)
+              items[i] === undefined ? fenced("ack", ACK, acked, message) : Effect.succeed(answers[next++]!)
           )
         }
       )
@@ -89,7 +91,7 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
     // whole milliseconds, never shorter than asked
     const delay = opts?.delay === undefined ? 0 : Math.ceil(Duration.toMillis(opts.delay))
     const idle = Math.max(0, q.visibility - delay)
-    return fenced("release", RELEASE, [stream, errors], message, [
+    return fenced("release", RELEASE, [stream, errors, deliveries], message, [
       String(idle),
       opts?.error ?? "",
       opts?.undoReceive === true ? "1" : "0"
@@ -112,6 +114,7 @@ const operations = <A>(q: RedisQueue, consumer: string): QueueSource<A> => {
     receive,
     ack,
     extend: (message) => fenced("extend", EXTEND, [stream], message),
+    markAlone: (message) => fenced("markAlone", MARK_ALONE, [stream, deliveries], message),
     release,
     deadLetter,
     deadLetters: redisDeadLetters<A>(q)

@@ -1,34 +1,44 @@
+import { CHARGED, claimedState } from "@effect-resilience/core/crashAttribution"
 import { Clock, Effect } from "effect"
-import type { Message } from "../../QueueSource.js"
+import type { Message, ReceiveOptions } from "../../QueueSource.js"
 import type { QueueError } from "./queueSource.js"
 import { type Entry, fieldsOf, type RedisQueue } from "./redisStreamContext.js"
+import { RECLAIM } from "./redisStreamScripts.js"
 import { corruptReason, deadLetterCorrupt, tryParse } from "./shared.js"
 
 interface Received {
   readonly entry: Entry
+  /** The delivery count of the pending entries list (the receipt's fence). */
   readonly count: number
+  /** Deliveries lost beside other handlers, given back (core/crashAttribution.ts). */
+  readonly uncharged: number
+  readonly suspect: boolean
   readonly lastError: string | null
 }
+
+/** One entry of `RECLAIM`'s answer: id, fields, delivery count, uncharged, suspect, error. */
+type Reclaimed = [string, Array<string>, number, number, number, string | null]
 
 const enqueuedAt = (entryId: string) => Number(entryId.slice(0, entryId.indexOf("-")))
 
 /**
  * `receive` of one consumer: entries pending longer than the visibility timeout are taken over with
- * `XAUTOCLAIM` (at most every `reclaimInterval`, or at once after a release, and while a scan is under way),
- * then new entries are read with `XREADGROUP`. Entries whose body is not JSON go straight to the DLQ.
+ * `XAUTOCLAIM` (at most every `reclaimInterval`, or at once after a release, and while a scan is under way), in
+ * one script that judges the deliveries they end (`RECLAIM`), then new entries are read with `XREADGROUP`.
+ * Entries whose body is not JSON go straight to the DLQ.
  */
 export const makeReceive = <A>(
   q: RedisQueue,
   consumer: string,
   moveToDlq: (message: Message<A>, body: string, reason: string, now: number) => Effect.Effect<boolean, QueueError>
 ) => {
-  const { errors, stream } = q.keys
+  const { deliveries, errors, stream } = q.keys
   const state = { cursor: "0-0", lastReclaimAt: -Infinity, released: false }
 
   const toMessages = (received: ReadonlyArray<Received>, now: number) => {
     const out: Array<Message<A>> = []
     const corrupt: Array<readonly [Message<A>, string, string]> = []
-    for (const { count, entry, lastError } of received) {
+    for (const { count, entry, lastError, suspect, uncharged } of received) {
       const f = fieldsOf(entry[1])
       const body = f.body === undefined
         ? { ok: false as const, error: "the entry has no body field" }
@@ -37,7 +47,8 @@ export const makeReceive = <A>(
         id: f.id ?? entry[0],
         key: f.key,
         body: (body.ok ? body.value : undefined) as A,
-        receiveCount: count,
+        receiveCount: Math.max(1, count - uncharged),
+        suspect,
         enqueuedAt: enqueuedAt(entry[0]),
         receivedAt: now,
         lastError: lastError ?? undefined,
@@ -63,52 +74,69 @@ export const makeReceive = <A>(
   const due = (now: number) =>
     state.cursor !== "0-0" || state.released || now - state.lastReclaimAt >= q.reclaimInterval
 
-  const reclaim = (max: number, now: number) =>
+  const reclaim = (max: number, now: number, runsSuspectsAlone: boolean) =>
     Effect.gen(function*() {
       state.lastReclaimAt = now
       state.released = false
-      const [next, claimed] = yield* q.call<[string, Array<Entry | null>]>(
+      const [next, claimed] = yield* q.runWith(
         "reclaim",
-        () => q.client.call("XAUTOCLAIM", stream, q.group, consumer, q.visibility, state.cursor, "COUNT", max)
+        RECLAIM,
+        [stream, errors, deliveries],
+        [q.group, consumer, String(q.visibility), state.cursor, String(max), String(claimedState(runsSuspectsAlone))],
+        (reply) => reply as [string, Array<Reclaimed>]
       )
       state.cursor = next
-      const entries = claimed.filter((e): e is Entry => e !== null && Array.isArray(e[1]))
-      if (entries.length === 0) return []
-      // the delivery counts come from the pending entries list
-      const pipeline = q.client.pipeline()
-      for (const [id] of entries) {
-        pipeline.call("XPENDING", stream, q.group, id, id, 1)
-        pipeline.hget(errors, id)
-      }
-      const replies = yield* q.call<Array<[Error | null, unknown]>>("reclaim", () => pipeline.exec())
+      if (claimed.length === 0) return []
       return yield* toMessages(
-        entries.map((entry, i) => {
-          const pending = replies[2 * i]?.[1] as Array<[string, string, number, number]> | undefined
-          const count = Number(pending?.[0]?.[3] ?? 2)
-          return { entry, count, lastError: (replies[2 * i + 1]?.[1] as string | null) ?? null }
-        }),
+        claimed.map(([id, fields, count, uncharged, suspect, lastError]) => ({
+          entry: [id, fields] as Entry,
+          count: Number(count),
+          uncharged: Number(uncharged),
+          suspect: Number(suspect) === 1,
+          lastError: lastError ?? null
+        })),
         now
       )
     })
 
-  /** New entries, at most `room` (`XREADGROUP` without `BLOCK`: the consumer polls). */
-  const readNew = (room: number, now: number) =>
+  /**
+   * New entries, at most `room` (`XREADGROUP` without `BLOCK`: the consumer polls). A new entry without a field
+   * in `deliveries` is claimed by a consumer that runs suspects alone; a plain receive stores its own as charged
+   * (a crash between the two calls gives that one loss back: the next claim stores it charged).
+   */
+  const readNew = (room: number, now: number, runsSuspectsAlone: boolean) =>
     Effect.flatMap(
       q.call<Array<[string, Array<Entry>]> | null>(
         "receive",
         () => q.client.call("XREADGROUP", "GROUP", q.group, consumer, "COUNT", room, "STREAMS", stream, ">")
       ),
-      (read) => toMessages((read?.[0]?.[1] ?? []).map((entry) => ({ entry, count: 1, lastError: null })), now)
+      (read) => {
+        const entries = read?.[0]?.[1] ?? []
+        const messages = toMessages(
+          entries.map((entry) => ({ entry, count: 1, uncharged: 0, suspect: false, lastError: null })),
+          now
+        )
+        if (runsSuspectsAlone || entries.length === 0) return messages
+        const charged = `${CHARGED},0,0`
+        return Effect.andThen(
+          q.call("receive", () => q.client.hset(deliveries, ...entries.flatMap(([id]) => [id, charged]))),
+          messages
+        )
+      }
     )
 
   // the common case, no takeover due, is one call and no generator
-  const receive = (max: number): Effect.Effect<Array<Message<A>>, QueueError> =>
+  const receive = (max: number, options?: ReceiveOptions): Effect.Effect<Array<Message<A>>, QueueError> =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
-      if (!due(now)) return readNew(max, now)
-      return Effect.flatMap(reclaim(max, now), (reclaimed) => {
+      const alone = options?.runsSuspectsAlone === true
+      if (!due(now)) return readNew(max, now, alone)
+      return Effect.flatMap(reclaim(max, now, alone), (reclaimed) => {
         const room = max - reclaimed.length
         if (room <= 0) return Effect.succeed(reclaimed)
-        return Effect.map(readNew(room, now), (fresh) => reclaimed.length === 0 ? fresh : [...reclaimed, ...fresh])
+        return Effect.map(
+          readNew(room, now, alone),
+          (fresh) => reclaimed.length === 0 ? fresh : [...reclaimed, ...fresh]
+        )
       })
     })
 

@@ -1,9 +1,10 @@
 /** Imported only by a backend entry point, so the package root never loads `effect/sql`. */
+import { CHARGED, CLAIMED, claimedState, NOT_HELD } from "@effect-resilience/core/crashAttribution"
 import { Array as Arr, Clock, Context, Duration, Effect } from "effect"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import type { PgOptions } from "../../PgQueue.js"
-import type { Message, QueueError, QueueSource, ReleaseOptions } from "../../QueueSource.js"
+import type { Message, QueueError, QueueSource, ReceiveOptions, ReleaseOptions } from "../../QueueSource.js"
 import { labels, observeDepth } from "./metrics.js"
 import { failWith, pgDeadLetters, pgMoveToDlq, type PgTables } from "./pgDeadLetters.js"
 import { tableStatements } from "./pgQueueSchema.js"
@@ -27,6 +28,7 @@ interface JobRow {
   readonly receive_count: number
   readonly token: number
   readonly last_error: string | null
+  readonly suspect: boolean
 }
 
 const INSERT_CHUNK = 1000
@@ -59,9 +61,10 @@ const pgAckMany =
 /**
  * Claiming is one statement: pick the oldest visible rows `FOR UPDATE SKIP LOCKED` (concurrent
  * receivers skip each other's rows instead of waiting), push their `visible_at` past the visibility
- * timeout, count the receive and bump the fencing `token`. Every later statement about a delivery (ack,
- * extend, release, dead-letter) is one statement fenced by `seq` and `token`: a receipt whose row was
- * claimed again since matches no row. Times are the caller's `Clock` milliseconds.
+ * timeout, count the receive (judging the previous delivery if it was lost: core/crashAttribution.ts) and
+ * bump the fencing `token`. Every later statement about a delivery (ack, extend, mark alone, release,
+ * dead-letter) is one statement fenced by `seq` and `token`: a receipt whose row was claimed again since
+ * matches no row. Times are the caller's `Clock` milliseconds.
  */
 export const make = <A>(options: PgOptions): Effect.Effect<QueueSource<A>, SqlError, SqlClient.SqlClient> => {
   const table = identifier("PgQueue table", options.table)
@@ -149,12 +152,24 @@ const operations = <A>(tables: PgTables, visibility: number): QueueSource<A> => 
       // whole milliseconds: `visible_at` is a bigint
       const delay = opts?.delay === undefined ? 0 : Math.ceil(Duration.toMillis(opts.delay))
       const undo = opts?.undoReceive === true ? 1 : 0
+      // `attribution.release`: unprocessed, the receive is given back and the suspicion kept; else it is cleared
       return fenced("release", message, (seq, token) =>
         sql`UPDATE ${t} SET visible_at = ${now + delay},
             last_error = COALESCE(${opts?.error ?? null}, last_error),
-            receive_count = GREATEST(0, receive_count - ${undo}), token = token + 1
+            receive_count = GREATEST(0, receive_count - ${undo}), token = token + 1,
+            delivery_state = ${NOT_HELD}, suspect = suspect AND ${undo === 1}
           WHERE seq = ${seq} AND token = ${token} RETURNING seq`)
     })
+
+  // `attribution.runAlone`, and an extension: the handler may start late, once the others have ended
+  const markAlone = (message: Message<A>) =>
+    Effect.flatMap(
+      Clock.currentTimeMillis,
+      (now) =>
+        fenced("markAlone", message, (seq, token) =>
+          sql`UPDATE ${t} SET visible_at = ${now + visibility}, delivery_state = ${CHARGED}
+            WHERE seq = ${seq} AND token = ${token} RETURNING seq`)
+    )
 
   const deadLetter = (message: Message<A>, reason: string) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
@@ -169,6 +184,7 @@ const operations = <A>(tables: PgTables, visibility: number): QueueSource<A> => 
     receive,
     ack,
     extend,
+    markAlone,
     release,
     deadLetter,
     deadLetters: pgDeadLetters<A>(tables)
@@ -207,18 +223,26 @@ const sendAndReceive = <A>(
         })
     )
 
-  const receive = (max: number) =>
+  // `attribution.claim` on a row (every SET expression reads the row as it was): a delivery lost while claimed
+  // gives its receive back, one lost while running alone keeps it, and either makes the message a suspect
+  const claimedCount = sql.literal(
+    `CASE WHEN j.delivery_state = ${CLAIMED} THEN GREATEST(j.receive_count - 1, 0) ELSE j.receive_count END + 1`
+  )
+  const claimedSuspect = sql.literal(`j.suspect OR j.delivery_state <> ${NOT_HELD}`)
+  const receive = (max: number, options?: ReceiveOptions) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) =>
       sql<JobRow>`WITH claimed AS (
           SELECT seq FROM ${t} WHERE visible_at <= ${now}
           ORDER BY visible_at, seq LIMIT ${max}
           FOR UPDATE SKIP LOCKED
         )
-        UPDATE ${t} AS j SET visible_at = ${now + visibility}, receive_count = j.receive_count + 1,
+        UPDATE ${t} AS j SET visible_at = ${now + visibility},
+          receive_count = ${claimedCount}, suspect = ${claimedSuspect},
+          delivery_state = ${claimedState(options?.runsSuspectsAlone === true)},
           token = j.token + 1, last_received_at = ${now}
         FROM claimed WHERE j.seq = claimed.seq
         RETURNING j.seq::text AS seq, j.id, j.key, j.body, j.enqueued_at::float8 AS enqueued_at,
-          j.receive_count, j.token, j.last_error`.pipe(
+          j.receive_count, j.token, j.last_error, j.suspect`.pipe(
         Effect.mapError(fail("receive")),
         Effect.flatMap((rows) => {
           const out: Array<Message<A>> = []
@@ -261,6 +285,7 @@ const toMessage = <A>(row: JobRow, body: unknown, now: number): Message<A> => ({
   key: row.key ?? undefined,
   body: body as A,
   receiveCount: row.receive_count,
+  suspect: row.suspect,
   enqueuedAt: row.enqueued_at,
   receivedAt: now,
   lastError: row.last_error ?? undefined,

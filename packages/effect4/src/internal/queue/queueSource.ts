@@ -1,6 +1,6 @@
 import { Clock, Data, Duration, Effect, Option, Queue } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../DeadLetter.js"
-import type { MemoryOptions, Message, QueueSource, ReleaseOptions } from "../../QueueSource.js"
+import type { MemoryOptions, Message, QueueSource, ReceiveOptions, ReleaseOptions } from "../../QueueSource.js"
 import type * as Api from "../../QueueSource.js"
 import type { Fields } from "../errorFields.js"
 import { MemoryState } from "./memoryState.js"
@@ -24,7 +24,7 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
     const setDepth = observeDepth(labels(name).depth)
     const now = <B>(f: (now: number) => B) => Effect.map(Clock.currentTimeMillis, f)
 
-    const receive = (max: number): Effect.Effect<ReadonlyArray<Message<A>>> =>
+    const receive = (max: number, opts?: ReceiveOptions): Effect.Effect<ReadonlyArray<Message<A>>> =>
       Effect.flatMap(Clock.currentTimeMillis, (at) => {
         state.promote(at)
         // Effect 4 has no `Queue.takeUpTo`: the ready queue is drained synchronously, up to `max`
@@ -32,7 +32,7 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
         while (out.length < max) {
           const taken = Queue.takeUnsafe(ready)
           if (taken === undefined || taken._tag === "Failure") break
-          const message = state.claim(taken.value, at)
+          const message = state.claim(taken.value, at, opts?.runsSuspectsAlone === true)
           if (message !== undefined) out.push(message)
         }
         return Effect.succeed(out)
@@ -58,6 +58,7 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
       // fenced like the others: only the current delivery may delete the message
       ack: (message) => Effect.sync(() => state.ack(message)),
       extend: (message) => now((at) => state.extend(message, at)),
+      markAlone: (message) => now((at) => state.markAlone(message, at)),
       release,
       deadLetter,
       deadLetters: memoryDeadLetters(state, setDepth)

@@ -18,7 +18,7 @@ export const redisDepth = (q: RedisQueue): Effect.Effect<number, QueueError> =>
  * entry of the message. `false` when the receipt is stale.
  */
 export const redisMoveToDlq = (q: RedisQueue, consumer: string) => {
-  const { dlq, errors, index, stream } = q.keys
+  const { deliveries, dlq, errors, index, stream } = q.keys
   const depth = redisDepth(q)
   return <A>(message: Message<A>, body: string, reason: string, now: number): Effect.Effect<boolean, QueueError> => {
     const [entryId, count] = splitReceipt(message.receipt)
@@ -39,7 +39,7 @@ export const redisMoveToDlq = (q: RedisQueue, consumer: string) => {
       "deadLetteredAt",
       String(now)
     ]
-    return q.run("deadLetter", DEAD_LETTER, [stream, dlq, index, errors], [
+    return q.run("deadLetter", DEAD_LETTER, [stream, dlq, index, errors, deliveries], [
       q.group,
       entryId,
       consumer,

@@ -16,6 +16,7 @@ export interface Counters {
   released: number
   abandoned: number
   extended: number
+  ranAlone: number
   handling: number
 }
 
@@ -26,6 +27,7 @@ export const makeCounters = (): Counters => ({
   released: 0,
   abandoned: 0,
   extended: 0,
+  ranAlone: 0,
   handling: 0
 })
 

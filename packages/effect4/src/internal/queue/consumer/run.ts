@@ -1,15 +1,20 @@
+import * as attribution from "@effect-resilience/core/crashAttribution"
 import { partitionOf } from "@effect-resilience/core/queueMessages"
 import * as visibilityRules from "@effect-resilience/core/visibility"
 import type { Scope } from "effect"
 import { Cause, Clock, Effect, Fiber, Option, Queue, Semaphore } from "effect"
 import type { Consumer, Options, Stats } from "../../../Consumer.js"
-import type { Message } from "../../../QueueSource.js"
+import type { Message, ReceiveOptions } from "../../../QueueSource.js"
 import { makeAcker } from "./acker.js"
 import { compile, type Config } from "./config.js"
 import { runDelivery } from "./renewal.js"
 import { type Counters, makeCounters, makeSettler, warn } from "./settle.js"
+import { makeSolo, type Solo } from "./solo.js"
 
 const ACK = Symbol("ack")
+
+/** The consumer's promise to its source (`QueueSource.ReceiveOptions`): it runs every suspect alone. */
+const RUNS_SUSPECTS_ALONE: ReceiveOptions = { runsSuspectsAlone: true }
 
 /** After the shutdown grace, how long closing waits for interrupted handlers before it abandons them. */
 export const ABANDON_AFTER_MILLIS = 1_000
@@ -48,7 +53,6 @@ export const run = <A, E, R, R2>(
     const held = { n: 0, stopped: false }
     const doneMany = (n: number) => Effect.suspend(() => (held.n -= n, slots.release(n)))
     const done = doneMany(1)
-    const process = processor(config, stats, () => held.stopped)
     // the acknowledgement of a handled message goes on without its worker, which takes the next message
     // meanwhile, grouped with the others waiting; its slot is freed at once while fewer than `capacity`
     // messages wait for their acks with their slot freed (`early`), else once the source answered
@@ -66,22 +70,31 @@ export const run = <A, E, R, R2>(
       return Effect.andThen(acker.add(message), done)
     }
     const acking = acker.lanes
+    const solo = makeSolo(acking)
+    const process = processor(config, stats, () => held.stopped, solo)
     // without `Effect.forever`'s yield after every message: a worker gives way when its buffer is empty (the
     // take waits), when its handler waits, and when the runtime's budget of operations runs out
-    const worker = (buffer: Queue.Queue<Message<A>>) =>
-      Effect.forever(
+    // (a worker waits at the gate while a suspect runs alone: `solo`)
+    const worker = (buffer: Queue.Queue<Message<A>>) => {
+      const gate = solo.worker()
+      return Effect.forever(
         Effect.flatMap(Queue.take(buffer), (message) =>
           Effect.uninterruptibleMask((restore) =>
             Effect.flatMap(
-              Effect.exit(restore(process(message))),
-              (exit) => exit._tag === "Success" && exit.value === ACK ? handOver(message) : done
+              Effect.exit(restore(Effect.andThen(gate.enter(message), process(message)))),
+              (exit) =>
+                Effect.andThen(
+                  exit._tag === "Success" && exit.value === ACK ? handOver(message) : done,
+                  gate.leave(message)
+                )
             )
           )),
         { disableYield: true }
       )
+    }
     const poller = Effect.forever(
       Effect.flatMap(
-        pollOnce(config, stats, slots, buffers, held),
+        pollOnce(config, stats, slots, buffers, held, solo),
         (n) => n === 0 ? Effect.sleep(config.pollInterval) : Effect.yieldNow
       )
     )
@@ -114,7 +127,12 @@ export const run = <A, E, R, R2>(
  * that succeeded is not acknowledged here: its acknowledgement is returned, for the worker to start without
  * waiting for it (only a message whose handler has ended is ever acknowledged).
  */
-const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, stopped: () => boolean) => {
+const processor = <A, E, R, R2>(
+  config: Config<A, E, R, R2>,
+  stats: Counters,
+  stopped: () => boolean,
+  solo: Solo
+) => {
   const { handler, source } = config.options
   const settler = makeSettler(config, stats)
   const handle = (message: Message<A>): Effect.Effect<unknown, unknown, R | R2> => {
@@ -137,24 +155,52 @@ const processor = <A, E, R, R2>(config: Config<A, E, R, R2>, stats: Counters, st
   const logFailure = Effect.catchCause((cause) =>
     Effect.as(Effect.logError(`queue ${source.name}: settling a message failed`, cause), undefined)
   )
-  const processFresh = (message: Message<A>): Effect.Effect<Later, never, R | R2> => {
-    if (visibilityRules.overLimit(message.receiveCount, config.maxReceiveCount)) {
-      return Effect.as(settler.overLimit(message), undefined)
-    }
-    const abandoned = Effect.sync(() => void stats.abandoned++)
-    return Effect.uninterruptibleMask((restore) =>
+  const abandoned = Effect.sync(() => void stats.abandoned++)
+  /** Runs the handler and settles a failure; a success is acknowledged here (`ackHere`) or returned as `ACK`. */
+  const run = (message: Message<A>, ackHere: boolean): Effect.Effect<Later, never, R | R2> =>
+    Effect.uninterruptibleMask((restore) =>
       Effect.suspend(() => {
         stats.handling++
         return Effect.flatMap(Effect.exit(restore(handle(message))), (exit) => {
           stats.handling--
           // interrupted: a handler of its own accord, or the worker at shutdown: the message stays in flight
           if (exit._tag === "Failure" && Cause.hasInterruptsOnly(exit.cause)) return Effect.as(abandoned, undefined)
-          if (exit._tag === "Success") return Effect.succeed<Later>(ACK)
+          if (exit._tag === "Success" && !ackHere) return Effect.succeed<Later>(ACK)
           // (`onInterrupt` outside `restore`: an interruption already pending counts too)
           return Effect.as(Effect.onInterrupt(restore(settler.settle(message, exit)), () => abandoned), undefined)
         })
       })
-    ).pipe(logFailure)
+    )
+  // a suspect, alone: its source records that first (and extends it: it may have waited), then it runs and is
+  // settled, acknowledgement included, before the gate opens; a stale receipt means someone else holds it now
+  const runAlone = (message: Message<A>): Effect.Effect<Later, never, R | R2> =>
+    (source.markAlone === undefined ? Effect.succeed(true) : source.markAlone(message)).pipe(
+      Effect.matchCauseEffect({
+        onFailure: (cause) =>
+          Effect.as(
+            Effect.andThen(warn(source.name, "marking a suspect alone", message)(cause), settler.abandonStale(message)),
+            undefined
+          ),
+        onSuccess: (marked) => {
+          if (!marked) return Effect.as(abandoned, undefined)
+          stats.ranAlone++
+          return run(message, true)
+        }
+      })
+    )
+  const processFresh = (message: Message<A>): Effect.Effect<Later, never, R | R2> => {
+    if (visibilityRules.overLimit(message.receiveCount, config.maxReceiveCount)) {
+      return Effect.as(settler.overLimit(message), undefined)
+    }
+    if (attribution.mustRunAlone(message.suspect)) {
+      // (interrupted while it waits: closing the consumer; the suspect stays in flight)
+      return solo.alone(runAlone(message)).pipe(
+        Effect.catchCause((cause) =>
+          Cause.hasInterruptsOnly(cause) ? Effect.as(abandoned, undefined) : logFailure(Effect.failCause(cause))
+        )
+      )
+    }
+    return run(message, false).pipe(logFailure)
   }
   return (message: Message<A>): Effect.Effect<Later, never, R | R2> =>
     Effect.flatMap(
@@ -176,24 +222,30 @@ const pollOnce = <A, E, R, R2>(
   stats: Counters,
   slots: Semaphore.Semaphore,
   buffers: ReadonlyArray<Queue.Queue<Message<A>>>,
-  held: { n: number }
+  held: { n: number },
+  solo: Solo
 ): Effect.Effect<number> => {
   const { source } = config.options
   return Effect.uninterruptibleMask((restore) =>
     Effect.gen(function*() {
+      // nothing is claimed while a suspect is held: it runs alone once the others are done (`solo`)
+      yield* restore(solo.claims)
       const first = config.claimAtLeast
       yield* restore(slots.take(first))
       const extra = Math.min(config.batchSize - first, config.capacity - held.n - first)
       if (extra > 0) yield* slots.take(extra)
       held.n += first + extra
       const wanted = first + extra
-      const messages = yield* source.receive(wanted).pipe(
+      const messages = yield* source.receive(wanted, RUNS_SUSPECTS_ALONE).pipe(
         Effect.catchCause((cause) =>
           Effect.as(Effect.logWarning(`queue ${source.name}: receive failed`, cause), [] as ReadonlyArray<Message<A>>)
         )
       )
       stats.received += messages.length
-      for (const message of messages) {
+      // suspects last (core/crashAttribution.ts)
+      const ordered = attribution.handlingOrder(messages)
+      solo.dispatched(ordered)
+      for (const message of ordered) {
         Queue.offerUnsafe(buffers[partitionOf(config.partitions, message.id, message.key)]!, message)
       }
       const unused = wanted - messages.length
