@@ -6,3 +6,4 @@
  * and this package's modules as `effect-resilience`.
  */
 export * from "./effect.js"
+export * from "./policies.js"
