@@ -7,7 +7,8 @@ import { defineConfig } from "vitest/config"
  * The examples import the library as `effect-resilience/<Module>`, as a user would; tsconfig.json maps those
  * names to src/ for tsc and tsx, and this gives vitest the same map, so tests can import the examples. The same
  * map sends `@effect-resilience/core/<module>` to the core's sources (packages/core/src), as it does for tsc, and
- * `#edition` to this edition's adapter for the shared contract (test/edition/).
+ * `#edition` to this edition's adapter for the shared contract (test/edition/), and `#vectors` to the shared scenario
+ * vectors' format (packages/contract/vectors/format.ts).
  */
 const paths = (JSON.parse(readFileSync(new URL("./tsconfig.json", import.meta.url), "utf8")) as {
   compilerOptions: { paths: Record<string, [string]> }

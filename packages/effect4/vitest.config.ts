@@ -23,6 +23,8 @@ export default defineConfig({
     alias: [
       // the shared contract's adapter (test/edition/), as tsconfig.json's paths map it
       { find: /^#edition$/, replacement: fileURLToPath(new URL("test/edition/index.ts", import.meta.url)) },
+      // the shared scenario vectors' format and loader, as tsconfig.json's paths map it
+      { find: /^#vectors$/, replacement: fileURLToPath(new URL("../contract/vectors/format.ts", import.meta.url)) },
       { find: /^effect-resilience$/, replacement: `${src}index.ts` },
       { find: /^effect-resilience\/(.*)$/, replacement: `${src}$1.ts` },
       // the core's sources, as tsconfig.json's paths map them (a build resolves its package, node_modules/@effect-resilience/core)

@@ -1,8 +1,8 @@
 /**
  * Shared scenario vectors: one behaviour, two editions. A vector is a timeline of calls, clock moves and the
- * outcomes expected at each point, written as data; each edition runs every vector through a small driver
- * under its TestClock (test/vectors.test.ts in the Effect 3 edition, packages/effect4/test/vectors.test.ts in
- * the Effect 4 edition). A vector that fails in one edition only is a bug of that edition.
+ * outcomes expected at each point, written as data; one driver, the contract suite suites/vectors.test.ts, runs
+ * every vector under the TestClock, and each edition runs that suite against itself (importing this file as
+ * `#vectors`). A vector that fails in one edition only is a bug of that edition.
  *
  * Plain TypeScript (node:fs only): no Effect import, so both editions' test suites load it. README.md beside
  * this file describes the format and what each subject's calls say.
@@ -12,7 +12,7 @@ import { readFileSync } from "node:fs"
 /** What the vectors of one file exercise; the file is `<subject>.json`. */
 export type Subject = "backoff" | "retry" | "deadline" | "bulkhead" | "hedge" | "rateLimiter" | "throttle"
 
-/** Every subject that has vectors, in the order the drivers run them. */
+/** Every subject that has vectors, in the order the driver runs them. */
 export const subjects: ReadonlyArray<Subject> = [
   "backoff",
   "retry",
@@ -25,7 +25,8 @@ export const subjects: ReadonlyArray<Subject> = [
 
 /**
  * Subjects whose vectors run in a driver file of their own in each edition (`test/vectors.<subject>.test.ts`), not in
- * `vectors.test.ts`: they need more of the edition than it imports (its HTTP, store or breaker modules).
+ * the shared driver (suites/vectors.test.ts): they need more of the edition than it imports (its HTTP, store or
+ * breaker modules).
  */
 export type OwnSubject = "idempotency" | "breaker"
 

@@ -102,8 +102,8 @@ for (const [name, targets] of Object.entries(expected)) {
 }
 for (const name of Object.keys(paths)) {
   // the core's modules are the bundled @effect-resilience/core package, mapped to its sources for development;
-  // #edition is the tests' adapter for the shared contract
-  if (!(name in expected) && name !== "@effect-resilience/core/*" && name !== "#edition") {
+  // #edition is the tests' adapter for the shared contract, #vectors the shared scenario vectors' format
+  if (!(name in expected) && !["@effect-resilience/core/*", "#edition", "#vectors"].includes(name)) {
     fail(`tsconfig.json paths["${name}"] is not in package.json exports`)
   }
 }

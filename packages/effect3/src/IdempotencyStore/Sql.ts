@@ -12,14 +12,17 @@ import type { Duration, Effect, Layer, Scope } from "effect"
 import type { IdempotencyStore, Store } from "../IdempotencyStore.js"
 import * as internal from "../internal/idempotencyStore/sql.js"
 import * as sqlOptions from "../internal/idempotencyStore/sqlOptions.js"
+import type { CleanupOptions } from "../internal/sqlCleanup.js"
 
 /**
- * Options of the SQL store (`layer`, `make`).
+ * Options of the SQL store (`layer`, `make`), with the cleanup options every SQL store takes: `cleanup` (delete the rows no longer
+ * needed in the background, default `true`), `cleanupInterval` (default one minute) and `cleanupBatch` (rows per
+ * statement, default 1000).
  *
  * @since 0.1.0
  * @category models
  */
-export interface Options {
+export interface Options extends CleanupOptions {
   /**
    * The table (lower-case letters, digits, `_`); default `effect_resilience_idempotency`. Its index is
    * `<table>_expires_at`.
@@ -27,12 +30,6 @@ export interface Options {
   readonly table?: string
   /** Create the table and index if missing when the layer is built (default `true`); see `migrations`. */
   readonly migrate?: boolean
-  /** Delete expired rows in the background while the layer lives (default `true`). */
-  readonly cleanup?: boolean
-  /** Pause between two cleanup rounds (default one minute). */
-  readonly cleanupInterval?: Duration.DurationInput
-  /** Rows deleted per statement at most (default 1000): a round repeats batches until one comes back short. */
-  readonly cleanupBatch?: number
   /**
    * A store operation that has not finished by then fails with `IdempotencyStoreError` (the middleware answers
    * 503) and its query is interrupted. Default 2 seconds. Within it, a statement whose connection was lost

@@ -52,7 +52,7 @@ export const timeoutWith = <A, E, R, E2>(
  * callback wait, so it is as interruptible as the caller and no third fiber is needed: the caller may be
  * uninterruptible (@effect/platform runs HTTP apps so) and the timer must still be able to end the wait.
  */
-const firstOf = <A, E>(
+export const firstOf = <A, E>(
   child: Fiber.RuntimeFiber<A, E>,
   timer: Fiber.RuntimeFiber<void>
 ): Effect.Effect<Exit.Exit<A, E> | undefined> =>

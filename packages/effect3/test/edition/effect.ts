@@ -83,6 +83,34 @@ export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Exit.Exit<A, E> | und
 /** A class-style service key: `class A extends ServiceKey<A, Shape>()("A") {}` (Effect 4: `Context.Service`). */
 export const ServiceKey = <Self, Shape>() => <const Key extends string>(key: Key) => Context.Tag(key)<Self, Shape>()
 
+/** The fiber `fork` returns (Effect 4: `Fiber.Fiber`). */
+export type Forked<A, E = never> = Fiber.RuntimeFiber<A, E>
+
+/** The fiber's exit if it has ended, else `undefined` (Effect 4: `fiber.pollUnsafe()`). */
+export const pollUnsafe = <A, E>(fiber: Forked<A, E>): Exit.Exit<A, E> | undefined => fiber.unsafePoll() ?? undefined
+
+/** Yields to the other fibers once (Effect 4: `Effect.yieldNow`, a value). */
+export const yieldNow: Effect.Effect<void> = Effect.yieldNow()
+
+/** Runs `self` with a `Random` whose every draw is `draw()` (Effect 4: a `Random` of `nextDoubleUnsafe: draw`). */
+export const withRandomDraw = (draw: () => number) => <A, E, R>(self: Effect.Effect<A, E, R>) => {
+  const int = () => Math.floor(draw() * Number.MAX_SAFE_INTEGER)
+  const random: Random.Random = {
+    [Random.RandomTypeId]: Random.RandomTypeId,
+    next: Effect.sync(draw),
+    nextBoolean: Effect.sync(() => draw() < 0.5),
+    nextInt: Effect.sync(int),
+    nextRange: (min, max) => Effect.sync(() => min + draw() * (max - min)),
+    nextIntBetween: (min, max) => Effect.sync(() => min + Math.floor(draw() * (max - min))),
+    shuffle: (elements) => Random.make(0).shuffle(elements)
+  }
+  return Effect.withRandom(self, random)
+}
+
+/** Runs `self` with a `Random` seeded with `seed` (Effect 4: `Random.withSeed`). */
+export const withSeed = (seed: string | number) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.withRandom(self, Random.make(seed))
+
 /** A gauge's value for one set of labels (Effect 4: `Metric.withAttributes` then `Metric.value`). */
 export const gaugeValue = (
   gauge: Metric.Metric.Gauge<number>,
@@ -160,10 +188,6 @@ export const forkIn = <A, E, R>(self: Effect.Effect<A, E, R>, scope: Scope.Scope
 /** The text of a file of this edition's package, by its path from the package's folder (e.g. "src/Retry.ts"). */
 export const editionFile = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8")
 
-/** Runs `self` with a `Random` seeded by `seed` (Effect 4: `Random.withSeed`). */
-export const withSeed = (seed: string) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  Effect.withRandom(self, Random.make(seed))
-
 /** A `Clock` whose time is `now()` and whose sleeps are `sleep`'s (Effect 4's names its members differently). */
 export const makeClock = (now: () => number, sleep: (duration: Duration.Duration) => Effect.Effect<void>) => {
   const nanos = () => BigInt(now()) * BigInt(1_000_000)
@@ -186,9 +210,6 @@ export const withClock = (clock: Clock.Clock) => <A, E, R>(self: Effect.Effect<A
 export const callback = <A, E = never>(
   register: (resume: (effect: Effect.Effect<A, E>) => void) => void | Effect.Effect<void>
 ): Effect.Effect<A, E> => Effect.async<A, E>((resume) => register(resume))
-
-/** An effect that yields to other fibers once (Effect 3: `Effect.yieldNow()`; Effect 4: `Effect.yieldNow`). */
-export const yieldNow: Effect.Effect<void> = Effect.yieldNow()
 
 /** The fiber's Clock with its wall reading `millis` ahead; its nanosecond reading and its sleeps are the Clock's. */
 export const wallClockAhead = (millis: number): Effect.Effect<Clock.Clock> =>
@@ -247,3 +268,24 @@ export { untilSleeping } from "../support/eventually.js"
 /** `it.effect` with a scope, whose TestClock sleeps {@link untilSleeping} can count (Effect 3: `it.scoped`). */
 export const itRecording = <A, E>(name: string, body: () => Effect.Effect<A, E, Scope.Scope>, timeout?: number) =>
   it.scoped(name, body, timeout)
+
+/** A service key (Effect 4: `Context.Service<I, S>(key)`). */
+export const Tag = <I, S = I>(key: string): Context.Tag<I, S> => Context.GenericTag<I, S>(key)
+
+/** Provides `scope` to `self` without closing it (Effect 4: `Scope.provide`). */
+export const provideScope = (scope: Scope.Scope) => <A, E, R>(self: Effect.Effect<A, E, R>) => Scope.extend(self, scope)
+
+/** Runs `self` on `clock` (Effect 4: `Effect.provideService(self, Clock.Clock, clock)`). */
+export const provideClock = (clock: Clock.Clock) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.withClock(self, clock)
+
+/** The error the library throws for bad options (Effect 4: `Cause.IllegalArgumentError`). */
+export const IllegalArgument = Cause.IllegalArgumentException
+
+/** Whether the exit was interrupted and nothing else (Effect 4: `Cause.hasInterruptsOnly`). */
+export const interruptedOnlyOf = (exit: Exit.Exit<unknown, unknown>): boolean =>
+  Exit.isFailure(exit) && Cause.isInterruptedOnly(exit.cause)
+
+/** The exit's first typed failure, if any (Effect 4: `Cause.findErrorOption`). */
+export const errorOf = <E>(exit: Exit.Exit<unknown, E>): Option.Option<E> =>
+  Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()

@@ -11,15 +11,18 @@ import type { SqlClient } from "effect/sql/SqlClient"
 import type { SqlError } from "effect/sql/SqlError"
 import * as internal from "../internal/rateLimiterStore/sql.js"
 import * as sqlOptions from "../internal/rateLimiterStore/sqlOptions.js"
+import type { CleanupOptions } from "../internal/sqlCleanup.js"
 import type { RateLimiterStore } from "../RateLimiterStore.js"
 
 /**
- * Options of the SQL store.
+ * Options of the SQL store, with the cleanup options every SQL store takes: `cleanup` (delete the rows no longer
+ * needed in the background, default `true`), `cleanupInterval` (default one minute) and `cleanupBatch` (rows per
+ * statement, default 1000).
  *
  * @since 1.0.0
  * @category models
  */
-export interface Options {
+export interface Options extends CleanupOptions {
   /**
    * The table (lower-case letters, digits, `_`); default `effect_resilience_rate_limits`. Its index is
    * `<table>_expires_at`.
@@ -27,12 +30,6 @@ export interface Options {
   readonly table?: string
   /** Create the table and index if missing when the layer is built (default `true`); see {@link schema}. */
   readonly migrate?: boolean
-  /** Delete idle keys' rows in the background while the layer lives (default `true`). */
-  readonly cleanup?: boolean
-  /** Pause between two cleanup rounds (default one minute). */
-  readonly cleanupInterval?: Duration.Input
-  /** Rows deleted per statement at most (default 1000): a round repeats batches until one comes back short. */
-  readonly cleanupBatch?: number
   /**
    * How long after a key is back to its initial state (bucket full, nothing counted) its row is deleted
    * (default one minute): the tolerance for clock skew between the processes sharing the table.

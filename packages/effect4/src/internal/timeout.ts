@@ -111,7 +111,7 @@ const waitUntil = <A, E, E2>(
  * (HTTP servers run handlers so) and the timer must still be able to end the wait. Resumed through the depth
  * guard: nested timed calls finish inside one another.
  */
-const firstOf = <A, E>(
+export const firstOf = <A, E>(
   child: Fiber.Fiber<A, E>,
   timer: Fiber.Fiber<void>
 ): Effect.Effect<Exit.Exit<A, E> | undefined> =>

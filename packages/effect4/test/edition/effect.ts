@@ -1,6 +1,6 @@
 import { it } from "@effect/vitest"
-import { Cause, Clock, Context, Duration, Effect, Exit, Logger, Metric, Option, Random, Schedule } from "effect"
-import type { Fiber, Scope } from "effect"
+import { Cause, Clock, Context, Duration, Effect, Exit, Logger, Metric, Option, Random, Schedule, Scope } from "effect"
+import type { Fiber } from "effect"
 import { TestClock as TC } from "effect/testing"
 import { readFileSync } from "node:fs"
 
@@ -79,6 +79,26 @@ export const pollFiber = <A, E>(fiber: Fiber.Fiber<A, E>): Exit.Exit<A, E> | und
 /** A class-style service key: `class A extends ServiceKey<A, Shape>()("A") {}` (Effect 3: `Context.Tag`). */
 export const ServiceKey = <Self, Shape>() => <const Key extends string>(key: Key) => Context.Service<Self, Shape>()(key)
 
+/** The fiber `fork` returns (Effect 3: `Fiber.RuntimeFiber`). */
+export type Forked<A, E = never> = Fiber.Fiber<A, E>
+
+/** The fiber's exit if it has ended, else `undefined` (Effect 3: `fiber.unsafePoll()`, `null` while running). */
+export const pollUnsafe = <A, E>(fiber: Forked<A, E>): Exit.Exit<A, E> | undefined => fiber.pollUnsafe()
+
+/** Yields to the other fibers once (Effect 3: `Effect.yieldNow()`, a function). */
+export const yieldNow: Effect.Effect<void> = Effect.yieldNow
+
+/** Runs `self` with a `Random` whose every draw is `draw()` (Effect 3: a `Random` whose `next` calls it). */
+export const withRandomDraw = (draw: () => number) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.provideService(self, Random.Random, {
+    nextDoubleUnsafe: draw,
+    nextIntUnsafe: () => Math.floor(draw() * Number.MAX_SAFE_INTEGER)
+  })
+
+/** Runs `self` with a `Random` seeded with `seed` (Effect 3: `Effect.withRandom(Random.make(seed))`). */
+export const withSeed = (seed: string | number) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Random.withSeed(self, seed)
+
 /** A gauge's value for one set of attributes (Effect 3: `Metric.tagged(k, v)` then `Metric.value`). */
 export const gaugeValue = (
   gauge: Metric.Gauge<number>,
@@ -145,9 +165,6 @@ export const forkIn = <A, E, R>(self: Effect.Effect<A, E, R>, scope: Scope.Scope
 /** The text of a file of this edition's package, by its path from the package's folder (e.g. "src/Retry.ts"). */
 export const editionFile = (path: string): string => readFileSync(new URL(`../../${path}`, import.meta.url), "utf8")
 
-/** Runs `self` with a `Random` seeded by `seed` (Effect 3: `Effect.withRandom(self, Random.make(seed))`). */
-export const withSeed = (seed: string) => <A, E, R>(self: Effect.Effect<A, E, R>) => Random.withSeed(self, seed)
-
 /** A `Clock` whose time is `now()` and whose sleeps are `sleep`'s (Effect 3's names its members differently). */
 export const makeClock = (now: () => number, sleep: (duration: Duration.Duration) => Effect.Effect<void>) => {
   const nanos = () => BigInt(now()) * BigInt(1_000_000)
@@ -171,9 +188,6 @@ export const withClock = (clock: Clock.Clock) => <A, E, R>(self: Effect.Effect<A
 export const callback = <A, E = never>(
   register: (resume: (effect: Effect.Effect<A, E>) => void) => void | Effect.Effect<void>
 ): Effect.Effect<A, E> => Effect.callback<A, E>((resume) => register(resume))
-
-/** An effect that yields to other fibers once (Effect 3: `Effect.yieldNow()`; Effect 4: `Effect.yieldNow`). */
-export const yieldNow: Effect.Effect<void> = Effect.yieldNow
 
 /** The fiber's Clock with its wall reading `millis` ahead; its monotonic reading and its sleeps are the Clock's. */
 export const wallClockAhead = (millis: number): Effect.Effect<Clock.Clock> =>
@@ -222,3 +236,25 @@ export { untilSleeping } from "../support/sleeps.js"
 /** `it.effect` with a scope, whose TestClock sleeps {@link untilSleeping} can count (Effect 3: `it.scoped`). */
 export const itRecording = <A, E>(name: string, body: () => Effect.Effect<A, E, Scope.Scope>, timeout?: number) =>
   it.effect(name, () => recordingSleeps(body()), timeout)
+
+/** A service key (Effect 3: `Context.GenericTag<I, S>(key)`). */
+export const Tag = <I, S = I>(key: string): Context.Service<I, S> => Context.Service<I, S>(key)
+
+/** Provides `scope` to `self` without closing it (Effect 3: `Scope.extend`). */
+export const provideScope = (scope: Scope.Scope) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Scope.provide(self, scope)
+
+/** Runs `self` on `clock` (Effect 3: `Effect.withClock`). */
+export const provideClock = (clock: Clock.Clock) => <A, E, R>(self: Effect.Effect<A, E, R>) =>
+  Effect.provideService(self, Clock.Clock, clock)
+
+/** The error the library throws for bad options (Effect 3: `Cause.IllegalArgumentException`). */
+export const IllegalArgument = Cause.IllegalArgumentError
+
+/** Whether the exit was interrupted and nothing else (Effect 3: `Cause.isInterruptedOnly`). */
+export const interruptedOnlyOf = (exit: Exit.Exit<unknown, unknown>): boolean =>
+  Exit.isFailure(exit) && Cause.hasInterruptsOnly(exit.cause)
+
+/** The exit's first typed failure, if any (Effect 3: `Cause.failureOption`). */
+export const errorOf = <E>(exit: Exit.Exit<unknown, E>): Option.Option<E> =>
+  Exit.isFailure(exit) ? Cause.findErrorOption(exit.cause) : Option.none()

@@ -18,6 +18,7 @@ import {
   type ResolvedRateLimiter,
   resolveRateLimiter
 } from "../redis/options.js"
+import { outagePolicy } from "./outage.js"
 import { RateLimiterStore, withDecider } from "./service.js"
 
 export type Options = redis.ClientOptions & RateLimiterOptions
@@ -29,43 +30,12 @@ const slidingWindowScript = redis.script(lua.scripts.sw)
 /** The key of one limiter and key (tests read it). */
 export const keyOf = lua.keyOf
 
-/** How often at most an outage is logged: every failing decision would flood the log. */
-const WARN_EVERY_MILLIS = 10_000
-
 export const make = (
   client: redis.Client,
   options: ResolvedRateLimiter
 ): Store => {
   const margin = redis.millisArg(options.marginMillis)
-  let lastWarning = -Infinity
-  let suppressed = 0
-
-  const fallback = (limit: number, nowMillis: number, cause: unknown): Effect.Effect<StoreDecision> => {
-    const decision: StoreDecision = options.onError === "allow"
-      ? { allowed: true, limit, remaining: 0, retryAfterMillis: 0, resetAfterMillis: 0, outage: true }
-      : {
-        allowed: false,
-        limit,
-        remaining: 0,
-        retryAfterMillis: options.retryAfterOnErrorMillis,
-        resetAfterMillis: options.retryAfterOnErrorMillis,
-        outage: true
-      }
-    if (nowMillis - lastWarning < WARN_EVERY_MILLIS) {
-      suppressed++
-      return Effect.succeed(decision)
-    }
-    const skipped = suppressed
-    lastWarning = nowMillis
-    suppressed = 0
-    return Effect.as(
-      Effect.logWarning(
-        `RateLimiterStore (redis): Redis failed, ${options.onError === "allow" ? "allowing" : "denying"} requests`,
-        cause
-      ).pipe(Effect.annotateLogs({ onError: options.onError, suppressedWarnings: skipped })),
-      decision
-    )
-  }
+  const fallback = outagePolicy(options, "RateLimiterStore (redis): Redis")
 
   const fixedOf = lua.fixedCache<redis.Script>(options.prefix)
   const fixed = (algorithm: Algorithm, params: TokenBucketParams | WindowParams): lua.Fixed<redis.Script> => {

@@ -20,6 +20,7 @@ import { SqlError, UnknownError } from "effect/sql/SqlError"
 import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../../RateLimiterStore.js"
 import type { Options } from "../../RateLimiterStore/Sql.js"
 import { disconnect } from "../sqlTimeouts.js"
+import { outagePolicy } from "./outage.js"
 import { RateLimiterStore } from "./service.js"
 import { resolve, type Resolved, sqlSchema } from "./sqlOptions.js"
 
@@ -39,9 +40,6 @@ const timeout = (millis: number) =>
     timer.unref()
     return Effect.sync(() => clearTimeout(timer))
   })
-
-/** How often at most an outage is logged: every failing decision would flood the log. */
-const WARN_EVERY_MILLIS = 10_000
 
 const dialectOf = (sql: SqlClient.SqlClient): Dialect | undefined =>
   sql.onDialectOrElse({ orElse: () => undefined, sqlite: () => "sqlite" as const, pg: () => "pg" as const })
@@ -74,7 +72,7 @@ export const make = (options?: Options): Effect.Effect<Store, SqlError, SqlClien
       fw: decide(dialect, config.table, "fw"),
       sw: decide(dialect, config.table, "sw")
     }
-    const outage = outagePolicy(config)
+    const outage = outagePolicy(config, "RateLimiterStore (sql): the database")
 
     // the values and the core's decision on the row: core/rateLimiterSql.ts; here only the I/O and the outage policy
     const run = (call: Call, nowMillis: number): Effect.Effect<StoreDecision> =>
@@ -139,38 +137,6 @@ export const deleteExpired = (
       )
     return loop(0)
   })
-
-/** What an outage decides, logged at most every {@link WARN_EVERY_MILLIS} (of the limiter's clock). */
-const outagePolicy = (config: Resolved) => {
-  let lastWarning = -Infinity
-  let suppressed = 0
-  return (limit: number, nowMillis: number, cause: unknown): Effect.Effect<StoreDecision> => {
-    const decision: StoreDecision = config.onError === "allow"
-      ? { allowed: true, limit, remaining: 0, retryAfterMillis: 0, resetAfterMillis: 0, outage: true }
-      : {
-        allowed: false,
-        limit,
-        remaining: 0,
-        retryAfterMillis: config.retryAfterOnErrorMillis,
-        resetAfterMillis: config.retryAfterOnErrorMillis,
-        outage: true
-      }
-    if (nowMillis - lastWarning < WARN_EVERY_MILLIS) {
-      suppressed++
-      return Effect.succeed(decision)
-    }
-    const skipped = suppressed
-    lastWarning = nowMillis
-    suppressed = 0
-    return Effect.as(
-      Effect.logWarning(
-        `RateLimiterStore (sql): the database failed, ${config.onError === "allow" ? "allowing" : "denying"} requests`,
-        cause
-      ).pipe(Effect.annotateLogs({ onError: config.onError, suppressedWarnings: skipped })),
-      decision
-    )
-  }
-}
 
 export const layer = (options?: Options): Layer.Layer<RateLimiterStore, SqlError, SqlClient.SqlClient> => {
   resolve(options) // checked when called

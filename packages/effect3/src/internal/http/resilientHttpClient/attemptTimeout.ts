@@ -15,7 +15,7 @@ import { globalValue } from "effect/GlobalValue"
 import { monotonicMillis } from "../../clock.js"
 import { AttemptTimeout, DeadlineExceeded, withDeadline } from "../../deadline.js"
 import { forkDetached } from "../../fastPath.js"
-import { timeoutWith } from "../../timeout.js"
+import { firstOf, timeoutWith } from "../../timeout.js"
 import * as validate from "../../validate.js"
 import { NoResponse } from "../httpErrors.js"
 import { around, dualClient } from "./client.js"
@@ -43,19 +43,6 @@ const arm = (clock: Clock.Clock, end: number): Effect.Effect<Timer> =>
   )
 
 const stop = (timer: Timer): void => timer.unsafeInterruptAsFork(FiberId.none)
-
-/** Waits for the child's exit or the timer, whichever comes first (`undefined` for the timer). */
-const firstOf = <A, E>(child: Fiber.RuntimeFiber<A, E>, timer: Timer): Effect.Effect<Exit.Exit<A, E> | undefined> =>
-  Effect.async((resume) => {
-    const onChild = (exit: Exit.Exit<A, E>) => resume(Effect.succeed(exit))
-    const onTimer = () => resume(Effect.succeed(undefined))
-    child.addObserver(onChild)
-    timer.addObserver(onTimer)
-    return Effect.sync(() => {
-      child.removeObserver(onChild)
-      timer.removeObserver(onTimer)
-    })
-  })
 
 /** Runs `self` until `timer` ends, then interrupts it and fails with `onTimeout()`; the timer keeps running. */
 const until = <A, E, R, E2>(self: Effect.Effect<A, E, R>, timer: Timer, onTimeout: () => E2) =>

@@ -14,8 +14,7 @@ import { HttpClientError, HttpClientResponse, HttpIncomingMessage } from "effect
 import { pipeArguments } from "effect/Pipeable"
 import { monotonicMillis } from "../../clock.js"
 import { AttemptTimeout, DeadlineExceeded, withDeadline } from "../../deadline.js"
-import { resume } from "../../resume.js"
-import { timeoutWith } from "../../timeout.js"
+import { firstOf, timeoutWith } from "../../timeout.js"
 import * as validate from "../../validate.js"
 import { NoResponse } from "../httpErrors.js"
 import { around, dualClient } from "./client.js"
@@ -42,29 +41,6 @@ const arm = (clock: Clock.Clock, end: number): Effect.Effect<Timer> =>
   )
 
 const stop = (timer: Timer): void => timer.interruptUnsafe()
-
-const noop = () => {}
-
-/** Waits for the child's exit or the timer, whichever comes first (`undefined` for the timer). */
-const firstOf = <A, E>(child: Fiber.Fiber<A, E>, timer: Timer): Effect.Effect<Exit.Exit<A, E> | undefined> =>
-  Effect.callback((wake) => {
-    let settled = false
-    let offChild = noop
-    let offTimer = noop
-    const settle = (value: Exit.Exit<A, E> | undefined) => {
-      if (settled) return
-      settled = true
-      offChild()
-      offTimer()
-      resume(wake, Effect.succeed(value))
-    }
-    offChild = child.addObserver(settle)
-    offTimer = timer.addObserver(() => settle(undefined))
-    return Effect.sync(() => {
-      offChild()
-      offTimer()
-    })
-  })
 
 /** Runs `self` until `timer` ends, then interrupts it and fails with `onTimeout()`; the timer keeps running. */
 const until = <A, E, R, E2>(self: Effect.Effect<A, E, R>, timer: Timer, onTimeout: () => E2) =>

@@ -1,21 +1,33 @@
 /**
- * The Effect 4 edition's driver of the shared scenario vectors (packages/contract/vectors, README.md there): each vector
- * runs under the TestClock, its calls in fibers of their own. The Effect 3 edition's driver is the root's
- * test/vectors.test.ts; a vector that passes there and fails here is a bug of this edition.
+ * The driver of the shared scenario vectors (packages/contract/vectors, README.md there), run by both editions: each
+ * vector runs under the edition's TestClock, its calls in fibers of their own. A vector that passes in one edition
+ * and fails in the other is a bug of that edition.
  */
-import { describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, Schedule } from "effect"
-import { TestClock } from "effect/testing"
+import {
+  errorOf,
+  fork,
+  type Forked,
+  interruptedOnlyOf,
+  pollUnsafe,
+  scheduleOutputs,
+  scoped,
+  TestClock,
+  withRandom,
+  yieldNow
+} from "#edition"
 import {
   type CallStep,
   type Json,
   load,
   type Outcome,
+  problem,
   type Step,
   type Subject,
   subjects,
   type Vector
-} from "../../contract/vectors/format.js"
+} from "#vectors"
+import { describe, expect, it } from "@effect/vitest"
+import { Cause, Clock, Duration, Effect, Exit, Fiber, Option, type Schedule } from "effect"
 import {
   AdaptiveThrottle,
   Backoff,
@@ -27,8 +39,7 @@ import {
   RateLimiterStore,
   Retry,
   RetryBudget
-} from "../src/index.js"
-import { fixed, withRandom } from "./support/random.js"
+} from "effect-resilience"
 
 /** What the driver records of one call, as the call runs. */
 interface Trace {
@@ -39,7 +50,7 @@ interface Trace {
 }
 
 interface Call {
-  readonly fiber: Fiber.Fiber<unknown, unknown>
+  readonly fiber: Forked<unknown, unknown>
   readonly trace: Trace
 }
 
@@ -91,11 +102,8 @@ const drivers: Record<Subject, (policy: Fields) => Effect.Effect<Driver, never, 
     Effect.succeed({
       start: (step, call) =>
         Effect.gen(function*() {
-          const next = yield* Schedule.toStep(schedule(policy))
-          for (let i = 0; i < num(step.delays)!; i++) {
-            const [delay] = yield* next(0, undefined)
-            call.delays.push(Duration.toMillis(delay))
-          }
+          const delays = yield* scheduleOutputs(schedule(policy), num(step.delays)!)
+          call.delays.push(...delays.map(Duration.toMillis))
         }),
       state: Effect.succeed({})
     }),
@@ -278,15 +286,15 @@ const plain = (value: unknown): unknown => {
 const exitOf = (exit: Exit.Exit<unknown, unknown> | undefined): unknown => {
   if (exit === undefined) return "pending"
   if (Exit.isSuccess(exit)) return { succeed: plain(exit.value) }
-  if (Cause.hasInterruptsOnly(exit.cause)) return "interrupted"
-  const error = Cause.findErrorOption(exit.cause)
+  if (interruptedOnlyOf(exit)) return "interrupted"
+  const error = errorOf(exit)
   return Option.isSome(error) ? { fail: plain(error.value) } : { die: String(Cause.squash(exit.cause)) }
 }
 
 const observe = (name: string, call: Call | undefined, wanted: Outcome) => {
   if (call === undefined) throw new Error(`no call ${name}`)
   const actual: Record<string, unknown> = {}
-  if (wanted.exit !== undefined) actual.exit = exitOf(call.fiber.pollUnsafe())
+  if (wanted.exit !== undefined) actual.exit = exitOf(pollUnsafe(call.fiber))
   if (wanted.starts !== undefined) actual.starts = call.trace.starts
   if (wanted.interrupted !== undefined) actual.interrupted = [...call.trace.interrupted].sort((a, b) => a - b)
   if (wanted.delays !== undefined) actual.delays = call.trace.delays
@@ -295,7 +303,7 @@ const observe = (name: string, call: Call | undefined, wanted: Outcome) => {
 }
 
 /** Lets every fiber run until it waits. */
-const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
+const settle = Effect.repeat(yieldNow, { times: 20 })
 
 const run = (subject: Subject, vector: Vector) =>
   Effect.gen(function*() {
@@ -305,7 +313,7 @@ const run = (subject: Subject, vector: Vector) =>
     for (const step of vector.steps as ReadonlyArray<Step & Record<string, unknown>>) {
       if ("call" in step) {
         const trace: Trace = { starts: [], interrupted: [], delays: [], ran: false }
-        calls.set(step.call as string, { fiber: yield* Effect.forkChild(driver.start(step as CallStep, trace)), trace })
+        calls.set(step.call as string, { fiber: yield* fork(driver.start(step as CallStep, trace)), trace })
       } else if ("advance" in step) {
         yield* TestClock.adjust(Duration.millis(step.advance as number))
       } else if ("interrupt" in step) {
@@ -319,10 +327,25 @@ const run = (subject: Subject, vector: Vector) =>
       }
       yield* settle
     }
-  }).pipe(vector.random === undefined ? (effect) => effect : withRandom(fixed(vector.random)))
+  }).pipe(vector.random === undefined ? (effect) => effect : withRandom(vector.random))
 
 for (const subject of subjects) {
   describe(`vectors: ${subject}`, () => {
-    for (const vector of load(subject).vectors) it.effect(vector.name, () => run(subject, vector))
+    for (const vector of load(subject).vectors) scoped(vector.name, () => run(subject, vector))
   })
 }
+
+// the loader of the format
+describe("vectors: the format", () => {
+  it("refuses a malformed file, naming what is wrong", () => {
+    const vector = { name: "v", policy: {}, steps: [{ call: "a" }, { expect: { a: { exit: "pending" } } }] }
+    const file = (vectors: ReadonlyArray<unknown>) => ({ subject: "hedge", description: "d", vectors })
+    expect(problem("hedge", file([vector]))).toBeUndefined()
+    expect(problem("retry", file([vector]))).toMatch(/subject is hedge/)
+    expect(problem("hedge", file([]))).toMatch(/no vectors/)
+    expect(problem("hedge", file([vector, vector]))).toMatch(/two vectors named "v"/)
+    expect(problem("hedge", file([{ ...vector, steps: [{ call: "a" }] }]))).toMatch(/expects nothing/)
+    expect(problem("hedge", file([{ ...vector, steps: [{ call: "a", advance: 1 }] }]))).toMatch(/exactly one of/)
+    expect(problem("hedge", file([{ name: "v", steps: vector.steps }]))).toMatch(/no policy/)
+  })
+})

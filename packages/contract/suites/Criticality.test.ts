@@ -1,6 +1,7 @@
+import { fork } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Fiber } from "effect"
-import { Criticality } from "../src/index.js"
+import { Criticality } from "effect-resilience"
 
 describe("Criticality", () => {
   it.effect("is default unless set, and the nearest setting wins", () =>
@@ -17,7 +18,7 @@ describe("Criticality", () => {
 
   it.effect("forked fibers inherit it", () =>
     Effect.gen(function*() {
-      const seen = yield* Effect.forkChild(Criticality.current).pipe(
+      const seen = yield* fork(Criticality.current).pipe(
         Effect.flatMap(Fiber.join),
         Criticality.withCriticality("sheddable")
       )

@@ -1,7 +1,7 @@
+import { fc, IllegalArgument, prop } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Effect } from "effect"
-import * as fc from "fast-check"
-import { RetryBudget } from "../src/index.js"
+import { Effect } from "effect"
+import { RetryBudget } from "effect-resilience"
 
 describe("RetryBudget", () => {
   it("follows gRFC A6: -1 per failure, +ratio per success, retry while tokens > max/2", () => {
@@ -35,27 +35,24 @@ describe("RetryBudget", () => {
     expect(() => RetryBudget.unsafeMake({ maxTokens: 0.0009, tokenRatio: 0.1 })).toThrow(/maxTokens/)
   })
 
-  it("the exact count matches rational arithmetic for any sequence", () => {
-    fc.assert(fc.property(
-      fc.integer({ min: 1, max: 1000 }),
-      fc.integer({ min: 1, max: 1000 }),
-      fc.array(fc.boolean(), { maxLength: 300 }),
-      (maxMilli, ratioMilli, outcomes) => {
-        const budget = RetryBudget.unsafeMake({ maxTokens: maxMilli / 1000, tokenRatio: ratioMilli / 1000 })
-        let expected = maxMilli // in thousandths, as integers
-        for (const ok of outcomes) {
-          if (ok) {
-            expected = Math.min(maxMilli, expected + ratioMilli)
-            budget.unsafeRecordSuccess()
-          } else {
-            expected = Math.max(0, expected - 1000)
-            expect(budget.unsafeRecordFailure()).toBe(2 * expected > maxMilli)
-          }
+  prop(
+    "the exact count matches rational arithmetic for any sequence",
+    [fc.integer({ min: 1, max: 1000 }), fc.integer({ min: 1, max: 1000 }), fc.array(fc.boolean(), { maxLength: 300 })],
+    ([maxMilli, ratioMilli, outcomes]) => {
+      const budget = RetryBudget.unsafeMake({ maxTokens: maxMilli / 1000, tokenRatio: ratioMilli / 1000 })
+      let expected = maxMilli // in thousandths, as integers
+      for (const ok of outcomes) {
+        if (ok) {
+          expected = Math.min(maxMilli, expected + ratioMilli)
+          budget.unsafeRecordSuccess()
+        } else {
+          expected = Math.max(0, expected - 1000)
+          expect(budget.unsafeRecordFailure()).toBe(2 * expected > maxMilli)
         }
-        expect(Effect.runSync(budget.tokens)).toBe(expected / 1000)
       }
-    ))
-  })
+      expect(Effect.runSync(budget.tokens)).toBe(expected / 1000)
+    }
+  )
 
   it.effect("is a service provided by a layer", () =>
     Effect.gen(function*() {
@@ -66,8 +63,10 @@ describe("RetryBudget", () => {
       expect(yield* budget.tokens).toBe(9.1)
     }).pipe(Effect.provide(RetryBudget.layer({ maxTokens: 10, tokenRatio: 0.1 }))))
 
-  it("with tokenRatio 0.1, allowed retries stay under 10% of successes plus maxTokens", () => {
-    fc.assert(fc.property(fc.array(fc.boolean(), { maxLength: 2_000 }), (outcomes) => {
+  prop(
+    "with tokenRatio 0.1, allowed retries stay under 10% of successes plus maxTokens",
+    [fc.array(fc.boolean(), { maxLength: 2_000 })],
+    ([outcomes]) => {
       // each request: its first attempt succeeds or fails; a failure is retried while the budget allows
       const maxTokens = 10
       const budget = RetryBudget.unsafeMake({ maxTokens, tokenRatio: 0.1 })
@@ -83,8 +82,8 @@ describe("RetryBudget", () => {
         }
       }
       expect(retries).toBeLessThanOrEqual(0.1 * successes + maxTokens)
-    }))
-  })
+    }
+  )
 
   it("rejects maxTokens <= 0 and bad ratios", () => {
     expect(() => RetryBudget.layer({ maxTokens: 0, tokenRatio: 0.1 })).toThrow(/maxTokens/)
@@ -94,6 +93,6 @@ describe("RetryBudget", () => {
     expect(() => RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: 0.0001 })).toThrow(/tokenRatio/)
     expect(() => RetryBudget.unsafeMake({ maxTokens: 10, tokenRatio: Infinity })).toThrow(/tokenRatio/)
     // `make` too, when it is called, not when its effect runs (the one rule, docs/conventions.md)
-    expect(() => RetryBudget.make({ maxTokens: 10, tokenRatio: 0 })).toThrow(Cause.IllegalArgumentError)
+    expect(() => RetryBudget.make({ maxTokens: 10, tokenRatio: 0 })).toThrow(IllegalArgument)
   })
 })

@@ -1,13 +1,14 @@
+import { type DurationInput, fork, TestClock } from "#edition"
 import { describe, expect, expectTypeOf, it } from "@effect/vitest"
-import { Duration, Effect, Fiber, TestClock } from "effect"
-import { Backoff, Deadline, Failure, RateLimiter, RateLimiterStore, Retry } from "../src/index.js"
+import { Duration, Effect, Fiber } from "effect"
+import { Backoff, Deadline, Failure, RateLimiter, RateLimiterStore, Retry } from "effect-resilience"
 
 class Unavailable {
   readonly _tag = "Unavailable"
 }
 
 /** The README's wiring around a call that never answers: per-attempt timeout, retries, a deadline on it all. */
-const hung = (attempt: Duration.DurationInput, total: Duration.DurationInput) =>
+const hung = (attempt: DurationInput, total: DurationInput) =>
   (Effect.never as Effect.Effect<string, Unavailable>).pipe(
     Deadline.timeout(attempt),
     Failure.retryWhen((e) => e._tag === "AttemptTimeout" || e._tag === "Unavailable"),
@@ -18,7 +19,7 @@ const hung = (attempt: Duration.DurationInput, total: Duration.DurationInput) =>
 /** Runs `effect` to its end under the TestClock and returns its failure. */
 const failureOf = <E>(effect: Effect.Effect<unknown, E>) =>
   Effect.gen(function*() {
-    const fiber = yield* Effect.fork(Effect.flip(effect))
+    const fiber = yield* fork(Effect.flip(effect))
     yield* TestClock.adjust("1 minute")
     return yield* Fiber.join(fiber)
   })
@@ -31,8 +32,15 @@ describe("Deadline.isTimeUp", () => {
       const during = yield* failureOf(hung("5 seconds", "1 second"))
       const classified = yield* failureOf(hung("500 millis", "1 second"))
       expect(between).toMatchObject({ _tag: "RetriesExhausted", reason: "deadline" })
-      expect(during).toMatchObject({ _tag: "DeadlineExceeded" })
-      expect(classified).toMatchObject({ _tag: "Fatal", cause: { _tag: "DeadlineExceeded" } })
+      // "during" and "classified" end with two timers due at 1 s: the attempt's timeout, clipped to the deadline,
+      // and the outer within. Which one wins differs between the editions: on Effect 3 the within's ("during",
+      // DeadlineExceeded) and the attempt's ("classified", its DeadlineExceeded classified Fatal); on Effect 4,
+      // whose TestClock orders ties its own way and resumes on the timer's stack, exactly the other way round.
+      // Time up either way, which is what isTimeUp is for
+      for (const error of [during, classified]) {
+        const cause = error._tag === "Fatal" ? (error.cause as { readonly _tag?: string })._tag : undefined
+        expect(error._tag === "DeadlineExceeded" || cause === "DeadlineExceeded", error._tag).toBe(true)
+      }
       for (const error of [between, during, classified]) expect(Deadline.isTimeUp(error)).toBe(true)
     }))
 
@@ -40,15 +48,16 @@ describe("Deadline.isTimeUp", () => {
     Effect.gen(function*() {
       const fallback = <E>(effect: Effect.Effect<string, E>) =>
         effect.pipe(Effect.catchIf(Deadline.isTimeUp, (e) => Effect.succeed(`late: ${e._tag}`)))
-      const cases: ReadonlyArray<[Duration.DurationInput, string]> = [
-        ["950 millis", "RetriesExhausted"],
-        ["5 seconds", "DeadlineExceeded"],
-        ["500 millis", "Fatal"]
+      // the last two: two timers due at one instant, see above
+      const cases: ReadonlyArray<[DurationInput, ReadonlyArray<string>]> = [
+        ["950 millis", ["RetriesExhausted"]],
+        ["5 seconds", ["DeadlineExceeded", "Fatal"]],
+        ["500 millis", ["DeadlineExceeded", "Fatal"]]
       ]
       for (const [attempt, expected] of cases) {
-        const fiber = yield* Effect.fork(fallback(hung(attempt, "1 second")))
+        const fiber = yield* fork(fallback(hung(attempt, "1 second")))
         yield* TestClock.adjust("1 minute")
-        expect(yield* Fiber.join(fiber)).toBe(`late: ${expected}`)
+        expect(expected.map((tag) => `late: ${tag}`)).toContain(yield* Fiber.join(fiber))
       }
       // out of attempts with time left: not time up, the error stays
       const tooFew = Effect.fail(Failure.retryable(new Unavailable())).pipe(

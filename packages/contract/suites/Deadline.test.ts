@@ -1,7 +1,7 @@
+import { currentScheduler, diedOf, fork, pollUnsafe, Tag, TestClock, withClockSkew, yieldNow } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Context, Duration, Effect, Exit, Fiber, Option, Scheduler } from "effect"
-import { TestClock } from "effect/testing"
-import { Deadline } from "../src/index.js"
+import { Duration, Effect, Exit, Fiber, Option } from "effect"
+import { Deadline } from "effect-resilience"
 
 const remainingMillis = Effect.map(Deadline.remaining, Option.map(Duration.toMillis))
 
@@ -17,7 +17,7 @@ const pages = (n: number, wrap: (e: Effect.Effect<number, unknown>) => Effect.Ef
   const page = (left: number): Effect.Effect<number, unknown> =>
     left === 0
       ? Effect.succeed(0)
-      : Effect.andThen(Effect.yieldNow, Effect.suspend(() => page(left - 1))).pipe(wrap, Effect.map((x) => x + 1))
+      : Effect.andThen(yieldNow, Effect.suspend(() => page(left - 1))).pipe(wrap, Effect.map((x) => x + 1))
   return page(n)
 }
 
@@ -25,21 +25,10 @@ const pages = (n: number, wrap: (e: Effect.Effect<number, unknown>) => Effect.Ef
  * The TestClock's time plus `skew`, which a test bumps from inside its work: a synchronous stretch that takes
  * time (blocking work) without any sleep.
  */
-const blockingClock = (clock: Clock.Clock) => {
+const blockingClock = () => {
   const state = { skew: 0 }
-  const now = () => clock.currentTimeMillisUnsafe() + state.skew
-  const nanos = () => BigInt(now()) * BigInt(1_000_000)
-  const skewed: Clock.Clock = {
-    currentTimeMillisUnsafe: now,
-    currentTimeMillis: Effect.sync(now),
-    currentTimeNanosUnsafe: nanos,
-    currentTimeNanos: Effect.sync(nanos),
-    monotonicTimeNanosUnsafe: nanos,
-    monotonicTimeNanos: Effect.sync(nanos),
-    sleep: (duration) => clock.sleep(duration)
-  }
   return {
-    withClock: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.provideService(effect, Clock.Clock, skewed),
+    withClock: withClockSkew(() => state.skew),
     block: (millis: number) => Effect.sync(() => (state.skew += millis))
   }
 }
@@ -56,10 +45,10 @@ describe("Deadline", () => {
             finalized = true
           })),
           Deadline.within("1 second"),
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("999 millis")
-        expect(fiber.pollUnsafe()).toBeUndefined()
+        expect(pollUnsafe(fiber)).toBeUndefined()
         yield* TestClock.adjust("1 millis")
         const exit = yield* Fiber.await(fiber)
         expect(exit).toEqual(exceeded)
@@ -70,7 +59,7 @@ describe("Deadline", () => {
       Effect.gen(function*() {
         const fiber = yield* Effect.as(Effect.sleep("300 millis"), "done").pipe(
           Deadline.within("1 second"),
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("300 millis")
         expect(yield* Fiber.join(fiber)).toBe("done")
@@ -80,13 +69,13 @@ describe("Deadline", () => {
       Effect.gen(function*() {
         expect(yield* Effect.exit(Deadline.within(Effect.fail("nope"), "1 second"))).toEqual(Exit.fail("nope"))
         const died = yield* Effect.exit(Deadline.within(Effect.die("bug"), "1 second"))
-        expect(Exit.isFailure(died) && Cause.hasDies(died.cause)).toBe(true)
+        expect(diedOf(died)).toBe(true)
       }))
 
     it.effect("remaining counts down and is none without a deadline", () =>
       Effect.gen(function*() {
         expect(yield* Deadline.remaining).toEqual(Option.none())
-        const fiber = yield* Effect.forkChild(Deadline.within(
+        const fiber = yield* fork(Deadline.within(
           Effect.andThen(Effect.sleep("300 millis"), remainingMillis),
           "1 second"
         ))
@@ -98,7 +87,7 @@ describe("Deadline", () => {
       Effect.gen(function*() {
         // the deadline passes while an uninterruptible region holds the fiber
         let seen: Option.Option<number> = Option.none()
-        const inside = yield* Effect.forkChild(Deadline.within(
+        const inside = yield* fork(Deadline.within(
           Effect.uninterruptible(Effect.andThen(
             Effect.sleep("2 seconds"),
             Effect.map(remainingMillis, (r) => {
@@ -126,7 +115,7 @@ describe("Deadline", () => {
         const fiber = yield* Effect.sleep("10 seconds").pipe(
           Deadline.within("5 seconds"),
           Deadline.within("1 second"),
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("1 second")
         expect(yield* Fiber.await(fiber)).toEqual(exceeded)
@@ -136,9 +125,9 @@ describe("Deadline", () => {
       Effect.gen(function*() {
         const seen = yield* Effect.gen(function*() {
           yield* Effect.sleep("100 millis")
-          const child = yield* Effect.forkChild(remainingMillis)
+          const child = yield* fork(remainingMillis)
           return yield* Fiber.join(child)
-        }).pipe(Deadline.within("1 second"), Effect.forkChild)
+        }).pipe(Deadline.within("1 second"), fork)
         yield* TestClock.adjust("100 millis")
         expect(yield* Fiber.join(seen)).toEqual(Option.some(900))
       }))
@@ -153,34 +142,36 @@ describe("Deadline", () => {
     // live clock: nothing here waits for time, and TestClock's list of pending sleeps would add its own cost
     it.live("nests thousands deep, synchronously and through recursion, in linear cost", () =>
       Effect.gen(function*() {
-        // Effect 4 resumes a callback wait on the stack of whoever resumes it: without the depth guard
-        // (internal/resume.ts) the recursion overflowed the stack
+        // Effect 3: a scheduler chain grew with every level before: 600 synchronous levels hung, and recursion
+        // slowed quadratically and crashed near 7,400 levels. Effect 4 starts the timed work and resumes a callback
+        // wait on the stack of whoever resumes it: without its depth guards (internal/timeout.ts, resume.ts)
+        // 1,000 synchronous levels overflowed the stack, 2,000 when only resume.ts's was missing
         expect(yield* nested(1_000, Deadline.within("1 hour"))).toBe(1_000)
-        expect(yield* nested(20_000, Deadline.within("1 hour"))).toBe(20_000)
+        expect(yield* nested(5_000, Deadline.within("1 hour"))).toBe(5_000)
         expect(yield* pages(2_000, Deadline.within("1 hour"))).toBe(2_000)
       }), 60_000)
 
     it.effect("after a blocking stretch, fires at the deadline, not a whole budget later", () =>
       Effect.gen(function*() {
-        const { block, withClock } = blockingClock(yield* Clock.Clock)
+        const { block, withClock } = blockingClock()
         // 300 ms of synchronous work under a 100 ms deadline: the deadline passed during it; nothing is left
         const fiber = yield* Effect.andThen(block(300), Effect.never).pipe(
           Deadline.within("100 millis"),
           withClock,
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("1 millis")
-        expect(fiber.pollUnsafe()).toEqual(exceeded)
+        expect(pollUnsafe(fiber)).toEqual(exceeded)
         // 60 ms of work under a 100 ms deadline: 40 ms are left, not 100
         const second = yield* Effect.andThen(block(60), Effect.never).pipe(
           Deadline.within("100 millis"),
           withClock,
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("39 millis")
-        expect(second.pollUnsafe()).toBeUndefined()
+        expect(pollUnsafe(second)).toBeUndefined()
         yield* TestClock.adjust("1 millis")
-        expect(second.pollUnsafe()).toEqual(exceeded)
+        expect(pollUnsafe(second)).toEqual(exceeded)
       }))
 
     it.effect("a zero budget fails at once without running the work", () =>
@@ -217,7 +208,7 @@ describe("Deadline", () => {
           ),
           Deadline.timeout("200 millis"),
           Deadline.within("1 second"),
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("200 millis")
         const exit = yield* Fiber.await(fiber)
@@ -230,7 +221,7 @@ describe("Deadline", () => {
         const fiber = yield* Effect.never.pipe(
           Deadline.timeout("5 seconds"),
           Deadline.within("1 second"),
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("1 second")
         expect(yield* Fiber.await(fiber)).toEqual(exceeded)
@@ -241,10 +232,10 @@ describe("Deadline", () => {
         const fiber = yield* Effect.gen(function*() {
           yield* Effect.sleep("800 millis")
           return yield* Effect.exit(Deadline.timeout(Effect.never, "500 millis"))
-        }).pipe(Deadline.within("1 second"), Effect.forkChild)
+        }).pipe(Deadline.within("1 second"), fork)
         yield* TestClock.adjust("800 millis")
         yield* TestClock.adjust("199 millis")
-        expect(fiber.pollUnsafe()).toBeUndefined()
+        expect(pollUnsafe(fiber)).toBeUndefined()
         yield* TestClock.adjust("1 millis")
         // both timers are due at 1000: Effect 3's TestClock woke the inner one first (the attempt's exit is
         // DeadlineExceeded), Effect 4's wakes the outer one (the whole call fails with it). Either way the
@@ -264,7 +255,7 @@ describe("Deadline", () => {
             }),
             "1 second"
           ))
-        }).pipe(Deadline.within("1 second"), Effect.forkChild)
+        }).pipe(Deadline.within("1 second"), fork)
         yield* TestClock.adjust("2 seconds")
         const result = yield* Fiber.await(exit)
         expect(ran).toBe(false)
@@ -273,12 +264,12 @@ describe("Deadline", () => {
 
     it.effect("without a deadline it is a plain per-attempt timeout", () =>
       Effect.gen(function*() {
-        const slow = yield* Effect.forkChild(Deadline.timeout(Effect.never, "50 millis"))
+        const slow = yield* fork(Deadline.timeout(Effect.never, "50 millis"))
         yield* TestClock.adjust("50 millis")
         expect(yield* Fiber.await(slow)).toEqual(
           Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(50) }))
         )
-        const fast = yield* Effect.forkChild(Deadline.timeout(Effect.as(Effect.sleep("10 millis"), 1), "50 millis"))
+        const fast = yield* fork(Deadline.timeout(Effect.as(Effect.sleep("10 millis"), 1), "50 millis"))
         yield* TestClock.adjust("10 millis")
         expect(yield* Fiber.join(fast)).toBe(1)
       }))
@@ -288,7 +279,7 @@ describe("Deadline", () => {
         expect(yield* Deadline.timeout(Effect.succeed(1), "1 second")).toBe(1)
         expect(yield* Effect.exit(Deadline.timeout(Effect.fail("e"), "1 second"))).toEqual(Exit.fail("e"))
         const died = yield* Effect.exit(Deadline.timeout(Effect.die("bug"), "1 second"))
-        expect(Exit.isFailure(died) && Cause.hasDies(died.cause)).toBe(true)
+        expect(diedOf(died)).toBe(true)
       }))
 
     it.effect("interrupting the caller interrupts the attempt and waits for its finalizers", () =>
@@ -299,7 +290,7 @@ describe("Deadline", () => {
             finalized = true
           })),
           Deadline.timeout("10 seconds"),
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("1 second")
         yield* Fiber.interrupt(fiber)
@@ -311,7 +302,7 @@ describe("Deadline", () => {
         const fiber = yield* Effect.interruptible(Effect.never).pipe(
           Deadline.timeout("1 second"),
           Effect.uninterruptible,
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("1 second")
         expect(yield* Fiber.await(fiber)).toEqual(
@@ -324,32 +315,34 @@ describe("Deadline", () => {
         let sum = 0
         for (let i = 0; i < 5_000; i++) sum += yield* Deadline.timeout(Effect.succeed(1), "1 second")
         expect(sum).toBe(5_000)
-        // the timed work runs on the caller's scheduler and sees the caller's services
-        const outside = yield* Scheduler.Scheduler
-        const Tag = Context.Service<string>("Deadline.test/Tag")
-        const inside = yield* Deadline.timeout(Effect.all([Scheduler.Scheduler, Tag]), "1 second").pipe(
-          Effect.provideService(Tag, "caller's")
+        // the timed work runs on the caller's scheduler and sees the caller's services; the caller stays on it
+        const outside = yield* currentScheduler
+        const Name = Tag<string>("Deadline.test/Name")
+        const inside = yield* Deadline.timeout(Effect.all([currentScheduler, Name]), "1 second").pipe(
+          Effect.provideService(Name, "caller's")
         )
-        expect(inside).toEqual([outside, "caller's"])
+        expect(inside[0]).toBe(outside)
+        expect(inside[1]).toBe("caller's")
+        expect(yield* currentScheduler).toBe(outside)
       }))
 
     it.live("nests thousands deep, synchronously and through recursion, in linear cost", () =>
       Effect.gen(function*() {
         expect(yield* nested(1_000, Deadline.timeout("1 hour"))).toBe(1_000)
-        expect(yield* nested(20_000, Deadline.timeout("1 hour"))).toBe(20_000)
+        expect(yield* nested(5_000, Deadline.timeout("1 hour"))).toBe(5_000)
         expect(yield* pages(8_000, Deadline.timeout("1 hour"))).toBe(8_000)
       }), 60_000)
 
     it.effect("after a blocking stretch, fires when its own time is up", () =>
       Effect.gen(function*() {
-        const { block, withClock } = blockingClock(yield* Clock.Clock)
+        const { block, withClock } = blockingClock()
         const fiber = yield* Effect.andThen(block(300), Effect.never).pipe(
           Deadline.timeout("100 millis"),
           withClock,
-          Effect.forkChild
+          fork
         )
         yield* TestClock.adjust("1 millis")
-        expect(fiber.pollUnsafe()).toEqual(Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(100) })))
+        expect(pollUnsafe(fiber)).toEqual(Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(100) })))
       }))
 
     it.effect("a zero timeout has already expired: the work does not run", () =>
@@ -372,19 +365,16 @@ describe("Deadline", () => {
     expect(() => Deadline.within(-1)).toThrow(/non-negative/)
     expect(() => Deadline.timeout(NaN)).toThrow(/non-negative/)
     expect(() => Deadline.timeout("-3 seconds")).toThrow(/non-negative/)
-    // Effect 4's Duration.Input also takes objects, negative ones included
-    expect(() => Deadline.within({ seconds: -1 })).toThrow(/non-negative/)
   })
 
   it.effect("accepts every unit Duration knows, nanos and micros included", () =>
     Effect.gen(function*() {
       // "500000 nanos" was rejected: the NaN check matched the "nan" in "nanos"
-      const fiber = yield* Effect.forkChild(Deadline.timeout(Effect.never, "500000 nanos"))
+      const fiber = yield* fork(Deadline.timeout(Effect.never, "500000 nanos"))
       yield* TestClock.adjust("1 millis")
       expect(yield* Fiber.await(fiber)).toEqual(
         Exit.fail(new Deadline.AttemptTimeout({ timeout: Duration.millis(0.5) }))
       )
       expect(yield* remainingMillis.pipe(Deadline.within("2000 micros"))).toEqual(Option.some(2))
-      expect(yield* remainingMillis.pipe(Deadline.within({ seconds: 1, milliseconds: 5 }))).toEqual(Option.some(1005))
     }))
 })
