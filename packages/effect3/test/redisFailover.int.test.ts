@@ -12,13 +12,18 @@ import { expect, it } from "@effect/vitest"
 import { Cause, Duration, Effect, Exit } from "effect"
 import type { Cluster } from "ioredis"
 import { run as redisFailover } from "../../../examples/faults/redisFailover.js"
+import { useServeProgram } from "../../../examples/faults/support.js"
 import { redisReplicaLag } from "../examples/faults/replicationLoss.js"
+import { nodeArgs, pkg } from "../examples/support/node.js"
 import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
 import { IdempotencyStore } from "../src/index.js"
 import { keyOf } from "../src/internal/idempotencyStore/redis.js"
 import * as RedisStreamQueue from "../src/RedisStreamQueue.js"
 import { survived } from "./support/faultRows.js"
 import { type ClusterRef, describeRedisCluster } from "./support/redisCluster.js"
+
+// the fault redis-failover starts this edition's `examples/serve.ts` as its servers
+useServeProgram({ cwd: pkg, nodeArgs, serve: "examples/serve.ts" })
 
 const run = `${process.pid}-${Date.now().toString(36)}`
 let counter = 0

@@ -7,6 +7,7 @@ import { RateLimitHeaders } from "../src/index.js"
 import { orderCount, postOrder, request, startServe } from "./support/serveProcess.js"
 
 const root = fileURLToPath(new URL("..", import.meta.url))
+const repository = fileURLToPath(new URL("../../..", import.meta.url))
 
 /** Runs `examples/serve.ts` with `args` and waits for it to exit (only for arguments that make it exit). */
 const runServe = (args: ReadonlyArray<string>) =>
@@ -65,14 +66,14 @@ const refusesConnections = (port: number) =>
   })
 
 /**
- * `npm run serve:effect3 -- --port 0` exactly as a user starts it (npm → tsx → node; `npm run serve` runs the Effect
- * 4 edition's, tested in packages/effect4/test/serve.int.test.ts); the tree is SIGKILLed when the
- * scope closes if a test left anything running.
+ * `npm run serve:effect3 -- --port 0` at the repository's root exactly as a user starts it (npm → bash → npm → tsx
+ * → node; `npm run serve` runs the Effect 4 edition's, tested in packages/effect4/test/serve.int.test.ts); the tree
+ * is SIGKILLed when the scope closes if a test left anything running.
  */
 const startThroughNpm = Effect.acquireRelease(
   Effect.async<{ readonly pid: number; readonly port: number }, Error>((resume) => {
     const child = spawn("npm", ["run", "serve:effect3", "--", "--port", "0"], {
-      cwd: root,
+      cwd: repository,
       stdio: ["ignore", "pipe", "pipe"]
     })
     let output = ""

@@ -67,13 +67,13 @@ const refusesConnections = (port: number) =>
   })
 
 /**
- * `npm run serve:effect3 -- --port 0` exactly as a user starts it (npm → tsx → node; `npm run serve` runs the Effect
- * 4 edition's, tested in packages/effect4/test/serve.int.test.ts); the tree is SIGKILLed when the
- * scope closes if a test left anything running.
+ * `npm run serve -- --port 0` at the repository's root exactly as a user starts it (npm → bash → npm → node; this
+ * edition is the one `npm run serve` runs); the tree is SIGKILLed when the scope closes if a test left anything
+ * running.
  */
 const startThroughNpm = Effect.acquireRelease(
   Effect.callback<{ readonly pid: number; readonly port: number }, Error>((resume) => {
-    const child = spawn("npm", ["run", "serve:effect3", "--", "--port", "0"], {
+    const child = spawn("npm", ["run", "serve", "--", "--port", "0"], {
       cwd: root,
       stdio: ["ignore", "pipe", "pipe"]
     })
@@ -85,7 +85,7 @@ const startThroughNpm = Effect.acquireRelease(
     }
     child.stdout.on("data", read)
     child.stderr.on("data", read)
-    child.on("exit", (code) => resume(Effect.fail(new Error(`npm run serve:effect3 exited (${code}):\n${output}`))))
+    child.on("exit", (code) => resume(Effect.fail(new Error(`npm run serve exited (${code}):\n${output}`))))
   }).pipe(Effect.map((started) => ({ ...started, tree: tree(started.pid) }))),
   ({ tree }) =>
     Effect.sync(() => {

@@ -4,8 +4,8 @@
  * both editions; see the root's test/support/redisCluster.ts). Started in the file's `beforeAll`, stopped in its
  * `afterAll`.
  *
- * The clients handed to the stores are made here, from this package's own ioredis: the store's `WAIT` path
- * tells a Cluster from one node with `instanceof Cluster`, which a client of the root's ioredis copy would fail.
+ * The clients handed to the stores are made here, from this package's own ioredis (the stores tell a Cluster
+ * from one node by `isCluster`, so a client of the root's copy works too: the Effect 3 edition's tests use those).
  * The launcher's per-node clients (`nodes.node(port)`) are the root's, used only to inspect and to steer nodes.
  *
  * Without the binaries (`redis-server`, `redis-cli` on PATH) the file is skipped locally with a note and fails

@@ -159,7 +159,8 @@ export const execWithWait = (
       const failed = replies.find(([e]) => e !== null)?.[0] ?? null
       if (failed !== null && failed !== waitError) {
         const redirect = /^(MOVED|ASK) \d+ (.+):(\d+)$/.exec(failed.message)
-        const cluster = client instanceof Cluster ? client : undefined
+        // `isCluster`, not `instanceof`: the caller's client may come from another copy of ioredis than this package's
+        const cluster = client.isCluster ? client as Cluster : undefined
         const to = redirect === null ? undefined : `${redirect[2]}:${redirect[3]}`
         if (redirect?.[1] === "MOVED") cluster?.refreshSlotsCache()
         const node = left === 0 || to === undefined
@@ -227,7 +228,7 @@ export const runScript = <A, E>(
  * is only known inside the client) nor on a client that is not ready (its commands wait in the offline queue).
  */
 export const coalesceWrites = (client: Client): void => {
-  if (client instanceof Redis && client.status === "ready") beforeWrite(client.stream)
+  if (!client.isCluster && (client as Redis).status === "ready") beforeWrite((client as Redis).stream)
 }
 
 /**
