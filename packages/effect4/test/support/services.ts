@@ -2,8 +2,7 @@
  * The machine's services for integration tests: PostgreSQL (`DATABASE_URL`) and Redis (`REDIS_URL`), with
  * the usual local defaults. Each is probed once per test file with a real query (`SELECT 1`, `PING`), so a
  * server that accepts connections but not ours (wrong database, wrong password) counts as missing.
- * Without a service its tests are skipped locally (with a note) but fail in CI (`CI=true`) — as the root's
- * test/support/services.ts does for the Effect 3 edition.
+ * Without a service its tests are skipped locally (with a note) but fail in CI (`CI=true`).
  */
 import { describe, it } from "@effect/vitest"
 
@@ -59,6 +58,14 @@ export const describeWith = (services: ReadonlyArray<Service>, name: string, bod
   const missing = services.filter((s) => !available[s])
   if (missing.length === 0) return describe(name, body)
   const why = missing.map((s) => `${s} at ${urls[s]}: ${problems[s]}`).join("; ")
+  // a unit file (./unitGuard.ts refused the probe's socket) can never reach a service: misnamed, so never a skip
+  if ((globalThis as { unitGuard?: true }).unitGuard === true) {
+    return describe(name, () => {
+      it(`needs ${missing.join(" and ")}: this file runs as a unit test; name it *.int.test.ts`, () => {
+        throw new Error(`a service-gated suite in a unit test file: rename it *.int.test.ts (${why})`)
+      })
+    })
+  }
   if (inCI) {
     return describe(name, () => {
       it(`needs ${missing.join(" and ")} (CI=true: a missing service fails the run)`, () => {
@@ -66,7 +73,7 @@ export const describeWith = (services: ReadonlyArray<Service>, name: string, bod
       })
     })
   }
-  console.warn(`${name}: skipped — ${why}`)
+  console.warn(`${name}: skipped — ${why} (see README, "Services")`)
   return describe.skip(name, body)
 }
 
