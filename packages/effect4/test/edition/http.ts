@@ -1,0 +1,13 @@
+/**
+ * HTTP for the server suites (ClientScope, LoadShedMiddleware, RateLimitMiddleware, ServerMiddleware, requestBody):
+ * what serving a request in memory looks like in Effect 4 (`effect/http`), under the names the Effect 3 adapter
+ * gives `@effect/platform`'s.
+ */
+import { Option } from "effect"
+import type { HttpServerRequest } from "effect/http"
+
+/** The request as if it came from `address` (Effect 3: `request.modify({ remoteAddress })`, a string). */
+export const withRemoteAddress = (
+  request: HttpServerRequest.HttpServerRequest,
+  address: string
+): HttpServerRequest.HttpServerRequest => request.modify({ remoteAddress: Option.some(address) })
