@@ -10,3 +10,6 @@ export const withRemoteAddress = (
   request: HttpServerRequest.HttpServerRequest,
   address: string
 ): HttpServerRequest.HttpServerRequest => request.modify({ remoteAddress: address })
+
+/** Reading a server request's body once, for the middlewares that look at it (internal in both editions). */
+export { readBody, withBody } from "../../src/internal/http/requestBody.js"
