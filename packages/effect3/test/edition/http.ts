@@ -4,6 +4,7 @@
  * gives `effect/http`'s.
  */
 import type { HttpServerRequest } from "@effect/platform"
+import { Chunk, Effect, TestClock } from "effect"
 
 /** The request as if it came from `address` (Effect 4: `request.modify({ remoteAddress: Option.some(address) })`). */
 export const withRemoteAddress = (
@@ -13,3 +14,10 @@ export const withRemoteAddress = (
 
 /** Reading a server request's body once, for the middlewares that look at it (internal in both editions). */
 export { readBody, withBody } from "../../src/internal/http/requestBody.js"
+
+/**
+ * How many fibers sleep on the TestClock until `wakeAt` (TestClock millis), for a suite that waits until its
+ * requests are quiet (Effect 3: counted in `TestClock.sleeps()`; Effect 4: under `recordingSleeps`).
+ */
+export const sleepersAt = (wakeAt: number): Effect.Effect<number> =>
+  Effect.map(TestClock.sleeps(), (sleeps) => Chunk.filter(sleeps, (at) => at === wakeAt).length)

@@ -14,3 +14,9 @@ export const withRemoteAddress = (
 
 /** Reading a server request's body once, for the middlewares that look at it (internal in both editions). */
 export { readBody, withBody } from "../../src/internal/http/requestBody.js"
+
+/**
+ * How many fibers sleep on the TestClock until `wakeAt` (TestClock millis), for a suite that waits until its
+ * requests are quiet (Effect 3: counted in `TestClock.sleeps()`; Effect 4: under `recordingSleeps`).
+ */
+export { sleepersAt } from "../support/sleeps.js"
