@@ -21,3 +21,6 @@ export { readBody, withBody } from "../../src/internal/http/requestBody.js"
  */
 export const sleepersAt = (wakeAt: number): Effect.Effect<number> =>
   Effect.map(TestClock.sleeps(), (sleeps) => Chunk.filter(sleeps, (at) => at === wakeAt).length)
+
+/** The server's errors and their responses (Effect 3: from "@effect/platform"; Effect 4: from "effect/http"). */
+export { HttpServerError } from "@effect/platform"

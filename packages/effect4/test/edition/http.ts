@@ -20,3 +20,6 @@ export { readBody, withBody } from "../../src/internal/http/requestBody.js"
  * requests are quiet (Effect 3: counted in `TestClock.sleeps()`; Effect 4: under `recordingSleeps`).
  */
 export { sleepersAt } from "../support/sleeps.js"
+
+/** The server's errors and their responses (Effect 3: from "@effect/platform"; Effect 4: from "effect/http"). */
+export { HttpServerError } from "effect/http"
