@@ -14,9 +14,17 @@ import {
 } from "#edition"
 import { describe, expect } from "@effect/vitest"
 import { Clock, Deferred, Effect, Fiber, Layer, Queue } from "effect"
-import { AdaptiveLimiter, IdempotencyMiddleware, IdempotencyStore, LoadShedMiddleware } from "effect-resilience"
+import {
+  AdaptiveLimiter,
+  IdempotencyMiddleware,
+  IdempotencyStore,
+  LoadShedMiddleware,
+  RateLimiter,
+  RateLimiterStore,
+  RateLimitMiddleware
+} from "effect-resilience"
 import * as Chaos from "effect-resilience/Chaos"
-import { ioTurn, rawClient, send } from "./support/sockets.js"
+import { getFrom, ioTurn, rawClient, send } from "./support/sockets.js"
 
 // The middlewares over real sockets, served by each edition's NodeHttpServer, where the sockets are the point. Its
 // handlers run with the services of the fiber that serves: the test's TestClock included.
@@ -349,5 +357,27 @@ describe("the middlewares over sockets", () => {
         expect(reply).toBe("") // no answer: the socket was destroyed
         expect(runs).toBe(1) // the work happened; only the answer was lost
       })
+  )
+
+  scoped(
+    "RateLimit: each client is limited by its connection's address; headers it chooses change nothing",
+    () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.tokenBucket({ capacity: 2, refillPerSecond: 0.001 })
+        const port = yield* serve(
+          Effect.succeed(HttpServerResponse.text("hello")).pipe(RateLimitMiddleware.make({ limiter }))
+        )
+        // rotating X-Api-Key values do not make new clients of one connection's address
+        const statuses: Array<number> = []
+        for (let i = 0; i < 4; i++) {
+          statuses.push((yield* getFrom(port, "/", "127.0.0.1", { "x-api-key": `k${i}` })).status)
+        }
+        expect(statuses).toEqual([200, 200, 429, 429])
+        // another address has its own quota, and cannot drain this one's by naming it
+        const spoof = { "x-api-key": "127.0.0.1", "x-forwarded-for": "127.0.0.1" }
+        expect((yield* getFrom(port, "/", "127.0.0.3", spoof)).status).toBe(200)
+        expect((yield* getFrom(port, "/", "127.0.0.3", spoof)).status).toBe(200)
+        expect((yield* getFrom(port, "/", "127.0.0.3", spoof)).status).toBe(429)
+      }).pipe(Effect.provide(RateLimiterStore.layerMemory))
   )
 })

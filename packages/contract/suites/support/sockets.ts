@@ -5,6 +5,7 @@
  * not end in `.test.ts`).
  */
 import { Effect } from "effect"
+import { request as httpRequest } from "node:http"
 import { connect } from "node:net"
 
 export interface Reply {
@@ -52,6 +53,32 @@ export const send = (
     })
     return { status: response.status, headers: Object.fromEntries(response.headers), body: await response.text() }
   })
+
+/** A GET of `path` from the loopback address `from` (Linux answers on all of 127.0.0.0/8); the reply read whole. */
+export const getFrom = (
+  port: number,
+  path: string,
+  from: string,
+  headers: Readonly<Record<string, string>> = {}
+): Effect.Effect<Reply> =>
+  Effect.promise(() =>
+    new Promise<Reply>((resolve, reject) => {
+      const req = httpRequest({ host: "127.0.0.1", port, path, agent: false, localAddress: from, headers }, (res) => {
+        const chunks: Array<Buffer> = []
+        res.on("data", (chunk: Buffer) => chunks.push(chunk))
+        res.on("end", () => {
+          const flat: Record<string, string> = {}
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (value !== undefined) flat[name] = Array.isArray(value) ? value.join(", ") : value
+          }
+          resolve({ status: res.statusCode ?? 0, headers: flat, body: Buffer.concat(chunks).toString("utf8") })
+        })
+        res.on("error", reject)
+      })
+      req.on("error", reject)
+      req.end()
+    })
+  )
 
 /** Yields to I/O once (a socket's events, a web body's promises). */
 export const ioTurn: Effect.Effect<void> = Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
