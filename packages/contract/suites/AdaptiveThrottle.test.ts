@@ -1,7 +1,7 @@
+import { counterValue, failureOf, TestClock, withSeed } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Effect, Exit, Metric, Random } from "effect"
-import { TestClock } from "effect/testing"
-import { AdaptiveThrottle } from "../src/index.js"
+import { Clock, Effect, Exit } from "effect"
+import { AdaptiveThrottle } from "effect-resilience"
 
 /**
  * Runs `n` calls of `backend` through the throttle, 100 ms of `TestClock` apart per ten calls; returns how many
@@ -17,8 +17,8 @@ const drive = <E>(
     let reached = 0
     let rejected = 0
     for (let i = 0; i < n; i++) {
-      const result = yield* Effect.result(throttle.protect(Effect.suspend(() => (reached++, backend())), key))
-      if (result._tag === "Failure" && isLocal(result.failure)) rejected++
+      const exit = yield* Effect.exit(throttle.protect(Effect.suspend(() => (reached++, backend())), key))
+      if (isLocal(failureOf(exit))) rejected++
       if (i % 10 === 9) yield* TestClock.adjust("100 millis")
     }
     return { reached, rejected }
@@ -28,7 +28,7 @@ const isLocal = (e: unknown): e is AdaptiveThrottle.LocallyRejected =>
   typeof e === "object" && e !== null && (e as { _tag?: unknown })._tag === "LocallyRejected"
 
 /** The throttle draws from `Random`: a fixed seed, so the statistical bounds below are met or missed for good. */
-const seeded = <A, E, R>(self: Effect.Effect<A, E, R>) => Random.withSeed(self, "AdaptiveThrottle.test")
+const seeded = withSeed("AdaptiveThrottle.test")
 
 describe("AdaptiveThrottle", () => {
   it.effect("rejects nothing while the backend accepts everything", () =>
@@ -43,16 +43,13 @@ describe("AdaptiveThrottle", () => {
   it.effect("uncapped, when the backend refuses everything, almost nothing more is sent; the rest fails locally", () =>
     seeded(Effect.gen(function*() {
       const throttle = yield* AdaptiveThrottle.make({ name: "down", maxRejectionRate: 1 })
-      const before =
-        (yield* Metric.value(Metric.withAttributes(AdaptiveThrottle.rejectionsTotal, { throttle: "down" })))
-          .count
+      const before = yield* counterValue(AdaptiveThrottle.rejectionsTotal, { throttle: "down" })
       const { reached, rejected } = yield* drive(throttle, "a", 1_000, () => Effect.fail("503"))
       expect(reached + rejected).toBe(1_000)
       // with no accepts the probability is r / (r + 1): after the first few, nearly every call stays home
       expect(reached).toBeLessThan(30)
       expect(yield* throttle.probability("a")).toBeGreaterThan(0.99)
-      const after = (yield* Metric.value(Metric.withAttributes(AdaptiveThrottle.rejectionsTotal, { throttle: "down" })))
-        .count
+      const after = yield* counterValue(AdaptiveThrottle.rejectionsTotal, { throttle: "down" })
       expect(after - before).toBe(rejected)
     })))
 
@@ -164,5 +161,6 @@ describe("AdaptiveThrottle", () => {
     expect(() => AdaptiveThrottle.make({ maxKeys: 1.5 })).toThrow(/maxKeys/)
     expect(() => AdaptiveThrottle.make({ maxRejectionRate: -0.1 })).toThrow(/maxRejectionRate/)
     expect(() => AdaptiveThrottle.make({ maxRejectionRate: 1.5 })).toThrow(/maxRejectionRate/)
+    expect(() => AdaptiveThrottle.make({ maxRejectionRate: Number.NaN })).toThrow(/maxRejectionRate/)
   })
 })

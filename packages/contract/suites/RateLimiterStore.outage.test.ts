@@ -1,12 +1,13 @@
 /**
- * The store's part of the root's test/RateLimitMiddleware.outage.test.ts: a decision a store made because its backend
+ * The store's part of RateLimitMiddleware.outage.test.ts: a decision a store made because its backend
  * failed says so (`outage: true`), and a counted one does not. (The middleware's 503 comes with the HTTP port.)
  */
+import { loggedMessages } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Logger } from "effect"
+import { Duration, Effect, Layer } from "effect"
+import { RateLimiter, RateLimiterStore } from "effect-resilience"
+import * as RateLimiterStoreRedis from "effect-resilience/RateLimiterStore/Redis"
 import type { Redis } from "ioredis"
-import { RateLimiter, RateLimiterStore } from "../src/index.js"
-import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 
 /** A Redis client whose every script call fails, as one does while Redis is unreachable: no socket is opened. */
 const unreachable = {
@@ -14,7 +15,7 @@ const unreachable = {
   eval: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"))
 } as unknown as Redis
 
-const quiet = Logger.layer([])
+const quiet = loggedMessages([])
 
 const storeDown = (options: Partial<RateLimiterStoreRedis.Options> = {}) =>
   Layer.merge(RateLimiterStoreRedis.layer({ client: unreachable, ...options } as RateLimiterStoreRedis.Options), quiet)

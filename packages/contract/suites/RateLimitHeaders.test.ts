@@ -1,8 +1,7 @@
+import { fc, prop } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
 import { Option } from "effect"
-import * as fc from "fast-check"
-import { RateLimitHeaders, StructuredFields } from "../src/index.js"
-import { prop } from "./support/prop.js"
+import { RateLimitHeaders, StructuredFields } from "effect-resilience"
 
 const MAX = 999_999_999_999_999
 

@@ -1,9 +1,9 @@
-import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, Logger } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { HttpServerRequest, HttpServerResponse, loggedMessages, scoped } from "#edition"
+import { describe, expect } from "@effect/vitest"
+import { Duration, Effect, Layer } from "effect"
+import { RateLimiter, RateLimiterStore, RateLimitMiddleware } from "effect-resilience"
+import * as RateLimiterStoreRedis from "effect-resilience/RateLimiterStore/Redis"
 import type { Redis } from "ioredis"
-import { RateLimiter, RateLimiterStore, RateLimitMiddleware } from "../src/index.js"
-import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 
 /** A Redis client whose every script call fails, as one does while Redis is unreachable: no socket is opened. */
 const unreachable = {
@@ -11,7 +11,7 @@ const unreachable = {
   eval: () => Promise.reject(new Error("connect ECONNREFUSED 127.0.0.1:6379"))
 } as unknown as Redis
 
-const quiet = Logger.layer([])
+const quiet = loggedMessages([])
 
 const storeDown = (options: Partial<RateLimiterStoreRedis.Options> = {}) =>
   Layer.merge(RateLimiterStoreRedis.layer({ client: unreachable, ...options } as RateLimiterStoreRedis.Options), quiet)
@@ -35,26 +35,29 @@ const bodyOf = (response: HttpServerResponse.HttpServerResponse) =>
   response.body._tag === "Uint8Array" ? JSON.parse(new TextDecoder().decode(response.body.body)) : undefined
 
 describe("RateLimitMiddleware when the store is down", () => {
-  it.effect("fail closed: 503 with its own problem type and Retry-After, and no quota claimed", () =>
-    Effect.gen(function*() {
-      const limiter = yield* RateLimiter.fixedWindow({ limit: 100, window: "10 seconds" })
-      const { call, runs } = serveOnce(limiter)
-      const response = yield* call
-      // it was 429 "quota of 100 per 10 s exceeded" with RateLimit: r=0, while nobody had used the quota
-      expect(response.status).toBe(503)
-      expect(response.headers["content-type"]).toBe("application/problem+json")
-      expect(response.headers["retry-after"]).toBe("3")
-      expect(response.headers["ratelimit"]).toBeUndefined()
-      expect(response.headers["ratelimit-policy"]).toBeUndefined()
-      const body = bodyOf(response)
-      expect(body.type).toBe(RateLimitMiddleware.storeUnavailableType)
-      expect(body.type).toMatch(/^urn:effect-resilience:problem:/)
-      expect(body.status).toBe(503)
-      expect(body.detail).not.toMatch(/quota|exceeded/)
-      expect(runs.count).toBe(0)
-    }).pipe(Effect.provide(storeDown({ retryAfterOnError: "2500 millis" }))))
+  scoped(
+    "fail closed: 503 with its own problem type and Retry-After, and no quota claimed",
+    () =>
+      Effect.gen(function*() {
+        const limiter = yield* RateLimiter.fixedWindow({ limit: 100, window: "10 seconds" })
+        const { call, runs } = serveOnce(limiter)
+        const response = yield* call
+        // it was 429 "quota of 100 per 10 s exceeded" with RateLimit: r=0, while nobody had used the quota
+        expect(response.status).toBe(503)
+        expect(response.headers["content-type"]).toBe("application/problem+json")
+        expect(response.headers["retry-after"]).toBe("3")
+        expect(response.headers["ratelimit"]).toBeUndefined()
+        expect(response.headers["ratelimit-policy"]).toBeUndefined()
+        const body = bodyOf(response)
+        expect(body.type).toBe(RateLimitMiddleware.storeUnavailableType)
+        expect(body.type).toMatch(/^urn:effect-resilience:problem:/)
+        expect(body.status).toBe(503)
+        expect(body.detail).not.toMatch(/quota|exceeded/)
+        expect(runs.count).toBe(0)
+      }).pipe(Effect.provide(storeDown({ retryAfterOnError: "2500 millis" })))
+  )
 
-  it.effect("the decision says it came from an outage; a counted one does not", () =>
+  scoped("the decision says it came from an outage; a counted one does not", () =>
     Effect.gen(function*() {
       const down = yield* Effect.provide(
         Effect.flatMap(RateLimiter.tokenBucket({ capacity: 5, refillPerSecond: 1 }), (l) => l.tryAcquire("k")),
@@ -70,7 +73,7 @@ describe("RateLimitMiddleware when the store is down", () => {
       expect(Object.keys(counted).sort()).toEqual(["allowed", "limit", "remaining", "resetAfter", "retryAfter"])
     }))
 
-  it.effect("fail open: the handler runs, and the response claims no quota either", () =>
+  scoped("fail open: the handler runs, and the response claims no quota either", () =>
     Effect.gen(function*() {
       const limiter = yield* RateLimiter.fixedWindow({ limit: 100, window: "10 seconds" })
       const { call, runs } = serveOnce(limiter)
@@ -82,7 +85,7 @@ describe("RateLimitMiddleware when the store is down", () => {
       expect(response.headers["ratelimit-policy"]).toBeUndefined()
     }).pipe(Effect.provide(storeDown({ onError: "allow" }))))
 
-  it.effect("a store of your own says so with `outage: true` on its decision", () =>
+  scoped("a store of your own says so with `outage: true` on its decision", () =>
     Effect.gen(function*() {
       const outage: RateLimiterStore.StoreDecision = {
         allowed: false,

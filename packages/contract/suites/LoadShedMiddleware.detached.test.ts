@@ -1,22 +1,30 @@
-import type { HttpApp } from "@effect/platform"
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { describe, expect, it } from "@effect/vitest"
-import { Effect, Fiber, Metric } from "effect"
+import {
+  fork,
+  gaugeValue,
+  handClock,
+  HttpServerRequest,
+  HttpServerResponse,
+  jsonResponse,
+  provideClock,
+  scoped,
+  yieldNow
+} from "#edition"
+import { describe, expect } from "@effect/vitest"
+import { Effect, Fiber, Queue } from "effect"
 import {
   AdaptiveLimiter,
   DeadlineMiddleware,
   IdempotencyMiddleware,
   IdempotencyStore,
   LoadShedMiddleware
-} from "../src/index.js"
-import { handClock } from "./support/handClock.js"
+} from "effect-resilience"
 
 // Clients that stop waiting must not bypass shedding: a handler the idempotency middleware runs to its end after
 // its client left keeps its load-shed slot until it ends.
 
 /** Lets forked fibers run until they block, web request bodies included (read through promises). */
-const settle = Effect.zipRight(
-  Effect.repeatN(Effect.yieldNow(), 20),
+const settle = Effect.andThen(
+  Effect.repeat(yieldNow, { times: 20 }),
   Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
 )
 
@@ -24,7 +32,7 @@ const settle = Effect.zipRight(
 const withHandClock = <A, E, R>(f: (advance: (millis: number) => Effect.Effect<void>) => Effect.Effect<A, E, R>) =>
   Effect.suspend(() => {
     const hand = handClock()
-    return Effect.withClock(f((millis) => Effect.zipRight(hand.advance(millis), settle)), hand.clock)
+    return provideClock(hand.clock)(f((millis) => Effect.andThen(hand.advance(millis), settle)))
   })
 
 const order = (key: string, headers: Record<string, string> = {}) =>
@@ -36,8 +44,10 @@ const order = (key: string, headers: Record<string, string> = {}) =>
     })
   )
 
-const call = <E, R>(app: HttpApp.Default<E, R>, request: HttpServerRequest.HttpServerRequest) =>
-  Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
+const call = <E, R>(
+  app: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>,
+  request: HttpServerRequest.HttpServerRequest
+) => Effect.provideService(app, HttpServerRequest.HttpServerRequest, request)
 
 const limit = 4
 
@@ -53,26 +63,31 @@ const makeService = (name: string, deadlineInside: boolean) =>
       trustCritical: true
     })
     const idempotent = yield* IdempotencyMiddleware.make({ scope: () => Effect.succeed("client") })
-    const resource = yield* Effect.makeSemaphore(limit)
+    // `limit` permits, taken in turn
+    const permits = yield* Queue.bounded<void>(limit)
+    yield* Effect.forEach(Array.from({ length: limit }), () => Queue.offer(permits, undefined))
     const counts = { inside: 0, most: 0, made: 0 }
     const create = Effect.gen(function*() {
       counts.inside++
       counts.most = Math.max(counts.most, counts.inside)
-      yield* resource.withPermits(1)(Effect.sleep("20 millis"))
+      yield* Effect.acquireUseRelease(
+        Queue.take(permits),
+        () => Effect.sleep("20 millis"),
+        () => Queue.offer(permits, undefined)
+      )
       counts.inside--
       counts.made++
-      return HttpServerResponse.unsafeJson({ id: counts.made }, { status: 201 })
+      return jsonResponse({ id: counts.made }, { status: 201 })
     })
     const deadline = DeadlineMiddleware.make()
     // the example puts the deadline outside (around the router); the architecture sketch inside
     const app = deadlineInside ? shed(deadline(idempotent(create))) : deadline(shed(idempotent(create)))
-    const inflight = Metric.value(AdaptiveLimiter.inflightGauge.pipe(Metric.tagged("limiter", name)))
-    return { app, counts, inflight: Effect.map(inflight, (state) => state.value) }
+    return { app, counts, inflight: gaugeValue(AdaptiveLimiter.inflightGauge, { limiter: name }) }
   })
 
 describe("LoadShedMiddleware and work nobody waits for", () => {
   for (const deadlineInside of [false, true]) {
-    it.scoped(
+    scoped(
       `16 lanes with Request-Timeout-Ms: 5 never run more handlers than the limit (deadline ${
         deadlineInside ? "inside" : "outside"
       })`,
@@ -87,9 +102,9 @@ describe("LoadShedMiddleware and work nobody waits for", () => {
               Effect.flatMap(
                 Effect.suspend(() => call(app, order(`lane-${sent++}`, { "request-timeout-ms": "5" }))),
                 (response) => Effect.sync(() => answers.set(response.status, (answers.get(response.status) ?? 0) + 1))
-              ).pipe(Effect.zipRight(Effect.sleep("1 millis"))) // the next one after a network round trip
+              ).pipe(Effect.andThen(Effect.sleep("1 millis"))) // the next one after a network round trip
             )
-            const lanes = yield* Effect.forEach(Array.from({ length: 16 }), () => Effect.fork(lane))
+            const lanes = yield* Effect.forEach(Array.from({ length: 16 }), () => fork(lane))
             let mostInflight = 0
             yield* settle
             for (let ms = 0; ms < 300; ms++) {
@@ -116,19 +131,22 @@ describe("LoadShedMiddleware and work nobody waits for", () => {
     )
   }
 
-  it.scoped("a detached handler's slot is given back when it ends", () =>
-    withHandClock((advance) =>
-      Effect.gen(function*() {
-        const { app, counts, inflight } = yield* makeService("detached-one", false)
-        const gone = yield* Effect.fork(call(app, order("leaves", { "request-timeout-ms": "5" })))
-        yield* settle
-        yield* advance(5)
-        expect((yield* Fiber.join(gone)).status).toBe(504)
-        expect(counts.inside).toBe(1) // still making the order, for nobody
-        expect(yield* inflight).toBe(1)
-        yield* advance(15)
-        expect(counts.made).toBe(1)
-        expect(yield* inflight).toBe(0)
-      })
-    ).pipe(Effect.provide(IdempotencyStore.layerMemory)))
+  scoped(
+    "a detached handler's slot is given back when it ends",
+    () =>
+      withHandClock((advance) =>
+        Effect.gen(function*() {
+          const { app, counts, inflight } = yield* makeService("detached-one", false)
+          const gone = yield* fork(call(app, order("leaves", { "request-timeout-ms": "5" })))
+          yield* settle
+          yield* advance(5)
+          expect((yield* Fiber.join(gone)).status).toBe(504)
+          expect(counts.inside).toBe(1) // still making the order, for nobody
+          expect(yield* inflight).toBe(1)
+          yield* advance(15)
+          expect(counts.made).toBe(1)
+          expect(yield* inflight).toBe(0)
+        })
+      ).pipe(Effect.provide(IdempotencyStore.layerMemory))
+  )
 })
