@@ -58,6 +58,8 @@ export interface SuiteResult {
   readonly cases: Record<string, number>
   readonly comparisons?: ReadonlyArray<Comparison>
   readonly notes?: ReadonlyArray<string>
+  /** more lines for the table output, printed after the suite's own (not with `--json`) */
+  readonly print?: () => Promise<void>
 }
 
 export interface Suite {
@@ -194,6 +196,7 @@ export const run = async ({ edition, flags: f, floor: floorSuite, suites }: Run)
       if (c.note !== undefined) log(`      ${c.note}`)
     }
     for (const note of result.notes ?? []) log(`  note: ${note}`)
+    if (!f.json) await result.print?.()
     const judged = new Map<string, Comparison>()
     for (const c of comparisons) if (!judged.has(c.case) || c.target !== undefined) judged.set(c.case, c)
     for (const [name, ns] of Object.entries(result.cases)) {

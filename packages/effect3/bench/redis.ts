@@ -73,9 +73,9 @@ const name = {
   floor: (c: number) => `raw EVALSHA in Effect.async, the Effect floor (c=${c})`
 }
 
-/** ≥ 0.9× of raw EVALSHA's throughput is ≤ 1/0.9 of its time per decision. */
-export const targets: ReadonlyArray<readonly [string, string, number, "absolute"]> = [1, 64].map((c) =>
-  [name.limiter(c), name.script(c), Number((1 / TARGET).toFixed(3)), "absolute"] as const
+/** ≥ 0.9× of raw EVALSHA's throughput (the limiter's figure is the script's times the paired ratio: see `extra`). */
+export const targets: ReadonlyArray<readonly [string, string, number, "throughput"]> = [1, 64].map((c) =>
+  [name.limiter(c), name.script(c), TARGET, "throughput"] as const
 )
 
 /** Operations per second of `concurrency` promise workers each running `op` back to back for `millis`. */
