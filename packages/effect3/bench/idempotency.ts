@@ -380,7 +380,10 @@ const floors: ReadonlyArray<readonly [string, string, () => Promise<number>]> = 
 ]
 
 export const cases: ReadonlyArray<Case> = []
-export const targets: ReadonlyArray<readonly [string, string, number]> = []
+/** [case, reference, at least, "throughput"]: requests/s with the middleware ÷ without (issue #22) */
+export const targets: ReadonlyArray<readonly [string, string, number, "throughput"]> = Object.entries(targets22).map((
+  [name, atLeast]
+) => [name, "http: no middleware", atLeast, "throughput"] as const)
 
 /**
  * Each store's (and each HTTP floor's) ratio to the no-middleware rate measured just before and just after it
@@ -443,6 +446,12 @@ export const extra = async (): Promise<Record<string, number>> => {
   const out: Record<string, number> = { [none![0]]: nones.reduce((a, b) => a + b, 0) / nones.length }
   for (const [name, values] of samples) out[name] = median(values)
   return out
+}
+
+/** The median of a case's ratios to the no-middleware runs around it, once `extra` ran (the judged ratio). */
+export const pairedRatio = (name: string): number | undefined => {
+  const values = ratios.get(name)
+  return values === undefined || values.length === 0 ? undefined : median(values)
 }
 
 /** "0.31× (0.27–0.39 over 3 rounds)", or just "0.31×" after one. */

@@ -1,17 +1,22 @@
 /**
- * `npm run bench` builds the library (`dist/`), compiles this folder against the built entry points
- * (`effect-resilience/*` resolves to `dist/` through the package's own `exports`) and runs it with plain
- * `node`: what users run, not the sources under a loader. It prints ns/op per case and the ratios the
- * issues set as targets; `npm run -s bench -- --json` prints `{ cases: { name: nsPerOp } }` and nothing else;
- * `npm run bench -- --only core,pipeline` runs only those suites (the file names here).
+ * The Effect 3 LTS edition's bench (`npm run bench:effect3` at the root, `npm run bench` here): builds the library
+ * (`dist/`), compiles this folder and the root's shared `bench/` against the built entry points
+ * (`effect-resilience/*` resolves to `dist/` through the package's own `exports`) and runs it with plain `node`:
+ * what users run, not the sources under a loader. The trunk's bench is packages/effect4/bench, with the same cases
+ * and targets; the figures, ratios, targets and output of both are the root's `bench/report.ts`:
  *
- * Overhead = ns/op of a case minus the `Effect.succeed` baseline; ratios compare overheads, except targets
- * marked "absolute", which compare whole per-call costs (e.g. against a promise-based library).
+ *   npm run bench -- [--only core,pipeline] [--json] [--check] [--rounds 3] [--stores sqlite,postgres]
+ *
+ * `--json` prints one JSON document (every case: name, ops/s, baseline, ratio, target, pass) and nothing else;
+ * `--check` exits non-zero when a target is missed. Overhead ratios are (case − Effect.succeed) ÷ (reference −
+ * Effect.succeed); "absolute" targets compare whole per-call costs (e.g. against a promise-based library),
+ * "throughput" ones operations per second.
  */
+import { type Comparison, flags, ratioOf, run, type Suite } from "../../../bench/report.js"
 import * as breaker from "./breaker.js"
 import * as bulkhead from "./bulkhead.js"
 import * as core from "./core.js"
-import { type Case, fmt, measure, type Result } from "./harness.js"
+import { type Case, measure } from "./harness.js"
 import * as idempotency from "./idempotency.js"
 import * as limiter from "./limiter.js"
 import * as pipeline from "./pipeline.js"
@@ -19,53 +24,61 @@ import * as queue from "./queue.js"
 import * as redis from "./redis.js"
 import * as sql from "./sqlStore.js"
 
-const json = process.argv.includes("--json")
-interface Suite {
+interface Module {
   readonly cases: ReadonlyArray<Case>
-  /** [case, reference, target ratio, "absolute" to compare whole per-call costs instead of overheads] */
-  readonly targets: ReadonlyArray<readonly [string, string, number, "absolute"?]>
-  /** cases measured outside the harness (e.g. promise-based libraries), in ns/op */
+  /** [case, reference, target ratio, kind]: overhead (the default) and "absolute" at most, "throughput" at least */
+  readonly targets: ReadonlyArray<readonly [string, string, number, ("absolute" | "throughput")?]>
+  /** cases measured outside the harness (e.g. promise-based libraries, throughput), in ns/op */
   readonly extra?: () => Promise<Record<string, number>>
+  /** the judged ratio of a case when the module takes it itself (e.g. paired with the runs around it) */
+  readonly pairedRatio?: (name: string) => number | undefined
   readonly report?: (results: ReadonlyMap<string, number>) => Promise<void>
 }
-const all: Record<string, Suite> = { core, bulkhead, breaker, limiter, pipeline, redis, sql, idempotency, queue }
-const only = process.argv.indexOf("--only")
-const picked = only === -1 ? Object.keys(all) : (process.argv[only + 1] ?? "").split(",")
-for (const name of picked) {
-  if (!(name in all)) throw new Error(`no bench suite "${name}": ${Object.keys(all).join(", ")}`)
-}
-// every ratio is taken over the `Effect.succeed` baseline, which the core suite measures first
-const baseline: Suite = { cases: core.cases.filter((c) => c.name === "Effect.succeed"), targets: [] }
-const suites: ReadonlyArray<Suite> = [...picked.includes("core") ? [] : [baseline], ...picked.map((name) => all[name]!)]
 
-const results: Array<Result> = []
-for (const suite of suites) {
-  for (const c of suite.cases) {
-    const r = await measure(c)
-    results.push(r)
-    if (!json) console.log(`${c.name.padEnd(40)} ${fmt(r.nsPerOp).padStart(10)}/op`)
-  }
-  for (const [name, nsPerOp] of Object.entries((await suite.extra?.()) ?? {})) {
-    results.push({ name, nsPerOp })
-    if (!json) console.log(`${name.padEnd(40)} ${fmt(nsPerOp).padStart(10)}/op`)
-  }
-}
+/** Every suite's figures go here too: some reports compare across suites (the SQL store with Redis). */
+const all = new Map<string, number>()
 
-const byName = new Map(results.map((r) => [r.name, r.nsPerOp]))
-const floor = byName.get("Effect.succeed") ?? 0
-if (json) {
-  console.log(JSON.stringify({ cases: Object.fromEntries(byName) }))
-} else {
-  console.log("\noverhead ratios (case − Effect.succeed) / (reference − Effect.succeed):")
-  for (const suite of suites) {
-    for (const [name, reference, target, kind] of suite.targets) {
-      const a = byName.get(name)
-      const b = byName.get(reference)
+const suite = (name: string, m: Module): Suite => ({
+  name,
+  run: async ({ floor }) => {
+    const cases: Record<string, number> = {}
+    for (const c of m.cases) cases[c.name] = (await measure(c)).nsPerOp
+    Object.assign(cases, (await m.extra?.()) ?? {})
+    for (const [n, ns] of Object.entries(cases)) all.set(n, ns)
+    const comparisons: Array<Comparison> = []
+    for (const [caseName, reference, target, kind] of m.targets) {
+      const a = cases[caseName]
+      const b = cases[reference]
       if (a === undefined || b === undefined) continue
-      const ratio = kind === "absolute" ? a / b : Math.max(0, a - floor) / Math.max(1, b - floor)
-      const verdict = ratio <= target ? "ok" : "MISSED"
-      console.log(`${name} / ${reference}`.padEnd(40), `${ratio.toFixed(3)}×  (target ≤ ${target}×) ${verdict}`)
+      const ratioKind = kind === "absolute" ? "time" : kind ?? "overhead"
+      comparisons.push({
+        case: caseName,
+        baseline: reference,
+        kind: ratioKind,
+        ratio: m.pairedRatio?.(caseName) ?? ratioOf(ratioKind, a, b, floor),
+        target: ratioKind === "throughput" ? { atLeast: target } : { atMost: target }
+      })
     }
+    const report = m.report
+    return { cases, comparisons, ...(report === undefined ? {} : { print: () => report(all) }) }
   }
-  for (const suite of suites) await suite.report?.(byName)
-}
+})
+
+await run({
+  edition: "effect3",
+  flags: flags(),
+  floor: suite("core", core),
+  suites: [
+    suite("core", core),
+    suite("bulkhead", bulkhead),
+    suite("breaker", breaker),
+    suite("limiter", limiter),
+    suite("pipeline", pipeline),
+    suite("redis", redis),
+    suite("sql", sql),
+    suite("idempotency", idempotency),
+    suite("queue", queue)
+  ]
+})
+// the benches hold scopes, pools and connections open to the end: what was measured is printed
+process.exit()

@@ -1,20 +1,11 @@
 /**
  * Issue #3: the full client-side pipeline on a succeeding call, against the same pipeline in cockatiel
- * (`wrap(retry, circuitBreaker, timeout)`, measured natively with `await policy.execute(...)`).
+ * (`wrap(retry, circuitBreaker, timeout)`, measured natively with `await policy.execute(...)`: the root's
+ * `bench/cockatiel.ts`, shared with the Effect 4 edition's bench).
  *
  * Ours: `Retry.retry(limiter.tryAcquire *> breaker.protect(Deadline.timeout(call)))`. Cockatiel has no rate
  * limiter, so ours does strictly more work per call.
  */
-import {
-  circuitBreaker,
-  ConsecutiveBreaker,
-  ExponentialBackoff,
-  handleAll,
-  retry,
-  timeout,
-  TimeoutStrategy,
-  wrap
-} from "cockatiel"
 import { Effect, Scope } from "effect"
 import * as Backoff from "effect-resilience/Backoff"
 import * as CircuitBreaker from "effect-resilience/CircuitBreaker"
@@ -23,6 +14,7 @@ import type * as Failure from "effect-resilience/Failure"
 import * as RateLimiter from "effect-resilience/RateLimiter"
 import * as RateLimiterStore from "effect-resilience/RateLimiterStore"
 import * as Retry from "effect-resilience/Retry"
+import { cockatielPipelineName, measureCockatielPipeline } from "../../../bench/cockatiel.js"
 import type { Case } from "./harness.js"
 
 const scope = Effect.runSync(Scope.make())
@@ -51,31 +43,9 @@ export const cases: ReadonlyArray<Case> = [
   }
 ]
 
-const cockatielPolicy = wrap(
-  retry(handleAll, { maxAttempts: 2, backoff: new ExponentialBackoff() }),
-  circuitBreaker(handleAll, { halfOpenAfter: 10_000, breaker: new ConsecutiveBreaker(5) }),
-  timeout(1_000, TimeoutStrategy.Aggressive)
-)
-
-/** Native per-call timing of cockatiel: median of rounds of sequential awaited calls. */
-const measureCockatiel = async (ops = 5_000, rounds = 7): Promise<number> => {
-  const run = async (n: number) => {
-    for (let i = 0; i < n; i++) await cockatielPolicy.execute(() => Promise.resolve(i))
-  }
-  await run(1_000)
-  const samples: Array<number> = []
-  for (let r = 0; r < rounds; r++) {
-    const start = process.hrtime.bigint()
-    await run(ops)
-    samples.push(Number(process.hrtime.bigint() - start) / ops)
-  }
-  samples.sort((a, b) => a - b)
-  return samples[Math.floor(samples.length / 2)]!
-}
-
 /** Cases measured outside the Effect harness, merged into the results (and the --json output). */
 export const extra = async (): Promise<Record<string, number>> => ({
-  "pipeline (cockatiel)": await measureCockatiel()
+  [cockatielPipelineName]: await measureCockatielPipeline()
 })
 
 /** [case, reference, target ratio, "absolute": compare whole per-call costs, not overheads] */

@@ -42,7 +42,10 @@ const engines = (process.env.BENCH_QUEUE_ENGINES ?? "memory,postgres,redis").spl
 const run = `${process.pid}_${Date.now().toString(36)}`
 
 export const cases: ReadonlyArray<Case> = []
-export const targets: ReadonlyArray<readonly [string, string, number]> = []
+/** [case, reference, at least, "throughput": the case's messages/s ÷ the reference's] */
+export const targets: ReadonlyArray<readonly [string, string, number, "throughput"]> = throughputTargets.map((
+  [engine, c, atLeast]
+) => [`queue ${engine} end-to-end c=${c}`, `queue ${engine} raw claim loop c=${c}`, atLeast, "throughput"] as const)
 
 const notes: Array<string> = []
 

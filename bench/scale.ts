@@ -3,8 +3,11 @@
  * key per request: a claim and a completion each) through 1, 2 and 3 `npm run serve -- --store <s>` processes
  * sharing one store, behind one closed-loop load generator that spreads its requests over them round-robin.
  *
- *   node --import tsx bench/scale.ts [--stores postgres,redis,sqlite] [--processes 1,2,3] [--seconds 6]
- *     [--in-flight 48] [--json]
+ *   npm run bench:scale -- [--stores postgres,redis,sqlite] [--processes 1,2,3] [--seconds 6] [--in-flight 48] [--json]
+ *
+ * in packages/effect4 (the trunk) or packages/effect3 (the LTS): Effect-free, shared by both editions, it starts
+ * the `serve` example of the edition it is given (`--edition effect4|effect3`, default effect4) from that
+ * package's folder.
  *
  * Real processes, real sockets and real time on purpose: this is what a deployment does. The generator is one
  * Node process with a keep-alive agent per server, so its own cost stays small next to three servers'. The
@@ -16,7 +19,8 @@ import { randomUUID } from "node:crypto"
 import { mkdtempSync, rmSync } from "node:fs"
 import { Agent, request } from "node:http"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
 
 const arg = (name: string, fallback: string): string => {
   const i = process.argv.indexOf(`--${name}`)
@@ -27,6 +31,19 @@ const counts = arg("processes", "1,2,3").split(",").map(Number)
 const seconds = Number(arg("seconds", "6"))
 const inFlight = Number(arg("in-flight", "48"))
 const json = process.argv.includes("--json")
+const edition = arg("edition", "effect4")
+if (edition !== "effect4" && edition !== "effect3") throw new Error(`--edition effect4|effect3, not ${edition}`)
+const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..", "packages", edition)
+/** How each edition runs its examples (package.json's `serve`): Effect 4 on Node's own type stripping. */
+const serveCommand = edition === "effect4"
+  ? [
+    "--disable-warning=ExperimentalWarning",
+    "--experimental-transform-types",
+    "--import",
+    "./scripts/tsResolve.mjs",
+    "examples/serve.ts"
+  ]
+  : ["--import", "tsx", "examples/serve.ts"]
 const log = (line: string) => {
   if (!json) console.log(line)
 }
@@ -42,9 +59,7 @@ const start = (store: string, db: string): Promise<Server> =>
     const child = spawn(
       process.execPath,
       [
-        "--import",
-        "tsx",
-        "examples/serve.ts",
+        ...serveCommand,
         "--port",
         "0",
         "--store",
@@ -55,7 +70,7 @@ const start = (store: string, db: string): Promise<Server> =>
         "--rate",
         "100000000:100000000"
       ],
-      { stdio: ["ignore", "pipe", "inherit"] }
+      { stdio: ["ignore", "pipe", "inherit"], cwd: packageDir }
     )
     let out = ""
     const timer = setTimeout(() => reject(new Error(`serve --store ${store} did not start within 60 s`)), 60_000)
@@ -167,4 +182,4 @@ try {
   await cleanup()
   rmSync(dir, { recursive: true, force: true })
 }
-if (json) console.log(JSON.stringify({ rows }))
+if (json) console.log(JSON.stringify({ edition, rows }))
