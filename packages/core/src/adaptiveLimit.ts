@@ -1,6 +1,7 @@
 /**
  * Concurrency limits that find themselves from latency and drops: AIMD, Vegas and Gradient2, after Netflix's
- * concurrency-limits. Plain functions of (config, state, sample) → state; randomness is an argument.
+ * concurrency-limits, its `WindowedLimit` in front of any of them, and the windowed Vegas `LoadShedMiddleware` uses.
+ * Plain functions of (config, state, sample) → state; randomness is an argument.
  *
  * A sample is one finished call: its round-trip time, how many calls were in flight when it started, and whether
  * it was dropped (timed out, or refused by the dependency as overloaded). Every algorithm keeps its estimate
@@ -10,6 +11,8 @@
 import { clamp, log10Root } from "./clamp.js"
 import * as RttWindow from "./rttWindow.js"
 import * as VegasLimit from "./vegas.js"
+import * as WindowedLimit from "./windowed.js"
+import * as WindowedVegasLimit from "./windowedVegas.js"
 
 export { log10Root }
 
@@ -29,9 +32,25 @@ export interface Aimd {
   readonly timeoutMillis: number
 }
 
-/** TCP Vegas over windows of samples, with a probe that drains before it measures: see core/vegas.ts. */
+/** TCP Vegas per sample, as Netflix's `VegasLimit`: see core/vegas.ts. */
 export interface Vegas {
   readonly _tag: "Vegas"
+  /** In (0, 1]: how much of each change is applied. */
+  readonly smoothing: number
+  /** Probes for the no-load RTT every `probeMultiplier × limit` samples (with jitter). */
+  readonly probeMultiplier: number
+  /** Queued calls, as a multiple of `log10(limit)` (at least 1), below which the limit grows. */
+  readonly alpha: number
+  /** Queued calls, as a multiple of `log10(limit)` (at least 1), above which the limit shrinks; > alpha. */
+  readonly beta: number
+}
+
+/**
+ * TCP Vegas over windows of samples sized to the traffic, with a probe that drains before it measures:
+ * `LoadShedMiddleware`'s default (see core/windowedVegas.ts).
+ */
+export interface WindowedVegas {
+  readonly _tag: "WindowedVegas"
   /** In (0, 1]: how much of each change is applied. */
   readonly smoothing: number
   readonly probeMultiplier: number
@@ -59,7 +78,32 @@ export interface Gradient2 {
   readonly queueSize: number
 }
 
-export type Algorithm = Aimd | Vegas | Gradient2
+/** How a {@link Windowed} window's RTT is taken from its calls' (see core/windowed.ts). */
+export type WindowSample =
+  | { readonly _tag: "Average" }
+  /** `percentile` in (0, 1); a window holds at most `capacity` samples. */
+  | { readonly _tag: "Percentile"; readonly percentile: number; readonly capacity: number }
+  /** `trim` in [0, 0.5): the share of the RTTs left out at each end. */
+  | { readonly _tag: "TrimmedMean"; readonly trim: number }
+
+/** A per-sample algorithm, one a {@link Windowed} may wrap. */
+export type PerSample = Aimd | Vegas | WindowedVegas | Gradient2
+
+/** Netflix's `WindowedLimit`: feeds `algorithm` one sample per window of samples (see core/windowed.ts). */
+export interface Windowed {
+  readonly _tag: "Windowed"
+  readonly algorithm: PerSample
+  /** A window lasts at least this long (and twice its lowest RTT), at most `maxWindowMillis`. */
+  readonly minWindowMillis: number
+  readonly maxWindowMillis: number
+  /** The fewest samples a window needs to count; fewer, and it is dropped. */
+  readonly windowSize: number
+  /** Samples faster than this are ignored. */
+  readonly minRttMillis: number
+  readonly sample: WindowSample
+}
+
+export type Algorithm = PerSample | Windowed
 
 export interface Config {
   readonly bounds: Bounds
@@ -72,37 +116,47 @@ export interface Sample {
   readonly inflight: number
   readonly dropped: boolean
   /**
-   * The limit in force when this call started (default: the one in force now). Vegas leaves out the calls that
-   * started under a lower limit than today's: they saw less load than it lets in.
+   * The limit in force when this call started (default: the one in force now). The windowed Vegas leaves out the
+   * calls that started under a lower limit than today's: they saw less load than it lets in.
    */
   readonly limit?: number
+  /** When the call started, in milliseconds on a monotonic clock: {@link Windowed} times its windows by it. */
+  readonly startMillis?: number
 }
 
 export interface State {
   /** The estimate; the limit in force is {@link limitOf}. */
   readonly estimate: number
-  /** Vegas: the lowest window RTT since the last probe, or the probe's (`Infinity`: none yet). */
+  /**
+   * Vegas: the lowest RTT since the last probe, or the probe's; the windowed Vegas: the same of its windows'
+   * RTTs (`Infinity`: none yet).
+   */
   readonly rttNoLoad: number
   /**
-   * Vegas: samples since the last probe, the jitter of the next probe, in [0.5, 1), and how many times
-   * `probeMultiplier × limit` samples apart probes are now (1 to 4: each probe that found the no-load RTT where
-   * it was doubles it, one that moved it starts over at 1).
+   * Vegas: samples since the last probe, the jitter of the next probe, in [0.5, 1), and (the windowed Vegas) how
+   * many times `probeMultiplier × limit` samples apart probes are now (1 to 4: each probe that found the no-load
+   * RTT where it was doubles it, one that moved it starts over at 1).
    */
   readonly probeCount: number
   readonly probeJitter: number
   readonly probeSpacing: number
-  /** Vegas: the window being filled. */
+  /** The windowed Vegas: the window being filled. */
   readonly window: RttWindow.RttWindow
-  /** Vegas: the probe under way, if any. */
+  /** The windowed Vegas: the probe under way, if any. */
   readonly probe: Probe | undefined
-  /** Vegas: no window has seen a queue or a drop yet, so the limit grows by half per window (TCP's slow start). */
+  /**
+   * The windowed Vegas: no window has seen a queue or a drop yet, so the limit grows by half per window (TCP's
+   * slow start).
+   */
   readonly slowStart: boolean
+  /** Windowed: the window being filled and when it may close (`undefined`: no sample yet). */
+  readonly windowed: WindowedLimit.WindowedState | undefined
   /** Gradient2: the long-term RTT average, and how many samples its warm-up has taken (up to 10). */
   readonly longRtt: number
   readonly warmup: number
 }
 
-/** A Vegas probe: the limit drained to, the one to restore, and how many more samples it may take. */
+/** A windowed Vegas probe: the limit drained to, the one to restore, and how many more samples it may take. */
 export interface Probe {
   readonly limit: number
   readonly restore: number
@@ -111,9 +165,32 @@ export interface Probe {
 
 export const defaults = {
   aimd: { _tag: "Aimd", backoffRatio: 0.9, timeoutMillis: 5_000 } as Aimd,
-  vegas: { _tag: "Vegas", smoothing: 1, probeMultiplier: 30, alpha: 3, beta: 6, window: 10 } as Vegas,
-  gradient2: { _tag: "Gradient2", smoothing: 0.2, rttTolerance: 1.5, longWindow: 600, queueSize: 4 } as Gradient2
+  /** Netflix's `VegasLimit` defaults. */
+  vegas: { _tag: "Vegas", smoothing: 1, probeMultiplier: 30, alpha: 3, beta: 6 } as Vegas,
+  windowedVegas: {
+    _tag: "WindowedVegas",
+    smoothing: 1,
+    probeMultiplier: 30,
+    alpha: 3,
+    beta: 6,
+    window: 10
+  } as WindowedVegas,
+  gradient2: { _tag: "Gradient2", smoothing: 0.2, rttTolerance: 1.5, longWindow: 600, queueSize: 4 } as Gradient2,
+  /** Netflix's `WindowedLimit` defaults (its delegate is the caller's). */
+  windowed: {
+    minWindowMillis: 1_000,
+    maxWindowMillis: 1_000,
+    windowSize: 10,
+    minRttMillis: 0.1,
+    sample: { _tag: "Average" } as WindowSample
+  }
 } as const
+
+/** Whether the algorithm draws on `random` (Vegas's probe jitter): callers need not draw one otherwise. */
+export const usesRandom = (algorithm: Algorithm): boolean =>
+  algorithm._tag === "Windowed"
+    ? usesRandom(algorithm.algorithm)
+    : algorithm._tag === "Vegas" || algorithm._tag === "WindowedVegas"
 
 const WARMUP = 10
 
@@ -128,7 +205,8 @@ export const initial = (config: Config, random: number): State => ({
   probe: undefined,
   slowStart: true,
   longRtt: 0,
-  warmup: 0
+  warmup: 0,
+  windowed: undefined
 })
 
 /** The limit in force: the estimate rounded down, within the bounds. */
@@ -138,7 +216,8 @@ export const limitOf = (config: Config, state: State): number =>
 /**
  * The state after one sample. `random` in [0, 1) is used by Vegas only (the next probe's jitter). A sample with a
  * non-finite or negative RTT leaves the state unchanged; one of zero (an instant call, a coarse clock) is no RTT:
- * Vegas and Gradient2 count it only when it is a drop.
+ * Vegas refuses it (as Netflix's does), the windowed Vegas and Gradient2 count it only when it is a drop, and a
+ * {@link Windowed} ignores it unless its `minRttMillis` is zero.
  */
 export const update = (config: Config, state: State, sample: Sample, random: number): State => {
   if (!(sample.rttMillis >= 0) || !Number.isFinite(sample.rttMillis)) return state
@@ -148,6 +227,10 @@ export const update = (config: Config, state: State, sample: Sample, random: num
       return aimd(config.bounds, algorithm, state, sample)
     case "Vegas":
       return VegasLimit.update(config.bounds, algorithm, state, sample, random)
+    case "WindowedVegas":
+      return WindowedVegasLimit.update(config.bounds, algorithm, state, sample, random)
+    case "Windowed":
+      return WindowedLimit.update(config.bounds, algorithm, state, sample, random, update)
     case "Gradient2":
       return gradient2(config.bounds, algorithm, state, sample)
   }

@@ -1,6 +1,6 @@
 /**
  * A window of consecutive samples, summarised when it closes: the RTT as a trimmed mean, the largest number of
- * calls in flight, and the drops. Vegas (core/vegas.ts) moves its limit once per window, as Netflix's
+ * calls in flight, and the drops. The windowed Vegas (core/windowedVegas.ts) moves its limit once per window, as Netflix's
  * `WindowedLimit` feeds its delegate one sample per window, instead of once per call.
  *
  * Why a mean: by Little's law, calls in flight = throughput × mean RTT, so the mean is the RTT that concurrency

@@ -3,7 +3,8 @@
  * queues or refuses the rest; unlike one, the limit moves: it grows while calls come back as fast as when the
  * dependency was idle, and shrinks when they slow down or time out. The algorithms are the ones Netflix's
  * concurrency-limits made known: AIMD (simple, reacts to timeouts only), Vegas and Gradient2 (react to latency
- * before anything times out).
+ * before anything times out), each per call or behind a window of calls ({@link windowed}); and the windowed Vegas
+ * `LoadShedMiddleware` admits with ({@link windowedVegas}).
  *
  * @since 1.0.0
  */
@@ -13,7 +14,8 @@ import * as internal from "./internal/adaptiveLimiter.js"
 import type { Fields } from "./internal/errorFields.js"
 
 /**
- * How the limit moves; build one with {@link aimd}, {@link vegas} or {@link gradient2}.
+ * How the limit moves; build one with {@link aimd}, {@link vegas}, {@link gradient2} or {@link windowedVegas}, or
+ * put a window in front of one with {@link windowed}.
  *
  * @since 1.0.0
  * @category models
@@ -126,14 +128,18 @@ export const aimd: (options?: {
 }) => Algorithm = internal.aimd
 
 /**
- * TCP Vegas: estimates how many calls queue at the dependency from the ratio of the lowest RTT seen to the
- * current one; grows fast while that queue is small, shrinks when it passes a threshold or on an overload. The lowest
- * RTT is measured again every `probeMultiplier × limit` calls (with jitter from `Random`).
+ * TCP Vegas, per call, exactly as Netflix's `VegasLimit`: the lowest RTT seen is the no-load RTT, and each call
+ * estimates the calls queued at the dependency as `ceil(limit × (1 − noLoad / rtt))`. With `t = log10(limit)` (at
+ * least 1): a queue of at most `t` adds `beta × t`, one below `alpha × t` adds `t`, one above `beta × t` — or an
+ * overload — takes `t` off; nothing moves while fewer than half the slots are used. `smoothing` (default 1) is how
+ * much of each change is applied. Every `probeMultiplier × limit` calls (default 30, with jitter in [0.5, 1) from
+ * `Random`) the next call's RTT is taken as the no-load one, so that a dependency that got slower for good is
+ * learnt. A call that took no time on the clock is no sample.
  *
- * `alpha` and `beta` (default 3 and 6) bound the queue it aims for, in calls per `log10(limit)` (at least
- * one): below `alpha` queued calls the limit grows, above `beta` it shrinks. Smaller values keep latency
- * closer to the unloaded one at the cost of some throughput; a server shedding load in front of its own
- * resource may want 1 and 2.
+ * `alpha` and `beta` (default 3 and 6) bound the queue it aims for, in calls per `log10(limit)`: below `alpha`
+ * queued calls the limit grows, above `beta` it shrinks. Per call, one fast answer (a 400, a cache hit) becomes the
+ * no-load RTT until the next probe; Netflix puts a window in front of it (`windowed(vegas())`, see
+ * {@link windowed}), and a server shedding load wants {@link windowedVegas}.
  *
  * @since 1.0.0
  * @category algorithms
@@ -144,6 +150,70 @@ export const vegas: (options?: {
   readonly alpha?: number
   readonly beta?: number
 }) => Algorithm = internal.vegas
+
+/**
+ * TCP Vegas over windows of calls sized to the traffic, with a re-measure that drains first:
+ * `LoadShedMiddleware`'s default (with `alpha: 2, beta: 4`). Not Netflix's: made for a mix of cheap and expensive
+ * calls in front of a resource of fixed capacity.
+ *
+ * It moves once per window of calls (at least 10, and at least the limit; more while their RTTs are spread), not
+ * once per call, and the RTT it judges is the window's mean without its fastest and slowest tenth: a steady mix of
+ * cheap and expensive calls has a steady mean, and no single call — a cached answer, a 400, an RTT of zero on a
+ * coarse clock — can move it. The no-load RTT is the lowest window RTT seen, measured again every
+ * `probeMultiplier × limit` calls (default 30, with jitter from `Random`): the limit first drops to where nothing
+ * would queue, a window of the calls admitted then is the new no-load RTT, and the limit goes back, so a dependency
+ * that got slower for good is learnt without letting the queue grow. While probes keep finding the same no-load RTT,
+ * they come up to four times less often. Too much queued, it goes straight to where `beta` would be, at most halving
+ * per window. `alpha`, `beta` and `smoothing` mean what they mean for {@link vegas}.
+ *
+ * @since 1.0.0
+ * @category algorithms
+ */
+export const windowedVegas: (options?: {
+  readonly smoothing?: number
+  readonly probeMultiplier?: number
+  readonly alpha?: number
+  readonly beta?: number
+}) => Algorithm = internal.windowedVegas
+
+/**
+ * Puts a window of calls in front of any algorithm, exactly as Netflix's `WindowedLimit`: the algorithm sees one
+ * sample per window — the window's RTT, the most calls in flight during it, and whether any was an overload —
+ * instead of one per call.
+ *
+ * A window closes with the first call that ends after its end, which is the previous window's closing call's end
+ * plus twice its lowest RTT, kept within [`minWindowTime`, `maxWindowTime`] (default 1 second and 1 second, each at
+ * least 100 ms); the first call closes the first window. A window of fewer than `windowSize` calls (default 10, at
+ * least 10) is dropped. Calls faster than `minRttThreshold` (default 100 µs) are ignored. The window's RTT is, by
+ * `sample`:
+ *
+ * - `"average"` (the default): the mean;
+ * - `{ percentile }`, in (0, 1): the `round(n × percentile)`-th fastest; such a window holds at most `capacity`
+ *   calls (default 1,000) and ignores the rest until it closes, as Netflix's percentile window does;
+ * - `{ trimmedMean }`, in [0, 0.5): the mean without that share of the calls at each end.
+ *
+ * Throws `IllegalArgumentError` for a window that could never work, or around another `windowed`.
+ *
+ * @example
+ * ```ts
+ * import { AdaptiveLimiter } from "effect-resilience"
+ *
+ * // Netflix's windowed Vegas, judging the 90th percentile of each window of calls
+ * const algorithm = AdaptiveLimiter.windowed(AdaptiveLimiter.vegas(), { sample: { percentile: 0.9 } })
+ * ```
+ *
+ * @since 1.0.0
+ * @category algorithms
+ */
+export const windowed: (algorithm: Algorithm, options?: {
+  readonly minWindowTime?: Duration.Input
+  readonly maxWindowTime?: Duration.Input
+  readonly windowSize?: number
+  readonly minRttThreshold?: Duration.Input
+  readonly sample?: "average" | { readonly percentile: number; readonly capacity?: number } | {
+    readonly trimmedMean: number
+  }
+}) => Algorithm = internal.windowed
 
 /**
  * Gradient2: scales the limit by `rttTolerance × long-term RTT / last RTT` (kept within [0.5, 1]) and adds

@@ -37,9 +37,9 @@ import * as internal from "./internal/http/loadShedMiddleware.js"
  */
 export interface Options<R = never> {
   /**
-   * The admission limiter's options. Default: `vegas({ alpha: 2, beta: 4 })` from 4 concurrent requests (or
-   * `minLimit`), no queue, and the shares `{ default: 0.9, sheddable: 0.7 }`; its metrics are labelled `limiter` =
-   * `"load-shed"` unless you name it. Vegas, because it aims at a short queue beyond the no-load latency, so the
+   * The admission limiter's options. Default: `AdaptiveLimiter.windowedVegas({ alpha: 2, beta: 4 })` from 4
+   * concurrent requests (or `minLimit`), no queue, and the shares `{ default: 0.9, sheddable: 0.7 }`; its metrics are
+   * labelled `limiter` = `"load-shed"` unless you name it. Vegas, because it aims at a short queue beyond the no-load latency, so the
    * server's latency stays near its unloaded value; that latency is a window's trimmed mean, so answers that do
    * little work (a 400, a 404, a replay) mixed in with the rest, or sent on purpose, cannot pin the limit down; and it
    * is re-measured by draining first, so a re-measure does not let the queue grow. A low start, because Vegas grows

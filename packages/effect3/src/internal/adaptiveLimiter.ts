@@ -78,29 +78,99 @@ const unitInterval = (name: string, n: number) => {
   return n
 }
 
-export const vegas = (options?: {
+type VegasOptions = {
   readonly smoothing?: number
   readonly probeMultiplier?: number
   readonly alpha?: number
   readonly beta?: number
-}): core.Vegas => {
+}
+
+const vegasFields = (name: string, options: VegasOptions | undefined) => {
   const d = core.defaults.vegas
   const alpha = options?.alpha ?? d.alpha
   const beta = options?.beta ?? d.beta
   if (!(alpha > 0 && beta > alpha && Number.isFinite(beta))) {
-    validate.invalid(`AdaptiveLimiter.vegas needs 0 < alpha < beta (finite), got alpha ${alpha}, beta ${beta}`)
+    validate.invalid(`AdaptiveLimiter.${name} needs 0 < alpha < beta (finite), got alpha ${alpha}, beta ${beta}`)
   }
   return {
-    _tag: "Vegas",
-    smoothing: unitInterval("AdaptiveLimiter.vegas smoothing", options?.smoothing ?? d.smoothing),
+    smoothing: unitInterval(`AdaptiveLimiter.${name} smoothing`, options?.smoothing ?? d.smoothing),
     probeMultiplier: validate.positiveInt(
-      "AdaptiveLimiter.vegas probeMultiplier",
+      `AdaptiveLimiter.${name} probeMultiplier`,
       options?.probeMultiplier ?? d.probeMultiplier
     ),
     alpha,
-    beta,
-    window: d.window
+    beta
   }
+}
+
+export const vegas = (options?: VegasOptions): core.Vegas => ({ _tag: "Vegas", ...vegasFields("vegas", options) })
+
+export const windowedVegas = (options?: VegasOptions): core.WindowedVegas => ({
+  _tag: "WindowedVegas",
+  ...vegasFields("windowedVegas", options),
+  window: core.defaults.windowedVegas.window
+})
+
+export const windowed = (
+  algorithm: core.Algorithm,
+  options?: {
+    readonly minWindowTime?: Duration.DurationInput
+    readonly maxWindowTime?: Duration.DurationInput
+    readonly windowSize?: number
+    readonly minRttThreshold?: Duration.DurationInput
+    readonly sample?:
+      | "average"
+      | { readonly percentile: number; readonly capacity?: number }
+      | { readonly trimmedMean: number }
+  }
+): core.Windowed => {
+  if (algorithm._tag === "Windowed") {
+    return validate.invalid("AdaptiveLimiter.windowed cannot wrap another windowed algorithm")
+  }
+  const d = core.defaults.windowed
+  const windowTime = (name: "minWindowTime" | "maxWindowTime", fallback: number) => {
+    const input = options?.[name]
+    const ms = input === undefined
+      ? fallback
+      : validate.millis(`AdaptiveLimiter.windowed ${name}`, input, { finite: true })
+    if (!(ms >= 100)) validate.invalid(`AdaptiveLimiter.windowed ${name} must be at least 100 ms, got ${ms} ms`)
+    return ms
+  }
+  const minWindowMillis = windowTime("minWindowTime", d.minWindowMillis)
+  const maxWindowMillis = windowTime("maxWindowTime", d.maxWindowMillis)
+  if (minWindowMillis > maxWindowMillis) {
+    validate.invalid(
+      `AdaptiveLimiter.windowed needs minWindowTime <= maxWindowTime, got ${minWindowMillis} and ${maxWindowMillis} ms`
+    )
+  }
+  const windowSize = options?.windowSize ?? d.windowSize
+  if (!(Number.isInteger(windowSize) && windowSize >= 10)) {
+    validate.invalid(`AdaptiveLimiter.windowed windowSize must be an integer >= 10, got ${windowSize}`)
+  }
+  const minRttMillis = options?.minRttThreshold === undefined
+    ? d.minRttMillis
+    : validate.millis("AdaptiveLimiter.windowed minRttThreshold", options.minRttThreshold, { finite: true })
+  const sample = options?.sample
+  let kind: core.WindowSample = d.sample
+  if (sample !== undefined && sample !== "average") {
+    if ("percentile" in sample) {
+      const { capacity = Math.max(1_000, windowSize), percentile } = sample
+      if (!(percentile > 0 && percentile < 1)) {
+        validate.invalid(`AdaptiveLimiter.windowed percentile must be in (0, 1), got ${percentile}`)
+      }
+      if (!(Number.isInteger(capacity) && capacity >= windowSize)) {
+        validate.invalid(`AdaptiveLimiter.windowed capacity must be an integer >= windowSize, got ${capacity}`)
+      }
+      kind = { _tag: "Percentile", percentile, capacity }
+    } else {
+      const trim = sample.trimmedMean
+      if (!(trim >= 0 && trim < 0.5)) {
+        validate.invalid(`AdaptiveLimiter.windowed trimmedMean must be in [0, 0.5), got ${trim}`)
+      }
+      kind = { _tag: "TrimmedMean", trim }
+    }
+  }
+  return { _tag: "Windowed", algorithm, minWindowMillis, maxWindowMillis, windowSize, minRttMillis, sample: kind }
 }
 
 export const gradient2 = (options?: {
@@ -184,7 +254,7 @@ const build = (
   let limit = core.limitOf(config, state)
   // gauges move by deltas, so limiters sharing a label set (or none) add up instead of overwriting each other
   limitGauge.unsafeModify(limit, tags)
-  const needsRandom = config.algorithm._tag === "Vegas"
+  const needsRandom = core.usesRandom(config.algorithm)
 
   const slotted = slots.make<LimitExceeded>({
     capacity: () => limit,
@@ -199,8 +269,15 @@ const build = (
     span: "adaptive_limiter"
   })
 
-  const record = (rttMillis: number, inflight: number, dropped: boolean, started: number, random: number) => {
-    state = core.update(config, state, { rttMillis, inflight, dropped, limit: started }, random)
+  const record = (
+    rttMillis: number,
+    inflight: number,
+    dropped: boolean,
+    started: number,
+    startMillis: number,
+    random: number
+  ) => {
+    state = core.update(config, state, { rttMillis, inflight, dropped, limit: started, startMillis }, random)
     const next = core.limitOf(config, state)
     if (next !== limit) {
       limitGauge.unsafeModify(next - limit, tags)
@@ -220,9 +297,10 @@ const build = (
         const dropped = Exit.isFailure(exit) && isOverload(exit.cause)
         if (Exit.isFailure(exit) && !dropped) return Effect.void
         const rtt = Number(clock.unsafeCurrentTimeNanos() - start) / 1e6
+        const startMillis = Number(start) / 1e6
         return needsRandom
-          ? Effect.map(Random.next, (r) => record(rtt, inflight, dropped, started, r))
-          : Effect.sync(() => record(rtt, inflight, dropped, started, 0))
+          ? Effect.map(Random.next, (r) => record(rtt, inflight, dropped, started, startMillis, r))
+          : Effect.sync(() => record(rtt, inflight, dropped, started, startMillis, 0))
       })
     })
 

@@ -33,7 +33,7 @@ export class Overloaded extends Data.TaggedError("Overloaded")<{ readonly retryA
 
 /** The server's admission limiter in `full`: see docs/overload.md, "The retry storm", for the choice. */
 export const admissionOptions = (scenario: Scenario): AdaptiveLimiter.Options => ({
-  algorithm: AdaptiveLimiter.vegas(),
+  algorithm: AdaptiveLimiter.windowedVegas(),
   minLimit: 1,
   maxLimit: 10 * scenario.concurrency,
   initialLimit: scenario.concurrency,

@@ -18,8 +18,11 @@ export const overloadedType = "urn:effect-resilience:problem:overloaded"
 
 type App<E, R> = Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>
 
-/** See `Options.limiter`: Vegas with a short queue (its probes drain before they measure, so they keep it short). */
-const defaultAlgorithm = adaptiveLimiter.vegas({ alpha: 2, beta: 4 })
+/**
+ * See `Options.limiter`: the windowed Vegas with a short queue (its probes drain before they measure, so they keep it
+ * short).
+ */
+const defaultAlgorithm = adaptiveLimiter.windowedVegas({ alpha: 2, beta: 4 })
 
 // the connection is closed after these: the rest of the body may still be on its way
 const tooLarge = (maxBodyBytes: number) =>
