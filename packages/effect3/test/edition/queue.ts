@@ -4,7 +4,6 @@
  * that each edition spells or keeps differently: its SQL clients, running on the live clock, the queue's internal
  * names, and its own worker programs. The Effect 4 edition's test/edition/queue.ts exports the same names.
  */
-import { SqliteClient } from "@effect/sql-sqlite-node"
 import { Duration, Effect, Layer, Logger, Schedule, TestServices } from "effect"
 import { figures, row } from "../../../../examples/faults/poisonExitReport.js"
 import type { PoisonExitRun } from "../../../../examples/faults/poisonExitReport.js"
@@ -17,11 +16,21 @@ export const queuePgClient = Layer.unwrapEffect(
   Effect.promise(() => import("../support/pg.js")).pipe(Effect.map((m) => m.PgLive))
 )
 
-/** SQLite in `filename` (`":memory:"` too) (Effect 3: `@effect/sql-sqlite-node`; Effect 4: `effect-resilience/Sqlite`). */
-export const queueSqlite = (filename: string) => SqliteClient.layer({ filename })
+/**
+ * SQLite in `filename` (`":memory:"` too), loaded when first used (Effect 3: `@effect/sql-sqlite-node`; Effect 4:
+ * `effect-resilience/Sqlite`, on `node:sqlite`).
+ */
+export const queueSqlite = (filename: string) =>
+  Layer.unwrapEffect(
+    Effect.promise(() => import("@effect/sql-sqlite-node")).pipe(
+      Effect.map(({ SqliteClient }) => SqliteClient.layer({ filename }))
+    )
+  )
 
-/** A table name no other test or run uses (Effect 3: `er_<what>_…`; Effect 4: `er4_<what>_…`). */
-export { freshName as queueFreshName } from "../support/pg.js"
+const run = `${process.pid}_${Date.now().toString(36)}`
+let names = 0
+/** A table name no other test or run uses (Effect 3: `erq_<what>_…`; Effect 4: `er4q_<what>_…`). */
+export const queueFreshName = (what: string): string => `erq_${what}_${run}_${++names}`
 
 /** Sleeps `duration` of real time, under the TestClock too (Effect 3: `TestServices.provideLive`; Effect 4: `withLive`). */
 export const queueSleepLive = (duration: Duration.DurationInput): Effect.Effect<void> =>

@@ -8,7 +8,6 @@ import { Clock, Duration, Effect, Layer, Logger, Schedule } from "effect"
 import type { TestClock } from "effect/testing"
 import { figures, row } from "../../../../examples/faults/poisonExitReport.js"
 import type { PoisonExitRun } from "../../../../examples/faults/poisonExitReport.js"
-import * as Sqlite from "../../src/Sqlite.js"
 import { sleepLive } from "../support/eventually.js"
 
 /** `SqlClient`'s module (Effect 3: `@effect/sql/SqlClient`; Effect 4: `effect/sql/SqlClient`). */
@@ -19,11 +18,17 @@ export const queuePgClient = Layer.unwrap(
   Effect.promise(() => import("../support/pg.js")).pipe(Effect.map((m) => m.PgLive))
 )
 
-/** SQLite in `filename` (`":memory:"` too) (Effect 3: `@effect/sql-sqlite-node`; Effect 4: `effect-resilience/Sqlite`). */
-export const queueSqlite = (filename: string) => Sqlite.layer({ filename })
+/**
+ * SQLite in `filename` (`":memory:"` too), loaded when first used (Effect 3: `@effect/sql-sqlite-node`; Effect 4:
+ * `effect-resilience/Sqlite`, on `node:sqlite`).
+ */
+export const queueSqlite = (filename: string) =>
+  Layer.unwrap(Effect.promise(() => import("../../src/Sqlite.js")).pipe(Effect.map((m) => m.layer({ filename }))))
 
-/** A table name no other test or run uses (Effect 3: `er_<what>_…`; Effect 4: `er4_<what>_…`). */
-export { freshName as queueFreshName } from "../support/pg.js"
+const run = `${process.pid}_${Date.now().toString(36)}`
+let names = 0
+/** A table name no other test or run uses (Effect 3: `erq_<what>_…`; Effect 4: `er4q_<what>_…`). */
+export const queueFreshName = (what: string): string => `er4q_${what}_${run}_${++names}`
 
 /** Sleeps `duration` of real time, under the TestClock too (Effect 3: `TestServices.provideLive`; Effect 4: `withLive`). */
 export const queueSleepLive = (duration: Duration.Input): Effect.Effect<void> => sleepLive(duration)
