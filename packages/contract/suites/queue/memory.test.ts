@@ -1,19 +1,40 @@
+import {
+  type DurationInput,
+  fork,
+  gaugeValue,
+  handClock,
+  pollFiber,
+  provideScope,
+  queueSpaced,
+  scoped,
+  TestClock,
+  withClock,
+  yieldNow
+} from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Deferred, Duration, Effect, Exit, Fiber, Metric, Option, References, Schedule, Scope } from "effect"
-import { TestClock } from "effect/testing"
-import * as ConsumerSql from "../../src/Consumer/Sql.js"
-import { Consumer, DeadLetter, Deadline, Failure, QueueSource } from "../../src/index.js"
-import { handClock } from "../support/handClock.js"
+import { Clock, Deferred, Duration, Effect, Exit, Fiber, Option, Scope, type Tracer } from "effect"
+import { Consumer, DeadLetter, Deadline, Failure, QueueSource } from "effect-resilience"
+import * as ConsumerSql from "effect-resilience/Consumer/Sql"
 import { type Body, runSoak } from "./soak.js"
 
 /** The fiber's exit, if it has ended. */
-const poll = <A, E>(fiber: Fiber.Fiber<A, E>) => Effect.sync(() => Option.fromUndefinedOr(fiber.pollUnsafe()))
-
-/** Lets forked fibers run until they block. */
-const settle = Effect.repeat(Effect.yieldNow, { times: 50 })
+const poll = <A, E>(fiber: Fiber.Fiber<A, E>) =>
+  Effect.sync(() => {
+    const exit = pollFiber(fiber)
+    return exit === undefined ? Option.none() : Option.some(exit)
+  })
 
 /** One millisecond of real time, whatever the `Clock` (the soak runs on a hand-moved one). */
 const realMillisecond = Effect.promise(() => new Promise<void>((resolve) => setTimeout(resolve, 1)))
+
+/** A span's parent (Effect 3 keeps it in an `Option`, Effect 4 as the span or `undefined`). */
+const parentOf = (span: Tracer.Span): unknown => {
+  const parent: unknown = span.parent
+  return Option.isOption(parent) ? Option.getOrUndefined(parent) : parent
+}
+
+/** Lets forked fibers run until they block. */
+const settle = Effect.repeat(yieldNow, { times: 50 })
 
 /** A delivery, for handlers called directly. */
 const delivery = (id: string): QueueSource.Message<unknown> => ({
@@ -29,13 +50,10 @@ const delivery = (id: string): QueueSource.Message<unknown> => ({
 
 const msg = (id: string, n = 0, key?: string) => key === undefined ? { id, body: { n } } : { id, key, body: { n } }
 
-const depthOf = (queue: string) =>
-  Metric.value(Metric.withAttributes(DeadLetter.depthGauge, { queue })).pipe(
-    Effect.map((s) => s.value)
-  )
+const depthOf = (queue: string) => gaugeValue(DeadLetter.depthGauge, { queue })
 
 /** Advances the TestClock in steps until `done` holds. */
-const until = (done: Effect.Effect<boolean>, step: Duration.Input = "10 millis", max = 10_000) =>
+const until = (done: Effect.Effect<boolean>, step: DurationInput = "10 millis", max = 10_000) =>
   Effect.gen(function*() {
     for (let i = 0; i < max; i++) {
       yield* settle
@@ -126,128 +144,143 @@ describe("QueueSource.memory", () => {
 })
 
 describe("Consumer.run (memory)", () => {
-  it.effect("acknowledges after the handler returns, and retries Retryable failures within the delivery", () =>
-    Effect.gen(function*() {
-      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
-      yield* source.send([msg("a"), msg("b")])
-      let calls = 0
-      const consumer = yield* Consumer.run({
-        source,
-        handler: (m) =>
-          Effect.suspend(() => ++calls <= 2 && m.id === "a" ? Effect.fail(Failure.retryable("busy")) : Effect.void),
-        maxReceiveCount: 3,
-        retry: {
-          schedule: Schedule.spaced("100 millis").pipe(Schedule.map(() => Effect.succeed(Duration.millis(100)))),
-          maxAttempts: 3
-        }
+  scoped(
+    "acknowledges after the handler returns, and retries Retryable failures within the delivery",
+    () =>
+      Effect.gen(function*() {
+        const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+        yield* source.send([msg("a"), msg("b")])
+        let calls = 0
+        const consumer = yield* Consumer.run({
+          source,
+          handler: (m) =>
+            Effect.suspend(() => ++calls <= 2 && m.id === "a" ? Effect.fail(Failure.retryable("busy")) : Effect.void),
+          maxReceiveCount: 3,
+          retry: { schedule: queueSpaced("100 millis"), maxAttempts: 3 }
+        })
+        yield* until(Effect.map(consumer.stats, (s) => s.processed === 2))
+        expect(yield* consumer.stats).toMatchObject({ received: 2, processed: 2, deadLettered: 0, released: 0 })
+        expect(yield* source.receive(10)).toEqual([])
       })
-      yield* until(Effect.map(consumer.stats, (s) => s.processed === 2))
-      expect(yield* consumer.stats).toMatchObject({ received: 2, processed: 2, deadLettered: 0, released: 0 })
-      expect(yield* source.receive(10)).toEqual([])
-    }))
+  )
 
-  it.effect("a Fatal failure dead-letters at once; a poison message does not block the ones behind it", () =>
-    Effect.gen(function*() {
-      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute", name: "fatal-test" })
-      yield* source.send([msg("poison"), msg("a"), msg("b")])
-      const handled: Array<string> = []
-      const dead: Array<string> = []
-      const consumer = yield* Consumer.run({
-        source,
-        handler: (m) =>
-          m.id === "poison"
-            ? Effect.fail(Failure.fatal({ field: "total", problem: "negative" }))
-            : Effect.sync(() => handled.push(m.id)),
-        maxReceiveCount: 5,
-        onDeadLetter: (m, reason) => Effect.sync(() => dead.push(`${m.id}: ${reason}`))
+  scoped(
+    "a Fatal failure dead-letters at once; a poison message does not block the ones behind it",
+    () =>
+      Effect.gen(function*() {
+        const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute", name: "fatal-test" })
+        yield* source.send([msg("poison"), msg("a"), msg("b")])
+        const handled: Array<string> = []
+        const dead: Array<string> = []
+        const consumer = yield* Consumer.run({
+          source,
+          handler: (m) =>
+            m.id === "poison"
+              ? Effect.fail(Failure.fatal({ field: "total", problem: "negative" }))
+              : Effect.sync(() => handled.push(m.id)),
+          maxReceiveCount: 5,
+          onDeadLetter: (m, reason) => Effect.sync(() => dead.push(`${m.id}: ${reason}`))
+        })
+        yield* until(Effect.map(consumer.stats, (s) => s.processed + s.deadLettered === 3))
+        expect(handled).toEqual(["a", "b"])
+        expect(dead).toEqual([`poison: Fatal: fatal failure: [object Object] {"field":"total","problem":"negative"}`])
+        const entry = Option.getOrThrow(yield* source.deadLetters.inspect("poison"))
+        expect(entry.receiveCount).toBe(1)
+        expect(yield* depthOf("fatal-test")).toBe(1)
       })
-      yield* until(Effect.map(consumer.stats, (s) => s.processed + s.deadLettered === 3))
-      expect(handled).toEqual(["a", "b"])
-      expect(dead).toEqual([`poison: Fatal: fatal failure: [object Object] {"field":"total","problem":"negative"}`])
-      const entry = Option.getOrThrow(yield* source.deadLetters.inspect("poison"))
-      expect(entry.receiveCount).toBe(1)
-      expect(yield* depthOf("fatal-test")).toBe(1)
-    }))
+  )
 
-  it.effect("other failures and defects are redelivered until maxReceiveCount, then dead-lettered", () =>
-    Effect.gen(function*() {
-      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
-      yield* source.send([msg("typed"), msg("defect"), msg("late")])
-      const seen = new Map<string, number>()
-      const consumer = yield* Consumer.run({
-        source,
-        handler: (m) =>
-          Effect.suspend(() => {
-            seen.set(m.id, m.receiveCount)
-            if (m.id === "typed") return Effect.fail<{ readonly _tag: string }>({ _tag: "Timeout" })
-            if (m.id === "defect") return Effect.die(new Error("null pointer"))
-            return m.receiveCount < 2 ? Effect.fail({ _tag: "Once" }) : Effect.void
-          }),
-        maxReceiveCount: 3,
-        redeliveryDelay: (m) => `${m.receiveCount} seconds`
+  scoped(
+    "other failures and defects are redelivered until maxReceiveCount, then dead-lettered",
+    () =>
+      Effect.gen(function*() {
+        const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+        yield* source.send([msg("typed"), msg("defect"), msg("late")])
+        const seen = new Map<string, number>()
+        const consumer = yield* Consumer.run({
+          source,
+          handler: (m) =>
+            Effect.suspend(() => {
+              seen.set(m.id, m.receiveCount)
+              if (m.id === "typed") return Effect.fail<{ readonly _tag: string }>({ _tag: "Timeout" })
+              if (m.id === "defect") return Effect.die(new Error("null pointer"))
+              return m.receiveCount < 2 ? Effect.fail({ _tag: "Once" }) : Effect.void
+            }),
+          maxReceiveCount: 3,
+          redeliveryDelay: (m) => `${m.receiveCount} seconds`
+        })
+        yield* until(Effect.map(consumer.stats, (s) => s.processed + s.deadLettered === 3), "100 millis")
+        expect(Object.fromEntries(seen)).toEqual({ typed: 3, defect: 3, late: 2 })
+        const typed = Option.getOrThrow(yield* source.deadLetters.inspect("typed"))
+        expect(typed.reason).toBe("received 3 times (maxReceiveCount 3); last error: Timeout")
+        const defect = Option.getOrThrow(yield* source.deadLetters.inspect("defect"))
+        expect(defect.reason).toBe("received 3 times (maxReceiveCount 3); last error: defect: null pointer")
+        // redelivery delays of 1 s then 2 s: the third receive happened at t >= 3 s
+        expect(defect.lastSeenAt).toBeGreaterThanOrEqual(3000)
+        expect((yield* consumer.stats).released).toBe(5)
       })
-      yield* until(Effect.map(consumer.stats, (s) => s.processed + s.deadLettered === 3), "100 millis")
-      expect(Object.fromEntries(seen)).toEqual({ typed: 3, defect: 3, late: 2 })
-      const typed = Option.getOrThrow(yield* source.deadLetters.inspect("typed"))
-      expect(typed.reason).toBe("received 3 times (maxReceiveCount 3); last error: Timeout")
-      const defect = Option.getOrThrow(yield* source.deadLetters.inspect("defect"))
-      expect(defect.reason).toBe("received 3 times (maxReceiveCount 3); last error: defect: null pointer")
-      // redelivery delays of 1 s then 2 s: the third receive happened at t >= 3 s
-      expect(defect.lastSeenAt).toBeGreaterThanOrEqual(3000)
-      expect((yield* consumer.stats).released).toBe(5)
-    }))
+  )
 
-  it.effect("a message received more than maxReceiveCount times (its consumers crashed) is dead-lettered unrun", () =>
-    Effect.gen(function*() {
-      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 second" })
-      yield* source.send([msg("a")])
-      // two consumers died holding the message
-      yield* source.receive(1)
-      yield* TestClock.adjust("1 second")
-      yield* source.receive(1)
-      yield* TestClock.adjust("1 second")
-      let ran = false
-      const consumer = yield* Consumer.run({
-        source,
-        handler: () => Effect.sync(() => (ran = true)),
-        maxReceiveCount: 2
+  scoped(
+    "a message received more than maxReceiveCount times (its consumers crashed) is dead-lettered unrun",
+    () =>
+      Effect.gen(function*() {
+        const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 second" })
+        yield* source.send([msg("a")])
+        // two consumers died holding the message
+        yield* source.receive(1)
+        yield* TestClock.adjust("1 second")
+        yield* source.receive(1)
+        yield* TestClock.adjust("1 second")
+        let ran = false
+        const consumer = yield* Consumer.run({
+          source,
+          handler: () => Effect.sync(() => (ran = true)),
+          maxReceiveCount: 2
+        })
+        yield* until(Effect.map(consumer.stats, (s) => s.deadLettered === 1))
+        expect(ran).toBe(false)
+        const entry = Option.getOrThrow(yield* source.deadLetters.inspect("a"))
+        expect(entry.reason).toContain("received 3 times (maxReceiveCount 2); last error: none recorded")
       })
-      yield* until(Effect.map(consumer.stats, (s) => s.deadLettered === 1))
-      expect(ran).toBe(false)
-      const entry = Option.getOrThrow(yield* source.deadLetters.inspect("a"))
-      expect(entry.reason).toContain("received 3 times (maxReceiveCount 2); last error: none recorded")
-    }))
+  )
 
-  it.effect("the per-message timeout fails a hung handler (Deadline.within) and the message is redelivered", () =>
-    Effect.gen(function*() {
-      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
-      yield* source.send([msg("a")])
-      const consumer = yield* Consumer.run({
-        source,
-        handler: (m) => m.receiveCount === 1 ? Effect.never : Effect.void,
-        maxReceiveCount: 3,
-        timeout: "2 seconds"
+  scoped(
+    "the per-message timeout fails a hung handler (Deadline.within) and the message is redelivered",
+    () =>
+      Effect.gen(function*() {
+        const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+        yield* source.send([msg("a")])
+        const consumer = yield* Consumer.run({
+          source,
+          handler: (m) => m.receiveCount === 1 ? Effect.never : Effect.void,
+          maxReceiveCount: 3,
+          timeout: "2 seconds"
+        })
+        yield* until(Effect.map(consumer.stats, (s) => s.processed === 1), "500 millis")
+        expect(yield* consumer.stats).toMatchObject({ released: 1, processed: 1 })
       })
-      yield* until(Effect.map(consumer.stats, (s) => s.processed === 1), "500 millis")
-      expect(yield* consumer.stats).toMatchObject({ released: 1, processed: 1 })
-    }))
+  )
 
-  it.effect("the handler sees its time limit as its deadline; the worker's own deadline is not changed by it", () =>
-    Effect.gen(function*() {
-      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
-      const start = yield* Clock.currentTimeMillis
-      yield* source.send([msg("a"), msg("b")])
-      const seen: Array<Option.Option<number>> = []
-      const consumer = yield* Consumer.run({
-        source,
-        handler: () => Effect.flatMap(Deadline.current, (at) => Effect.sync(() => seen.push(at))),
-        maxReceiveCount: 3,
-        timeout: "20 seconds"
+  scoped(
+    "the handler sees its time limit as its deadline; the worker's own deadline is not changed by it",
+    () =>
+      Effect.gen(function*() {
+        const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+        const start = yield* Clock.currentTimeMillis
+        yield* source.send([msg("a"), msg("b")])
+        const seen: Array<Option.Option<number>> = []
+        const consumer = yield* Consumer.run({
+          source,
+          handler: () => Effect.flatMap(Deadline.current, (at) => Effect.sync(() => seen.push(at))),
+          maxReceiveCount: 3,
+          timeout: "20 seconds"
+        })
+        yield* until(Effect.map(consumer.stats, (s) => s.processed === 2))
+        expect(seen).toEqual([Option.some(start + 20_000), Option.some(start + 20_000)])
+        expect(yield* Deadline.current).toEqual(Option.none())
       })
-      yield* until(Effect.map(consumer.stats, (s) => s.processed === 2))
-      expect(seen).toEqual([Option.some(start + 20_000), Option.some(start + 20_000)])
-      expect(yield* Deadline.current).toEqual(Option.none())
-    }))
+  )
 
   it.effect("an interrupted handler leaves its message in flight, to come back after the visibility timeout", () =>
     Effect.gen(function*() {
@@ -258,13 +291,12 @@ describe("Consumer.run (memory)", () => {
         Effect.sync(() => applied.set(m.id, (applied.get(m.id) ?? 0) + 1))
       )
       const scope = yield* Scope.make()
-      const c = yield* Scope.provide(
+      const c = yield* provideScope(scope)(
         Consumer.run({
           source,
           handler: (m) => Effect.andThen(handler(m), m.receiveCount === 1 ? Effect.interrupt : Effect.void),
           maxReceiveCount: 3
-        }),
-        scope
+        })
       )
       yield* until(Effect.map(c.stats, (s) => s.abandoned === 1))
       yield* TestClock.adjust("4 seconds")
@@ -275,7 +307,7 @@ describe("Consumer.run (memory)", () => {
       yield* Scope.close(scope, Exit.void)
     }))
 
-  it.effect("holds at most bufferSize + concurrency messages: backpressure on the poller", () =>
+  scoped("holds at most bufferSize + concurrency messages: backpressure on the poller", () =>
     Effect.gen(function*() {
       const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
       yield* source.send(Array.from({ length: 50 }, (_, i) => msg(`m${i}`, i)))
@@ -310,19 +342,18 @@ describe("Consumer.run (memory)", () => {
       const gate = yield* Deferred.make<void>()
       const finished: Array<string> = []
       const scope = yield* Scope.make()
-      const consumer = yield* Scope.provide(
+      const consumer = yield* provideScope(scope)(
         Consumer.run({
           source,
           handler: (m) => Effect.andThen(Deferred.await(gate), Effect.sync(() => finished.push(m.id))),
           concurrency: 2,
           bufferSize: 3,
           maxReceiveCount: 3
-        }),
-        scope
+        })
       )
       yield* settle
       expect(yield* consumer.stats).toMatchObject({ handling: 2, buffered: 3 })
-      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      const closing = yield* fork(Scope.close(scope, Exit.void))
       yield* settle
       expect(Option.isNone(yield* poll(closing))).toBe(true) // waits for the two handlers
       yield* Deferred.succeed(gate, undefined)
@@ -354,21 +385,20 @@ describe("Consumer.run (memory)", () => {
       yield* source.send([msg("a"), msg("b"), msg("c")])
       const handled: Array<string> = []
       const scope = yield* Scope.make()
-      const consumer = yield* Scope.provide(
+      const consumer = yield* provideScope(scope)(
         Consumer.run({
           source,
           handler: (m) => Effect.sync(() => handled.push(m.id)),
           concurrency: 1,
           bufferSize: 2,
           maxReceiveCount: 3
-        }),
-        scope
+        })
       )
       yield* settle
       // all three handled by the one worker, none acknowledged yet: each still holds its slot
       expect(handled).toEqual(["a", "b", "c"])
       expect(yield* consumer.stats).toMatchObject({ received: 3, processed: 0, handling: 0 })
-      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      const closing = yield* fork(Scope.close(scope, Exit.void))
       yield* settle
       expect(Option.isNone(yield* poll(closing))).toBe(true)
       yield* Deferred.succeed(gate, undefined)
@@ -378,121 +408,147 @@ describe("Consumer.run (memory)", () => {
       expect(yield* memory.receive(10)).toEqual([])
     }))
 
-  it.effect("the handler runs in a queue.handle span that captures no stack trace (it would point at the consumer)", () =>
-    Effect.gen(function*() {
-      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
-      yield* source.send([msg("a")])
-      const frames: Array<References.StackFrame | undefined> = []
-      const consumer = yield* Consumer.run({
-        source,
-        handler: () =>
-          Effect.gen(function*() {
-            frames.push(yield* References.CurrentStackFrame)
-          }),
-        maxReceiveCount: 3
+  scoped(
+    "the handler runs in a queue.handle span: its attributes, the parent of the handler's spans, ended with its exit",
+    () =>
+      Effect.gen(function*() {
+        const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+        yield* source.send([msg("a"), msg("b")])
+        const seen: Array<Tracer.Span> = []
+        const children: Array<Tracer.Span> = []
+        const consumer = yield* Consumer.run({
+          source,
+          handler: (m) =>
+            Effect.gen(function*() {
+              seen.push(yield* Effect.currentSpan)
+              children.push(yield* Effect.withSpan(Effect.currentSpan, "inner"))
+              if (m.id === "b") return yield* Effect.fail("boom")
+            }),
+          maxReceiveCount: 3,
+          // b does not come back while the test looks
+          redeliveryDelay: "1 hour"
+        })
+        yield* until(Effect.map(consumer.stats, (s) => s.processed === 1 && s.released === 1))
+        expect(seen.map((span) => [span.name, span.attributes.get("message.id")])).toEqual([
+          ["queue.handle", "a"],
+          ["queue.handle", "b"]
+        ])
+        expect(seen[0]!.attributes.get("queue.name")).toBe("memory")
+        expect(seen[0]!.attributes.get("message.receive_count")).toBe(1)
+        expect(children.map(parentOf)).toEqual(seen)
+        expect(seen.map((span) => span.status._tag)).toEqual(["Ended", "Ended"])
+        const exits = seen.map((span) => span.status._tag === "Ended" ? span.status.exit : undefined)
+        expect(Exit.isSuccess(exits[0]!)).toBe(true)
+        expect(Exit.isFailure(exits[1]!)).toBe(true)
       })
-      yield* until(Effect.map(consumer.stats, (s) => s.processed === 1))
-      expect(frames.map((frame) => frame?.name)).toEqual(["queue.handle"])
-      expect(frames[0]!.stack()).toBeUndefined()
-    }))
+  )
 
-  it.effect("the consumer's acks go in groups: those that wait while a lane is busy share one call", () =>
-    Effect.gen(function*() {
-      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
-      const gate = yield* Deferred.make<void>()
-      const calls: Array<ReadonlyArray<string>> = []
-      const source: QueueSource.QueueSource<Body> = {
-        ...memory,
-        ackMany: (ms) => {
-          calls.push(ms.map((m) => m.id))
-          return Effect.andThen(Deferred.await(gate), memory.ackMany!(ms))
+  scoped(
+    "the consumer's acks go in groups: those that wait while a lane is busy share one call",
+    () =>
+      Effect.gen(function*() {
+        const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+        const gate = yield* Deferred.make<void>()
+        const calls: Array<ReadonlyArray<string>> = []
+        const source: QueueSource.QueueSource<Body> = {
+          ...memory,
+          ackMany: (ms) => {
+            calls.push(ms.map((m) => m.id))
+            return Effect.andThen(Deferred.await(gate), memory.ackMany!(ms))
+          }
         }
-      }
-      yield* source.send(["a", "b", "c", "d", "e", "f"].map((id) => msg(id)))
-      // b..f wait until `go`, so a is handled alone
-      const go = yield* Deferred.make<void>()
-      const consumer = yield* Consumer.run({
-        source,
-        handler: (m) => m.id === "a" ? Effect.void : Deferred.await(go),
-        bufferSize: 5,
-        maxReceiveCount: 3
+        yield* source.send(["a", "b", "c", "d", "e", "f"].map((id) => msg(id)))
+        // b..f wait until `go`, so a is handled alone
+        const go = yield* Deferred.make<void>()
+        const consumer = yield* Consumer.run({
+          source,
+          handler: (m) => m.id === "a" ? Effect.void : Deferred.await(go),
+          bufferSize: 5,
+          maxReceiveCount: 3
+        })
+        yield* settle
+        // a lane takes the acks of the handlers that ended before it ran: a alone, and its call waits
+        expect(calls).toEqual([["a"]])
+        yield* Deferred.succeed(go, undefined)
+        yield* settle
+        // b..f end while that call waits: the second lane starts once half the capacity (6) waits, and takes every
+        // one waiting then (at least those three) in one call; the rest wait for a lane
+        expect(calls[1]!.length).toBeGreaterThanOrEqual(3)
+        expect(calls.length).toBeLessThanOrEqual(3)
+        yield* Deferred.succeed(gate, undefined)
+        yield* settle
+        expect(calls.length).toBeLessThanOrEqual(3)
+        expect(calls.flat().sort()).toEqual(["a", "b", "c", "d", "e", "f"])
+        expect((yield* consumer.stats).processed).toBe(6)
+        expect(yield* memory.receive(10)).toEqual([])
       })
-      yield* settle
-      // a lane takes the acks of the handlers that ended before it ran: a alone, and its call waits
-      expect(calls).toEqual([["a"]])
-      yield* Deferred.succeed(go, undefined)
-      yield* settle
-      // b..f end while that call waits: the second lane starts once half the capacity (6) waits, and takes every
-      // one waiting then (at least those three) in one call; the rest wait for a lane
-      expect(calls[1]!.length).toBeGreaterThanOrEqual(3)
-      expect(calls.length).toBeLessThanOrEqual(3)
-      yield* Deferred.succeed(gate, undefined)
-      yield* settle
-      expect(calls.length).toBeLessThanOrEqual(3)
-      expect(calls.flat().sort()).toEqual(["a", "b", "c", "d", "e", "f"])
-      expect((yield* consumer.stats).processed).toBe(6)
-      expect(yield* memory.receive(10)).toEqual([])
-    }))
+  )
 
-  it.effect("a wrapper that replaces ack is the one the consumer acknowledges with: spreading a source leaves its grouped ack out", () =>
-    Effect.gen(function*() {
-      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
-      const acked: Array<string> = []
-      const source: QueueSource.QueueSource<Body> = {
-        ...memory,
-        ack: (m) => Effect.sync(() => acked.push(m.id)).pipe(Effect.andThen(memory.ack(m)))
-      }
-      expect(source.ackMany).toBeUndefined()
-      expect(memory.ackMany).toBeDefined()
-      yield* source.send(["a", "b", "c"].map((id) => msg(id)))
-      const consumer = yield* Consumer.run({ source, handler: () => Effect.void, bufferSize: 3, maxReceiveCount: 3 })
-      yield* settle
-      expect((yield* consumer.stats).processed).toBe(3)
-      expect([...acked].sort()).toEqual(["a", "b", "c"])
-      expect(yield* memory.receive(10)).toEqual([])
-    }))
-
-  it.effect("an ack call that hangs fails at the visibility timeout: its messages come back, the consumer goes on", () =>
-    Effect.gen(function*() {
-      const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "10 seconds" })
-      let calls = 0
-      // the first two calls (both lanes) never answer; later ones do
-      const hangFirstTwo = <X>(effect: Effect.Effect<X, QueueSource.QueueError>) =>
-        Effect.suspend(() => ++calls <= 2 ? Effect.never : effect)
-      const source: QueueSource.QueueSource<Body> = {
-        ...memory,
-        ack: (m) => hangFirstTwo(memory.ack(m)),
-        ackMany: (ms) => hangFirstTwo(memory.ackMany!(ms))
-      }
-      yield* source.send([msg("a"), msg("b"), msg("c"), msg("d"), msg("e")])
-      const handled: Array<string> = []
-      // b's first handling ends after a's ack went out: each lane carries one of them
-      const go = yield* Deferred.make<void>()
-      const consumer = yield* Consumer.run({
-        source,
-        handler: (m) =>
-          Effect.andThen(m.id === "b" ? Deferred.await(go) : Effect.void, Effect.sync(() => handled.push(m.id))),
-        bufferSize: 1,
-        maxReceiveCount: 3
+  scoped(
+    "a wrapper that replaces ack is the one the consumer acknowledges with: spreading a source leaves its grouped ack out",
+    () =>
+      Effect.gen(function*() {
+        const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
+        const acked: Array<string> = []
+        const source: QueueSource.QueueSource<Body> = {
+          ...memory,
+          ack: (m) => Effect.sync(() => acked.push(m.id)).pipe(Effect.andThen(memory.ack(m)))
+        }
+        expect(source.ackMany).toBeUndefined()
+        expect(memory.ackMany).toBeDefined()
+        yield* source.send(["a", "b", "c"].map((id) => msg(id)))
+        const consumer = yield* Consumer.run({ source, handler: () => Effect.void, bufferSize: 3, maxReceiveCount: 3 })
+        yield* settle
+        expect((yield* consumer.stats).processed).toBe(3)
+        expect([...acked].sort()).toEqual(["a", "b", "c"])
+        expect(yield* memory.receive(10)).toEqual([])
       })
-      yield* settle
-      yield* Deferred.succeed(go, undefined)
-      yield* settle
-      expect(calls).toBe(2)
-      // a and b gave their slots back as they went to the acker (as many as the capacity, 2, may); c and d wait
-      // for a lane holding theirs: nothing more is claimed
-      expect(handled).toEqual(["a", "b", "c", "d"])
-      expect(yield* consumer.stats).toMatchObject({ received: 4, processed: 0 })
-      yield* TestClock.adjust("10 seconds")
-      yield* settle
-      // the calls gave up; a and b came back (not acked) and were handled again; c and d went in the next call,
-      // freeing their slots, and e was claimed (a receipt that went stale meanwhile is refused: that message is
-      // handled once more)
-      expect([...new Set(handled)].sort()).toEqual(["a", "b", "c", "d", "e"])
-      expect(handled.filter((id) => id === "a" || id === "b")).toHaveLength(4)
-      expect(yield* consumer.stats).toMatchObject({ processed: 5, handling: 0 })
-      expect(yield* memory.receive(10)).toEqual([])
-    }))
+  )
+
+  scoped(
+    "an ack call that hangs fails at the visibility timeout: its messages come back, the consumer goes on",
+    () =>
+      Effect.gen(function*() {
+        const memory = yield* QueueSource.memory<Body>({ visibilityTimeout: "10 seconds" })
+        let calls = 0
+        // the first two calls (both lanes) never answer; later ones do
+        const hangFirstTwo = <X>(effect: Effect.Effect<X, QueueSource.QueueError>) =>
+          Effect.suspend(() => ++calls <= 2 ? Effect.never : effect)
+        const source: QueueSource.QueueSource<Body> = {
+          ...memory,
+          ack: (m) => hangFirstTwo(memory.ack(m)),
+          ackMany: (ms) => hangFirstTwo(memory.ackMany!(ms))
+        }
+        yield* source.send([msg("a"), msg("b"), msg("c"), msg("d"), msg("e")])
+        const handled: Array<string> = []
+        // b's first handling ends after a's ack went out: each lane carries one of them
+        const go = yield* Deferred.make<void>()
+        const consumer = yield* Consumer.run({
+          source,
+          handler: (m) =>
+            Effect.andThen(m.id === "b" ? Deferred.await(go) : Effect.void, Effect.sync(() => handled.push(m.id))),
+          bufferSize: 1,
+          maxReceiveCount: 3
+        })
+        yield* settle
+        yield* Deferred.succeed(go, undefined)
+        yield* settle
+        expect(calls).toBe(2)
+        // a and b gave their slots back as they went to the acker (as many as the capacity, 2, may); c and d wait
+        // for a lane holding theirs: nothing more is claimed
+        expect(handled).toEqual(["a", "b", "c", "d"])
+        expect(yield* consumer.stats).toMatchObject({ received: 4, processed: 0 })
+        yield* TestClock.adjust("10 seconds")
+        yield* settle
+        // the calls gave up; a and b came back (not acked) and were handled again; c and d went in the next call,
+        // freeing their slots, and e was claimed (a receipt that went stale meanwhile is refused: that message is
+        // handled once more)
+        expect([...new Set(handled)].sort()).toEqual(["a", "b", "c", "d", "e"])
+        expect(handled.filter((id) => id === "a" || id === "b")).toHaveLength(4)
+        expect(yield* consumer.stats).toMatchObject({ processed: 5, handling: 0 })
+        expect(yield* memory.receive(10)).toEqual([])
+      })
+  )
 
   it.effect("closing gives up on an ack call that does not answer: its messages are left in flight, abandoned", () =>
     Effect.gen(function*() {
@@ -500,19 +556,18 @@ describe("Consumer.run (memory)", () => {
       const source: QueueSource.QueueSource<Body> = { ...memory, ackMany: () => Effect.never }
       yield* source.send([msg("a"), msg("b")])
       const scope = yield* Scope.make()
-      const consumer = yield* Scope.provide(
-        Consumer.run({ source, handler: () => Effect.void, maxReceiveCount: 3, shutdownGrace: "1 second" }),
-        scope
+      const consumer = yield* provideScope(scope)(
+        Consumer.run({ source, handler: () => Effect.void, maxReceiveCount: 3, shutdownGrace: "1 second" })
       )
       yield* settle
       expect(yield* consumer.stats).toMatchObject({ received: 2, processed: 0, handling: 0 })
-      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      const closing = yield* fork(Scope.close(scope, Exit.void))
       // the grace, then the interruption: the lanes end at once (well before the minute of their time limit)
       yield* until(Effect.map(poll(closing), Option.isSome), "100 millis", 20)
       expect(yield* consumer.stats).toMatchObject({ processed: 0, abandoned: 2 })
     }))
 
-  it.effect("orderedByKey: messages of one key are handled one at a time, in order", () =>
+  scoped("orderedByKey: messages of one key are handled one at a time, in order", () =>
     Effect.gen(function*() {
       const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "1 minute" })
       yield* source.send(Array.from({ length: 60 }, (_, i) => msg(`m${i}`, i, `k${i % 3}`)))
@@ -545,7 +600,7 @@ describe("Consumer.run (memory)", () => {
       const gate = yield* Deferred.make<void>()
       const runs: Array<string> = []
       const scope = yield* Scope.make()
-      const consumer = yield* Scope.provide(
+      const consumer = yield* provideScope(scope)(
         Consumer.run({
           source,
           handler: (m) =>
@@ -557,8 +612,7 @@ describe("Consumer.run (memory)", () => {
           bufferSize: 2,
           maxReceiveCount: 5,
           timeout: "1 minute" // a runs past its visibility timeout (renewed): b and c wait behind it
-        }),
-        scope
+        })
       )
       yield* settle
       expect(yield* consumer.stats).toMatchObject({ handling: 1, buffered: 2 })
@@ -584,7 +638,7 @@ describe("Consumer.run (memory)", () => {
       const late: Array<string> = []
       const coldDoneAt: Array<number> = []
       const scope = yield* Scope.make()
-      const consumer = yield* Scope.provide(
+      const consumer = yield* provideScope(scope)(
         Consumer.run({
           source,
           handler: (m) =>
@@ -600,8 +654,7 @@ describe("Consumer.run (memory)", () => {
           orderedByKey: true,
           maxReceiveCount: 10,
           pollInterval: "10 millis"
-        }),
-        scope
+        })
       )
       yield* until(Effect.map(consumer.stats, (s) => s.processed === 12))
       expect(late).toEqual([])
@@ -634,8 +687,8 @@ describe("Consumer.idempotentMemory", () => {
         (_: QueueSource.Message<unknown>) => Effect.andThen(Deferred.await(gate), Effect.sync(() => ++applied)),
         { processed }
       )
-      const first = yield* Effect.forkChild(handler(delivery("a")))
-      const second = yield* Effect.forkChild(handler(delivery("a")))
+      const first = yield* fork(handler(delivery("a")))
+      const second = yield* fork(handler(delivery("a")))
       yield* settle
       yield* Deferred.succeed(gate, undefined)
       expect(yield* Fiber.join(first)).toEqual(Option.some(1))
@@ -685,7 +738,7 @@ describe("soak (memory)", () => {
           // time moves in 10 ms steps; a real millisecond between steps lets every fiber run dry
           tick: Effect.andThen(advance(10), realMillisecond),
           maxTicks: 100_000
-        }).pipe(Effect.provideService(Clock.Clock, clock))
+        }).pipe(withClock(clock))
         console.log("[soak memory]", JSON.stringify(result))
       }),
     60_000

@@ -6,11 +6,11 @@
  * What must hold afterwards: every good message's effect applied exactly once, every poison message in
  * the dead-letter queue (with no effect), `in = processed + dead-lettered`, nothing left in the source.
  */
+import { type DurationInput, provideScope } from "#edition"
 import { expect } from "@effect/vitest"
 import type { Scope } from "effect"
-import type { Duration } from "effect"
 import { Effect, Exit, Option, Scope as ScopeM } from "effect"
-import { Backoff, Consumer, Failure, type QueueSource } from "../../src/index.js"
+import { Backoff, Consumer, Failure, type QueueSource } from "effect-resilience"
 
 export interface Body {
   readonly n: number
@@ -79,7 +79,7 @@ export interface SoakOptions {
   readonly tick: Effect.Effect<void>
   readonly maxTicks: number
   /** The per-delivery deadline, if any. */
-  readonly timeout?: Duration.Input
+  readonly timeout?: DurationInput
 }
 
 export interface SoakResult {
@@ -148,7 +148,7 @@ export const runSoak = <R>(setup: SoakSetup<R>, options: SoakOptions): Effect.Ef
       ...(options.timeout === undefined ? {} : { timeout: options.timeout }),
       bufferSize: options.concurrency * 2,
       pollInterval: "20 millis"
-    }).pipe(ScopeM.provide(scope))
+    }).pipe(provideScope(scope))
 
     let ticks = 0
     for (;;) {

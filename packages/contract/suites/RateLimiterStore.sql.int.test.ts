@@ -1,44 +1,43 @@
 /**
- * `RateLimiterStore/Sql` against SQLite (a temp file, through `effect-resilience/Sqlite` on `node:sqlite`) and
- * PostgreSQL (`DATABASE_URL`, through `@effect/sql-pg` 4): the shared algorithm suite, decision for decision
- * equality with the memory store, then what only SQL has — the rows it writes, their cleanup, and database
- * failures. Ported from the root's test/RateLimiterStore.sql.int.test.ts. Tables are per run and dropped afterwards.
+ * `RateLimiterStore/Sql` against SQLite (a temp file, the edition's client) and PostgreSQL (`DATABASE_URL`, the
+ * edition's `@effect/sql-pg`): the shared algorithm suite, decision for decision equality with the memory store,
+ * then what only SQL has — the rows it writes, their cleanup, and database failures. Tables are per run and
+ * dropped afterwards.
  */
+import {
+  describePg,
+  effectProp,
+  eventually,
+  fc,
+  fork,
+  queueFreshName,
+  queueLoggedLines,
+  queuePgClient as PgLive,
+  queueQuietLogger as quiet,
+  queueSqlite,
+  SqlClientModule as SqlClient,
+  TestClock
+} from "#edition"
 import { afterAll, describe, expect, it } from "@effect/vitest"
-import { Deferred, Duration, Effect, Fiber, Layer, Logger } from "effect"
-import * as SqlClient from "effect/sql/SqlClient"
-import { TestClock } from "effect/testing"
-import * as fc from "fast-check"
+import { Deferred, Duration, Effect, Fiber, Layer } from "effect"
+import { RateLimiter, RateLimiterStore } from "effect-resilience"
+import * as RateLimiterStoreSql from "effect-resilience/RateLimiterStore/Sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { RateLimiter, RateLimiterStore } from "../src/index.js"
-import * as RateLimiterStoreSql from "../src/RateLimiterStore/Sql.js"
-import * as Sqlite from "../src/Sqlite.js"
-import { rateLimiterSuite } from "./contract/rateLimiterSuite.js"
-import { fractionalSlidingWindow } from "./contract/slidingWindow.js"
-import { effectProp } from "./support/effectProp.js"
-import { eventually } from "./support/eventually.js"
-import { dropPgTables, freshName, PgLive } from "./support/pg.js"
-import { available, describePg } from "./support/services.js"
+import { pgTables } from "./queue/pgTables.js"
+import { rateLimiterSuite } from "./rateLimiterSuite.js"
+import { fractionalSlidingWindow } from "./slidingWindow.js"
 
-const freshTable = () => freshName("rl")
+const freshTable = () => queueFreshName("rl")
 
-const dir = mkdtempSync(join(tmpdir(), "effect-resilience-e4-rl-sql-"))
-const SqliteLive = Sqlite.layer({ filename: join(dir, "rate-limits.db") })
+const dir = mkdtempSync(join(tmpdir(), "effect-resilience-rl-sql-"))
+const SqliteLive = queueSqlite(join(dir, "rate-limits.db"))
 
-const pgTables: Array<string> = []
-const freshPgTable = () => {
-  const table = freshTable()
-  pgTables.push(table)
-  return table
-}
+const pg = pgTables()
+const freshPgTable = () => pg.fresh("rl")
 
-afterAll(async () => {
-  rmSync(dir, { recursive: true, force: true })
-  if (!available.postgres || pgTables.length === 0) return
-  await Effect.runPromise(dropPgTables(pgTables).pipe(Effect.provide(PgLive)))
-})
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
 let counter = 0
 const fresh = (what: string) => `${what}-${++counter}`
@@ -55,14 +54,7 @@ const countRows = (table: string) =>
       Effect.map(sql<{ readonly n: unknown }>`SELECT COUNT(*) AS n FROM ${sql(table)}`, (rows) => Number(rows[0]!.n))
   )
 
-const logged = (messages: Array<string>) =>
-  Logger.layer([
-    Logger.make(({ message }) => {
-      messages.push(Array.isArray(message) ? message.map(String).join(" ") : String(message))
-    })
-  ])
-
-const quiet = Logger.layer([])
+const logged = queueLoggedLines
 
 interface Dialect {
   readonly name: string
@@ -204,7 +196,7 @@ describePg("RateLimiterStore/Sql on PostgreSQL, under a lock", () => {
         const locked = yield* Deferred.make<void>()
         const release = yield* Deferred.make<void>()
         // another connection holds the table locked until the decision has been answered
-        const holder = yield* Effect.forkChild(sql.withTransaction(
+        const holder = yield* fork(sql.withTransaction(
           sql`LOCK TABLE ${sql(table)} IN ACCESS EXCLUSIVE MODE`.pipe(
             Effect.andThen(Deferred.succeed(locked, undefined)),
             Effect.andThen(Deferred.await(release))

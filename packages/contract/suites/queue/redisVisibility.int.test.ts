@@ -3,17 +3,23 @@
  * dead-letter queue), a slow handler is renewed (`extend`: a fenced script resetting the entry's idle time)
  * and runs once although another worker keeps taking over entries idle longer than the visibility timeout,
  * and a stale delivery can neither extend nor acknowledge the message. Visibility is Redis's own clock, so
- * these tests use short real timeouts and wait for conditions. Ported from the root's
- * test/queue/redisVisibility.int.test.ts.
+ * these tests use short real timeouts and wait for conditions.
  */
+import {
+  deleteKeys,
+  describeRedis,
+  eventually,
+  fork,
+  IoRedis as Redis,
+  pollFiber,
+  provideScope,
+  REDIS_URL,
+  uniquePrefix
+} from "#edition"
 import { afterAll, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Option, Scope } from "effect"
-import { Redis } from "ioredis"
-import { Consumer } from "../../src/index.js"
-import * as RedisStreamQueue from "../../src/RedisStreamQueue.js"
-import { eventually } from "../support/eventually.js"
-import { deleteKeys, REDIS_URL, uniquePrefix } from "../support/redis.js"
-import { describeRedis } from "../support/services.js"
+import { Consumer } from "effect-resilience"
+import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
 
 interface Body {
   readonly n: number
@@ -51,7 +57,7 @@ describeRedis("RedisStreamQueue: time limits and visibility renewal", () => {
         concurrency: 2,
         maxReceiveCount: 3,
         pollInterval: "10 millis"
-      }).pipe(Scope.provide(scope))
+      }).pipe(provideScope(scope))
       yield* source.send([msg("poison")])
       yield* eventually(Effect.map(consumer.stats, (s) => s.handling === 1))
       yield* source.send(Array.from({ length: 20 }, (_, i) => msg(`m${i}`)))
@@ -65,9 +71,9 @@ describeRedis("RedisStreamQueue: time limits and visibility renewal", () => {
 
       yield* source.send([msg("poison")])
       yield* eventually(Effect.map(consumer.stats, (s) => s.handling === 1))
-      const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+      const closing = yield* fork(Scope.close(scope, Exit.void))
       // the default grace is the time limit here (500 ms); a hang still fails
-      yield* eventually(Effect.sync(() => closing.pollUnsafe() !== undefined), { within: "10 seconds" })
+      yield* eventually(Effect.sync(() => pollFiber(closing) !== undefined), { within: "10 seconds" })
     }).pipe(Effect.scoped))
 
   it.live("a handler slower than the visibility timeout but within its limit runs once: renewed", () =>
@@ -94,7 +100,7 @@ describeRedis("RedisStreamQueue: time limits and visibility renewal", () => {
       // another consumer of the group keeps taking over whatever has been idle for the visibility timeout
       const other = yield* RedisStreamQueue.make<Body>({ ...options, consumer: "other" })
       const stolen: Array<string> = []
-      const thief = yield* Effect.forkChild(
+      const thief = yield* fork(
         Effect.forever(
           Effect.andThen(
             Effect.flatMap(other.receive(10), (got) => Effect.sync(() => stolen.push(...got.map((m) => m.id)))),

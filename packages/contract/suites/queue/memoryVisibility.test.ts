@@ -4,15 +4,23 @@
  * runs (so a slow one is not run twice), closing ends within its grace, and a stale delivery can neither
  * extend nor acknowledge the message.
  */
+import { type DurationInput, fork, pollFiber, provideScope, TestClock, yieldNow } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber, Option, Scope, TestClock } from "effect"
-import { Consumer, QueueSource } from "../../src/index.js"
+import { Clock, Effect, Exit, type Fiber, Option, Scope } from "effect"
+import { Consumer, QueueSource } from "effect-resilience"
+
+/** The fiber's exit, if it has ended. */
+const poll = <A, E>(fiber: Fiber.Fiber<A, E>) =>
+  Effect.sync(() => {
+    const exit = pollFiber(fiber)
+    return exit === undefined ? Option.none() : Option.some(exit)
+  })
 
 /** Lets forked fibers run until they block. */
-const settle = Effect.repeatN(Effect.yieldNow(), 50)
+const settle = Effect.repeat(yieldNow, { times: 50 })
 
 /** Advances the TestClock in steps until `done` holds; fails (never hangs) when it does not within `max` steps. */
-const until = (done: Effect.Effect<boolean>, step: Duration.DurationInput = "10 millis", max = 2_000) =>
+const until = (done: Effect.Effect<boolean>, step: DurationInput = "10 millis", max = 2_000) =>
   Effect.gen(function*() {
     for (let i = 0; i < max; i++) {
       yield* settle
@@ -31,18 +39,17 @@ describe("Consumer.run defaults: a hung handler does not stop the consumer (issu
       const handled: Array<string> = []
       const poisonRuns: Array<number> = []
       const scope = yield* Scope.make()
-      const consumer = yield* Scope.extend(
+      const consumer = yield* provideScope(scope)(
         Consumer.run({
           source,
           // no timeout, no shutdownGrace: the defaults
           handler: (m) =>
             m.id === "poison"
-              ? Effect.zipRight(Effect.sync(() => poisonRuns.push(m.receiveCount)), Effect.never)
+              ? Effect.andThen(Effect.sync(() => poisonRuns.push(m.receiveCount)), Effect.never)
               : Effect.sync(() => handled.push(m.id)),
           concurrency: 2,
           maxReceiveCount: 3
-        }),
-        scope
+        })
       )
       yield* source.send([msg("poison")])
       yield* until(Effect.map(consumer.stats, (s) => s.handling === 1))
@@ -64,8 +71,8 @@ describe("Consumer.run defaults: a hung handler does not stop the consumer (issu
       // a handler hangs when the scope closes: closing ends after the default grace (here the time limit, 1 s)
       yield* source.send([msg("poison")])
       yield* until(Effect.map(consumer.stats, (s) => s.handling === 1))
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
-      yield* until(Effect.map(Fiber.poll(closing), Option.isSome), "100 millis", 11)
+      const closing = yield* fork(Scope.close(scope, Exit.void))
+      yield* until(Effect.map(poll(closing), Option.isSome), "100 millis", 11)
       expect(handled.length).toBe(20)
     }))
 
@@ -74,25 +81,24 @@ describe("Consumer.run defaults: a hung handler does not stop the consumer (issu
       const source = yield* QueueSource.memory<{ readonly n: number }>({ visibilityTimeout: "1 minute" })
       yield* source.send([msg("hung"), msg("stuck")])
       const scope = yield* Scope.make()
-      const consumer = yield* Scope.extend(
+      const consumer = yield* provideScope(scope)(
         Consumer.run({
           source,
           // one that can be interrupted, one that cannot
           handler: (m) => m.id === "hung" ? Effect.never : Effect.uninterruptible(Effect.never),
           concurrency: 2,
           maxReceiveCount: 3
-        }),
-        scope
+        })
       )
       yield* until(Effect.map(consumer.stats, (s) => s.handling === 2))
       const t0 = yield* Clock.currentTimeMillis
-      const closing = yield* Effect.fork(Scope.close(scope, Exit.void))
+      const closing = yield* fork(Scope.close(scope, Exit.void))
       // default grace: the time limit (1 minute), at most 10 s; then 1 s for the interrupted to end
       const closedAfter = (millis: number) =>
         Effect.gen(function*() {
           yield* TestClock.adjust(millis)
           yield* settle
-          return Option.isSome(yield* Fiber.poll(closing))
+          return Option.isSome(yield* poll(closing))
         })
       expect(yield* closedAfter(9_999)).toBe(false)
       expect(yield* closedAfter(1)).toBe(false) // interrupted: "hung" ends, "stuck" cannot
@@ -115,7 +121,7 @@ describe("Consumer.run defaults: a hung handler does not stop the consumer (issu
       const source: QueueSource.QueueSource<{ readonly n: number }> = {
         ...base,
         extend: (m) =>
-          Effect.zipRight(
+          Effect.andThen(
             Effect.flatMap(Clock.currentTimeMillis, (now) => Effect.sync(() => extendedAt.push(now))),
             base.extend!(m)
           )
@@ -125,7 +131,7 @@ describe("Consumer.run defaults: a hung handler does not stop the consumer (issu
       const t0 = yield* Clock.currentTimeMillis
       const consumer = yield* Consumer.run({
         source,
-        handler: (m) => Effect.zipRight(Effect.sync(() => runs.push(m.receiveCount)), Effect.sleep("3 seconds")),
+        handler: (m) => Effect.andThen(Effect.sync(() => runs.push(m.receiveCount)), Effect.sleep("3 seconds")),
         concurrency: 2, // a free worker would take a redelivery
         maxReceiveCount: 5,
         timeout: "10 seconds"

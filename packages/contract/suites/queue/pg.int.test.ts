@@ -3,32 +3,30 @@
  * dead letters, the SQL idempotent consumer, recovery of a consumer that died holding messages, and the
  * 10,000-message soak. Every test uses its own tables and drops them.
  */
-import * as SqlClient from "@effect/sql/SqlClient"
-import { afterAll, expect, layer } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Option, Scope, TestClock, TestServices } from "effect"
-import * as ConsumerSql from "../../src/Consumer/Sql.js"
-import { Consumer, Failure, type QueueSource } from "../../src/index.js"
-import * as PgQueue from "../../src/PgQueue.js"
-import { eventually } from "../support/eventually.js"
-import { dropPgTables, freshName, PgLive } from "../support/pg.js"
-import { describePg } from "../support/services.js"
+import {
+  describePg,
+  eventually,
+  provideScope,
+  queueLive,
+  queuePgClient,
+  queueSleepLive,
+  SqlClientModule as SqlClient,
+  TestClock,
+  yieldNow
+} from "#edition"
+import { expect, layer } from "@effect/vitest"
+import { Clock, Duration, Effect, Exit, Option, Scope } from "effect"
+import { Consumer, Failure, type QueueSource } from "effect-resilience"
+import * as ConsumerSql from "effect-resilience/Consumer/Sql"
+import * as PgQueue from "effect-resilience/PgQueue"
+import { pgTables } from "./pgTables.js"
 import { type Body, runSoak } from "./soak.js"
 
-const created: Array<string> = []
-const fresh = (what: string) => {
-  const name = freshName(what)
-  created.push(name)
-  return name
-}
+const { fresh } = pgTables()
 
-afterAll(async () => {
-  if (created.length === 0) return
-  await Effect.runPromise(dropPgTables(created).pipe(Effect.provide(PgLive), Effect.ignore))
-})
-
-const settle = Effect.repeatN(Effect.yieldNow(), 20)
+const settle = Effect.repeat(yieldNow, { times: 20 })
 /** Real waiting, for the database to answer, while TestClock stands still. */
-const pause = (ms: number) => TestServices.provideLive(Effect.sleep(`${ms} millis`))
+const pause = (ms: number) => queueSleepLive(`${ms} millis`)
 
 const msg = (id: string, n = 0) => ({ id, body: { n } })
 
@@ -39,7 +37,7 @@ const count = (table: string) =>
   )
 
 describePg("PgQueue", () => {
-  layer(PgLive, { timeout: "30 seconds" })((it) => {
+  layer(queuePgClient, { timeout: "30 seconds" })((it) => {
     it.effect("claims with SKIP LOCKED; visibility by the caller's Clock; stale receipts are fenced", () =>
       Effect.gen(function*() {
         const table = fresh("q")
@@ -106,7 +104,7 @@ describePg("PgQueue", () => {
         // may stay done, whatever other fibers ack at the same moment
         const inTransaction = sql.withTransaction(Effect.andThen(source.ack(mine!), Effect.fail("rolled back")))
         const results = yield* Effect.all([
-          Effect.either(inTransaction),
+          Effect.exit(inTransaction),
           ...others.map((m) => source.ack(m))
         ], { concurrency: "unbounded" })
         expect(results.slice(1)).toEqual(others.map(() => true))
@@ -127,8 +125,13 @@ describePg("PgQueue", () => {
         const others = first.filter((m) => m !== stale)
         // the consumer's own acks: sent on a connection of their own, so a transaction around them cannot undo them
         let answers: ReadonlyArray<boolean> = []
-        const group = Effect.tap(source.ackMany!([stale, again!, again!, ...others]), (a) => void (answers = a))
-        expect((yield* Effect.either(sql.withTransaction(Effect.andThen(group, Effect.fail("no")))))._tag).toBe("Left")
+        const group = Effect.tap(source.ackMany!([stale, again!, again!, ...others]), (a) =>
+          Effect.sync(() => {
+            answers = a
+          }))
+        expect(Exit.isFailure(yield* Effect.exit(sql.withTransaction(Effect.andThen(group, Effect.fail("no")))))).toBe(
+          true
+        )
         expect(answers).toEqual([false, true, false, true, true, true])
         expect(yield* count(table)).toBe(0)
         yield* source.send([msg("e")])
@@ -219,7 +222,7 @@ describePg("PgQueue", () => {
           }),
           maxReceiveCount: 5,
           concurrency: 2
-        }).pipe(Scope.extend(scope))
+        }).pipe(provideScope(scope))
         yield* eventually(Effect.map(consumer.stats, (s) => s.processed === 1))
         expect(applied).toEqual(["c#1"])
         yield* TestClock.adjust("29 seconds")
@@ -229,7 +232,7 @@ describePg("PgQueue", () => {
         // the consumer may still be in a poll that read the time before the clock moved, and then sleep
         // from the later time: keep the clock moving until it has taken them over
         yield* eventually(
-          Effect.zipRight(TestClock.adjust("100 millis"), Effect.map(consumer.stats, (s) => s.processed === 3))
+          Effect.andThen(TestClock.adjust("100 millis"), Effect.map(consumer.stats, (s) => s.processed === 3))
         )
         expect(applied.sort()).toEqual(["a#2", "b#2", "c#1"])
         yield* Scope.close(scope, Exit.void)
@@ -311,7 +314,7 @@ describePg("PgQueue", () => {
             ? Effect.fail(Failure.fatal(`negative amount ${m.body.n}`))
             : Effect.sync(() => void applied.set(m.id, (applied.get(m.id) ?? 0) + 1)), { table: processed })
         const first = yield* Scope.make()
-        const c1 = yield* Consumer.run({ source, handler, maxReceiveCount: 3 }).pipe(Scope.extend(first))
+        const c1 = yield* Consumer.run({ source, handler, maxReceiveCount: 3 }).pipe(provideScope(first))
         yield* eventually(Effect.map(c1.stats, (s) => s.processed + s.deadLettered === 4))
         yield* Scope.close(first, Exit.void)
         expect(yield* source.deadLetters.depth).toBe(2)
@@ -321,7 +324,7 @@ describePg("PgQueue", () => {
         expect(yield* source.deadLetters.redrive()).toBe(2)
         expect(yield* source.deadLetters.depth).toBe(0)
         const second = yield* Scope.make()
-        const c2 = yield* Consumer.run({ source, handler, maxReceiveCount: 3 }).pipe(Scope.extend(second))
+        const c2 = yield* Consumer.run({ source, handler, maxReceiveCount: 3 }).pipe(provideScope(second))
         yield* eventually(Effect.map(c2.stats, (s) => s.processed === 2))
         yield* Scope.close(second, Exit.void)
         expect(Object.fromEntries(applied)).toEqual({ "ok-1": 1, "ok-2": 1, "bad-1": 1, "bad-2": 1 })
@@ -351,9 +354,8 @@ describePg("PgQueue", () => {
         yield* source.send([msg("good-3", 3)])
         const handled: Array<string> = []
         const scope = yield* Scope.make()
-        const consumer = yield* Scope.extend(
-          Consumer.run({ source, handler: (m) => Effect.sync(() => handled.push(m.id)), maxReceiveCount: 3 }),
-          scope
+        const consumer = yield* provideScope(scope)(
+          Consumer.run({ source, handler: (m) => Effect.sync(() => handled.push(m.id)), maxReceiveCount: 3 })
         )
         yield* eventually(Effect.map(consumer.stats, (s) => s.processed === 1))
         yield* Scope.close(scope, Exit.void)
@@ -366,8 +368,8 @@ describePg("PgQueue", () => {
       Effect.gen(function*() {
         const table = fresh("unjson")
         const source = yield* PgQueue.make<unknown>({ table, visibilityTimeout: "1 second" })
-        const exit = yield* Effect.exit(source.send([{ id: "ok", body: 1 }, { id: "u", body: undefined }]))
-        expect(exit).toMatchObject({ _tag: "Failure", cause: { _tag: "Fail", error: { _tag: "QueueError" } } })
+        const error = yield* Effect.flip(source.send([{ id: "ok", body: 1 }, { id: "u", body: undefined }]))
+        expect(error).toMatchObject({ _tag: "QueueError", operation: "send" })
         const cyclic: Record<string, unknown> = {}
         cyclic.self = cyclic
         expect((yield* Effect.flip(source.send([{ id: "c", body: cyclic }])))._tag).toBe("QueueError")
@@ -418,7 +420,7 @@ describePg("PgQueue", () => {
     it.effect(
       "soak: 10,000 messages, poison, random failures and crashes — exactly once, nothing lost",
       () =>
-        TestServices.provideLive(Effect.gen(function*() {
+        queueLive(Effect.gen(function*() {
           const sql = yield* SqlClient.SqlClient
           const table = fresh("soak")
           const processed = fresh("processed")

@@ -1,20 +1,25 @@
 /**
  * Issue 31: a message that kills its process must not take healthy messages with it. Real processes: a worker
- * (this edition's examples/faults/consumerWorker.ts, concurrency 2, `maxReceiveCount` 3) that a supervisor in this test starts
- * again whenever it dies, 40 messages of which the first calls `process.exit(1)` (examples/faults/poisonExit.ts).
+ * (each edition's own examples/faults/consumerWorker.ts, concurrency 2, `maxReceiveCount` 3) that a supervisor in
+ * this test starts again whenever it dies, 40 messages of which the first calls `process.exit(1)` (each edition's
+ * examples/faults/poisonExit.ts, through the adapter's `observePoisonExit`).
  */
+import {
+  edition,
+  observePoisonExit,
+  poisonExitFigures as figures,
+  poisonExitRow as row,
+  queueDescribeWith
+} from "#edition"
 import { expect, it } from "@effect/vitest"
-import { figures, row } from "../../../../examples/faults/poisonExitReport.js"
-import { observe } from "../../examples/faults/poisonExit.js"
-import { describeWith } from "../support/services.js"
 
 for (const kind of ["pg", "redis"] as const) {
-  describeWith(
+  queueDescribeWith(
     kind === "pg" ? ["postgres"] : ["postgres", "redis"],
-    `a poison message that kills its process (${kind === "pg" ? "PgQueue" : "RedisStreamQueue"}, Effect 4)`,
+    `a poison message that kills its process (${kind === "pg" ? "PgQueue" : "RedisStreamQueue"}, ${edition})`,
     () => {
       it("is dead-lettered after maxReceiveCount crashes of its own; no healthy message is", async () => {
-        const run = await observe(kind)
+        const run = await observePoisonExit(kind)
         const f = figures(run)
         // the figures, whatever the verdict (docs/queues.md quotes them)
         console.log(row(run).notes)

@@ -1,25 +1,29 @@
 /**
- * The `RedisStreamQueue` contract against a real Redis, on one node (`redis.int.test.ts`) or a Redis Cluster
- * (`../redisCluster.int.test.ts`): consumer groups, `XAUTOCLAIM` recovery of a consumer that died holding
- * messages, delivery counts from `XPENDING`, dead letters, scripts reloaded after `NOSCRIPT`, and a soak (with
- * the idempotent consumer on SQLite). Visibility here is Redis's own clock, so these tests use short real
- * timeouts. Every test uses streams no other test uses. Ported from the root's test/queue/redisSuite.ts; the
- * soak's idempotent consumer runs on this edition's SQLite (`effect-resilience/Sqlite`).
+ * The `RedisStreamQueue` contract against a real Redis, on one node (`redis.int.test.ts`) or a Redis Cluster (each
+ * edition's test/redisCluster.int.test.ts imports it as `./contract/queue/redisSuite.js`): consumer groups,
+ * `XAUTOCLAIM` recovery of a consumer that died holding messages, delivery counts from `XPENDING`, dead letters,
+ * scripts reloaded after `NOSCRIPT`, and a soak (with the idempotent consumer on the edition's SQLite). Visibility
+ * here is Redis's own clock, so these tests use short real timeouts. Every test uses streams no other test uses.
  */
+import {
+  eventually,
+  type IoCluster as Cluster,
+  type IoRedis as Redis,
+  provideScope,
+  queueReleaseScript as RELEASE,
+  queueSqlite,
+  queueStreamKeys as streamKeys,
+  queueTimeoutFail,
+  SqlClientModule as SqlClient
+} from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Duration, Effect, Exit, Layer, Option, Scope } from "effect"
-import * as SqlClient from "effect/sql/SqlClient"
-import type { Cluster, Redis } from "ioredis"
+import { Duration, Effect, Exit, Option, Scope } from "effect"
+import { Consumer, Failure, type QueueSource } from "effect-resilience"
+import * as ConsumerSql from "effect-resilience/Consumer/Sql"
+import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as ConsumerSql from "../../src/Consumer/Sql.js"
-import { Consumer, Failure, type QueueSource } from "../../src/index.js"
-import { streamKeys } from "../../src/internal/queue/redisStreamQueue.js"
-import { RELEASE } from "../../src/internal/queue/redisStreamScripts.js"
-import * as RedisStreamQueue from "../../src/RedisStreamQueue.js"
-import * as Sqlite from "../../src/Sqlite.js"
-import { eventually } from "../support/eventually.js"
 import { type Body, runSoak } from "./soak.js"
 
 export interface RedisStreamQueueBackend {
@@ -218,7 +222,7 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
         )
         const first = yield* Scope.make()
         const c1 = yield* Consumer.run({ source, handler, maxReceiveCount: 3, pollInterval: "10 millis" }).pipe(
-          Scope.provide(first)
+          provideScope(first)
         )
         yield* eventually(Effect.map(c1.stats, (s) => s.processed + s.deadLettered === 3))
         yield* Scope.close(first, Exit.void)
@@ -242,7 +246,7 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
         expect(yield* source.deadLetters.redrive(["bad-1", "nope"])).toBe(1)
         const second = yield* Scope.make()
         const c2 = yield* Consumer.run({ source, handler, maxReceiveCount: 3, pollInterval: "10 millis" }).pipe(
-          Scope.provide(second)
+          provideScope(second)
         )
         yield* eventually(Effect.map(c2.stats, (s) => s.processed === 1))
         expect(yield* source.deadLetters.redrive()).toBe(1)
@@ -304,7 +308,7 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
           handler: (m) => Effect.sync(() => handled.push(m.id)),
           maxReceiveCount: 3,
           pollInterval: "10 millis"
-        }).pipe(Scope.provide(scope))
+        }).pipe(provideScope(scope))
         yield* eventually(Effect.map(source.deadLetters.depth, (n) => n === 3))
         yield* eventually(Effect.map(consumer.stats, (s) => s.processed === 1))
         yield* Scope.close(scope, Exit.void)
@@ -383,10 +387,7 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
           yield* Effect.promise(() => redis.xadd(dlq, "*", ...stale[1]))
           expect(yield* source.deadLetters.depth).toBe(3)
           const bounded = <A, E>(effect: Effect.Effect<A, E>) =>
-            Effect.timeoutOrElse(effect, {
-              duration: "5 seconds",
-              orElse: () => Effect.fail(new Error("never finished"))
-            })
+            queueTimeoutFail("5 seconds", () => new Error("never finished"))(effect)
           // the current dup goes back; the entries the index does not point at are only deleted
           expect(yield* bounded(source.deadLetters.redrive())).toBe(1)
           expect(yield* source.deadLetters.depth).toBe(0)
@@ -423,49 +424,45 @@ export const redisStreamQueueSuite = (name: string, backend: RedisStreamQueueBac
         soakMessages.toLocaleString("en")
       } messages, poison, random failures and crashes — exactly once, nothing lost`,
       () =>
-        Effect.gen(function*() {
-          const redis = yield* connect
-          const sql = yield* SqlClient.SqlClient
-          const stream = freshStream()
-          yield* ConsumerSql.createProcessedTable("processed")
-          yield* sql`CREATE TABLE effects (id TEXT NOT NULL)`
-          const source = yield* RedisStreamQueue.make<Body>({
-            redis,
-            stream,
-            visibilityTimeout: "1 second",
-            reclaimInterval: "100 millis",
-            name: `soak-${name.replace(/\W+/g, "-")}`
-          })
-          const started = Date.now()
-          const result = yield* runSoak<SqlClient.SqlClient>({
-            source,
-            idempotent: (h) => ConsumerSql.idempotent(h, { table: "processed" }),
-            record: (id) => sql`INSERT INTO effects (id) VALUES (${id})`,
-            effects: Effect.map(
-              sql<{ readonly id: string; readonly n: number }>`SELECT id, count(*) AS n FROM effects GROUP BY id`,
-              (rows) => new Map(rows.map((r) => [r.id, Number(r.n)]))
-            ),
-            remaining: Effect.promise(async () =>
-              (await redis.xlen(stream)) + Number((await redis.xpending(stream, "consumers"))[0])
-            ),
-            transactional: true
-          }, {
-            n: soakMessages,
-            seed: 13,
-            prefix: "redis",
-            concurrency: 16,
-            maxReceiveCount: 5,
-            timeout: "10 seconds",
-            tick: Effect.sleep("50 millis"),
-            maxTicks: 2_400
-          })
-          console.log(`[soak ${name}]`, JSON.stringify({ ...result, seconds: (Date.now() - started) / 1000 }))
-        }).pipe(
-          Effect.scoped,
-          Effect.provide(
-            Layer.unwrap(Effect.map(tempDir, (dir) => Sqlite.layer({ filename: join(dir, "soak.db") })))
-          )
-        ),
+        Effect.flatMap(tempDir, (dir) =>
+          Effect.gen(function*() {
+            const redis = yield* connect
+            const sql = yield* SqlClient.SqlClient
+            const stream = freshStream()
+            yield* ConsumerSql.createProcessedTable("processed")
+            yield* sql`CREATE TABLE effects (id TEXT NOT NULL)`
+            const source = yield* RedisStreamQueue.make<Body>({
+              redis,
+              stream,
+              visibilityTimeout: "1 second",
+              reclaimInterval: "100 millis",
+              name: `soak-${name.replace(/\W+/g, "-")}`
+            })
+            const started = Date.now()
+            const result = yield* runSoak<SqlClient.SqlClient>({
+              source,
+              idempotent: (h) => ConsumerSql.idempotent(h, { table: "processed" }),
+              record: (id) => sql`INSERT INTO effects (id) VALUES (${id})`,
+              effects: Effect.map(
+                sql<{ readonly id: string; readonly n: number }>`SELECT id, count(*) AS n FROM effects GROUP BY id`,
+                (rows) => new Map(rows.map((r) => [r.id, Number(r.n)]))
+              ),
+              remaining: Effect.promise(async () =>
+                (await redis.xlen(stream)) + Number((await redis.xpending(stream, "consumers"))[0])
+              ),
+              transactional: true
+            }, {
+              n: soakMessages,
+              seed: 13,
+              prefix: "redis",
+              concurrency: 16,
+              maxReceiveCount: 5,
+              timeout: "10 seconds",
+              tick: Effect.sleep("50 millis"),
+              maxTicks: 2_400
+            })
+            console.log(`[soak ${name}]`, JSON.stringify({ ...result, seconds: (Date.now() - started) / 1000 }))
+          }).pipe(Effect.scoped, Effect.provide(queueSqlite(join(dir, "soak.db"))))).pipe(Effect.scoped),
       150_000
     )
   })

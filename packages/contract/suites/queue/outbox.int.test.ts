@@ -1,25 +1,32 @@
 /**
  * The outbox end to end: the business change and `outbox.append` in one transaction, the relay publishing
  * to a source, a relay crash between publish and mark producing a duplicate, and the idempotent consumer
- * absorbing it. SQLite (in memory, through `effect-resilience/Sqlite` on `node:sqlite`) and PostgreSQL
- * (`@effect/sql-pg` 4), with a memory source and with a `PgQueue` in the same database, where the publish joins the
- * relay's transaction. Ported from the root's test/queue/outbox.int.test.ts.
+ * absorbing it. SQLite (in memory, the edition's client) and PostgreSQL, with a memory source and with a `PgQueue`
+ * in the same database, where the publish joins the relay's transaction.
  */
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import {
+  describePg,
+  eventually,
+  fork,
+  interruptedOf,
+  provideScope,
+  queuePgClient,
+  queueSleepLive,
+  queueSqlite,
+  recordingSleeps,
+  SqlClientModule as SqlClient,
+  TestClock,
+  untilSleeping
+} from "#edition"
+import { describe, expect, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Scope } from "effect"
-import * as SqlClient from "effect/sql/SqlClient"
-import { TestClock } from "effect/testing"
-import * as ConsumerSql from "../../src/Consumer/Sql.js"
-import { Consumer, QueueSource } from "../../src/index.js"
-import * as Outbox from "../../src/Outbox.js"
-import * as PgQueue from "../../src/PgQueue.js"
-import * as Sqlite from "../../src/Sqlite.js"
-import { eventually, sleepLive } from "../support/eventually.js"
-import { dropPgTables, freshName, PgLive } from "../support/pg.js"
-import { describePg } from "../support/services.js"
-import { recordingSleeps, untilSleeping } from "../support/sleeps.js"
+import { Consumer, QueueSource } from "effect-resilience"
+import * as ConsumerSql from "effect-resilience/Consumer/Sql"
+import * as Outbox from "effect-resilience/Outbox"
+import * as PgQueue from "effect-resilience/PgQueue"
+import { pgTables } from "./pgTables.js"
 
-const SqliteMemory = Sqlite.layer({ filename: ":memory:" })
+const SqliteMemory = queueSqlite(":memory:")
 
 interface OrderPlaced {
   readonly orderId: string
@@ -70,7 +77,7 @@ describe("Outbox (SQLite)", () => {
 
       // the first pass publishes, then dies before the commit: the events stay pending
       const exit = yield* Effect.exit(outbox.relay(crashAfterPublish(source), { batchSize: 10 }))
-      expect(Exit.hasInterrupts(exit)).toBe(true)
+      expect(interruptedOf(exit)).toBe(true)
       expect(yield* outbox.pending).toBe(3)
       expect(yield* outbox.relay(source, { batchSize: 2 })).toBe(2)
       expect(yield* outbox.relay(source, { batchSize: 2 })).toBe(1)
@@ -88,7 +95,7 @@ describe("Outbox (SQLite)", () => {
             sql`INSERT INTO revenue (order_id, total) VALUES (${m.body.orderId}, ${m.body.total})`
           ), { table: "processed" }),
         maxReceiveCount: 3
-      }).pipe(Scope.provide(scope))
+      }).pipe(provideScope(scope))
       yield* eventually(Effect.map(consumer.stats, (s) => s.processed === 6))
       yield* Scope.close(scope, Exit.void)
       expect(seen).toEqual(["placed-o1", "placed-o2", "placed-o4"])
@@ -108,10 +115,10 @@ describe("Outbox (SQLite)", () => {
       const id = yield* outbox.append({ body: 1 })
       expect(id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/)
       const source = yield* QueueSource.memory<number>({ visibilityTimeout: "1 minute" })
-      const relay = yield* Effect.forkChild(outbox.runRelay(source, { interval: "1 second" }))
+      const relay = yield* fork(outbox.runRelay(source, { interval: "1 second" }))
       yield* eventually(Effect.map(outbox.pending, (n) => n === 0))
       yield* outbox.append({ body: 2 })
-      yield* sleepLive("10 millis")
+      yield* queueSleepLive("10 millis")
       expect(yield* outbox.pending).toBe(1) // the relay sleeps on the (test) clock
       yield* untilSleeping(1000) // (moved before it sleeps, the clock would not wake it)
       yield* TestClock.adjust("1 second")
@@ -125,27 +132,19 @@ describe("Outbox (SQLite)", () => {
   })
 })
 
-const pgTables: Array<string> = []
-afterAll(async () => {
-  if (pgTables.length === 0) return
-  await Effect.runPromise(dropPgTables(pgTables).pipe(Effect.provide(PgLive), Effect.ignore))
-})
+const pg = pgTables()
 
 describePg("Outbox (PostgreSQL)", () => {
   it.effect("the same scenario on PostgreSQL: the crashed pass publishes again, the consumer applies once", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const t = (what: string) => {
-        const name = freshName(what)
-        pgTables.push(name)
-        return name
-      }
+      const t = pg.fresh
       const tables = { orders: t("orders"), revenue: t("revenue"), processed: t("processed") }
       const outbox = Outbox.make<OrderPlaced>({ table: t("outbox") })
       yield* scenario(outbox, tables)
       const source = yield* QueueSource.memory<OrderPlaced>({ visibilityTimeout: "1 minute" })
       const exit = yield* Effect.exit(outbox.relay(crashAfterPublish(source)))
-      expect(Exit.hasInterrupts(exit)).toBe(true)
+      expect(interruptedOf(exit)).toBe(true)
       expect(yield* outbox.pending).toBe(3)
       expect(yield* outbox.relay(source)).toBe(3)
       expect(yield* outbox.pending).toBe(0)
@@ -155,12 +154,10 @@ describePg("Outbox (PostgreSQL)", () => {
         handler: ConsumerSql.idempotent(
           (m: QueueSource.Message<OrderPlaced>) =>
             sql`INSERT INTO ${sql(tables.revenue)} (order_id, total) VALUES (${m.body.orderId}, ${m.body.total})`,
-          {
-            table: tables.processed
-          }
+          { table: tables.processed }
         ),
         maxReceiveCount: 3
-      }).pipe(Scope.provide(scope))
+      }).pipe(provideScope(scope))
       yield* eventually(Effect.map(consumer.stats, (s) => s.processed === 6))
       yield* Scope.close(scope, Exit.void)
       const revenue = yield* sql<{ readonly order_id: string; readonly total: number }>`
@@ -169,24 +166,19 @@ describePg("Outbox (PostgreSQL)", () => {
         order_id: "o4",
         total: 40
       }])
-    }).pipe(Effect.provide(PgLive)))
+    }).pipe(Effect.provide(queuePgClient)))
 
   it.effect("relaying to a PgQueue in the same database joins the transaction: a crash publishes nothing", () =>
     Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const t = (what: string) => {
-        const name = freshName(what)
-        pgTables.push(name)
-        return name
-      }
+      const t = pg.fresh
       const tables = { orders: t("orders"), revenue: t("revenue"), processed: t("processed") }
       const outbox = Outbox.make<OrderPlaced>({ table: t("outbox") })
       const queue = t("events")
-      pgTables.push(`${queue}_dlq`)
       yield* scenario(outbox, tables)
       const source = yield* PgQueue.make<OrderPlaced>({ table: queue, visibilityTimeout: "1 minute" })
       const exit = yield* Effect.exit(outbox.relay(crashAfterPublish(source)))
-      expect(Exit.hasInterrupts(exit)).toBe(true)
+      expect(interruptedOf(exit)).toBe(true)
       const rows = (t: string) =>
         Effect.map(sql<{ readonly n: number }>`SELECT count(*)::int AS n FROM ${sql(t)}`, (r) => r[0]!.n)
       expect(yield* rows(queue)).toBe(0) // the publish was rolled back with the mark
@@ -197,5 +189,5 @@ describePg("Outbox (PostgreSQL)", () => {
         "placed-o4",
         "o4"
       ]])
-    }).pipe(Effect.provide(PgLive)))
+    }).pipe(Effect.provide(queuePgClient)))
 })

@@ -2,21 +2,33 @@
  * Issue 31 under the TestClock, on the memory source: which deliveries a message is charged with when its
  * consumer's process dies (core/crashAttribution.ts), and how `Consumer.run` runs a suspect alone. A process is
  * simulated by a consumer whose source calls all fail from the moment it "dies": nothing it does afterwards is
- * recorded, as nothing a dead process does is (the real processes are in poisonExit.int.test.ts).
+ * recorded, as nothing a dead process does is (the real processes are in poisonExit.int.test.ts). Both editions
+ * run it (packages/contract); `legacy` simulates the sources before issue 31.
  */
+import {
+  type DurationInput,
+  fork,
+  type Forked,
+  pollFiber,
+  provideScope,
+  queueQuietLogger,
+  scoped,
+  TestClock,
+  yieldNow
+} from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Clock, Duration, Effect, Exit, Fiber, Logger, LogLevel, Scope, TestClock } from "effect"
-import { Consumer, QueueSource } from "../../src/index.js"
+import { Clock, Effect, Exit, Scope } from "effect"
+import { Consumer, QueueSource } from "effect-resilience"
 
 interface Body {
   readonly n: number
 }
 
 /** Lets forked fibers run until they block. */
-const settle = Effect.repeatN(Effect.yieldNow(), 50)
+const settle = Effect.repeat(yieldNow, { times: 50 })
 
 /** Advances the TestClock in steps until `done` holds. */
-const until = (done: Effect.Effect<boolean>, step: Duration.DurationInput = "10 millis", max = 10_000) =>
+const until = (done: Effect.Effect<boolean>, step: DurationInput = "10 millis", max = 10_000) =>
   Effect.gen(function*() {
     for (let i = 0; i < max; i++) {
       yield* settle
@@ -102,11 +114,11 @@ const simulate = (legacy: boolean): Effect.Effect<Simulation> =>
     const handledAt = new Map<string, number>()
     const starts: Array<Start> = []
     let crashes = 0
-    const zombies: Array<Fiber.RuntimeFiber<void>> = []
+    const zombies: Array<Forked<void>> = []
     for (let round = 0; round < 20; round++) {
       const proc = processOn(base, acked, legacy)
       const scope = yield* Scope.make()
-      yield* Scope.extend(
+      yield* provideScope(scope)(
         Consumer.run({
           source: proc.source,
           handler: (m) =>
@@ -132,17 +144,16 @@ const simulate = (legacy: boolean): Effect.Effect<Simulation> =>
             }),
           concurrency: 2,
           maxReceiveCount: 3
-        }),
-        scope
+        })
       )
       const finished = Effect.map(Effect.orDie(base.deadLetters.list()), (dead) => acked.size + dead.length === 40)
       yield* until(Effect.zipWith(finished, Effect.sync(() => proc.dead()), (a, b) => a || b))
       // the dead process's fibers can record nothing: closing its scope stands for their end
-      zombies.push(yield* Effect.fork(Scope.close(scope, Exit.void)))
+      zombies.push(yield* fork(Scope.close(scope, Exit.void)))
       if (!proc.dead()) break
       crashes++
     }
-    yield* until(Effect.map(Effect.forEach(zombies, Fiber.poll), (polls) => polls.every((p) => p._tag === "Some")))
+    yield* until(Effect.sync(() => zombies.every((z) => pollFiber(z) !== undefined)))
     const dead = yield* Effect.orDie(base.deadLetters.list())
     return {
       visibility,
@@ -152,7 +163,7 @@ const simulate = (legacy: boolean): Effect.Effect<Simulation> =>
       starts,
       handledAt
     }
-  }).pipe(Logger.withMinimumLogLevel(LogLevel.None))
+  }).pipe(Effect.provide(queueQuietLogger))
 
 describe("Consumer.run: a message that kills its process (issue 31)", () => {
   it.effect("before: when every lost delivery is charged, the messages claimed beside the poison die with it", () =>
@@ -189,42 +200,45 @@ describe("Consumer.run: a message that kills its process (issue 31)", () => {
       })
   )
 
-  it.scoped("a suspect runs alone after the handlers running have ended; nothing is claimed until it is settled", () =>
-    Effect.gen(function*() {
-      const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "10 seconds" })
-      yield* source.send([{ id: "s", body: { n: 0 } }])
-      // a consumer claimed it and died: it comes back a suspect
-      yield* source.receive(1, { runsSuspectsAlone: true })
-      yield* TestClock.adjust("10 seconds")
-      yield* source.send(Array.from({ length: 6 }, (_, i) => ({ id: `h${i}`, body: { n: i + 1 } })))
-      const log: Array<string> = []
-      let running = 0
-      const consumer = yield* Consumer.run({
-        source,
-        handler: (m) =>
-          Effect.gen(function*() {
-            log.push(`start ${m.id} beside ${running}`)
-            running++
-            yield* Effect.sleep(m.id === "s" ? "1 second" : "300 millis")
-            running--
-            log.push(`end ${m.id}`)
-          }),
-        concurrency: 3,
-        bufferSize: 4,
-        maxReceiveCount: 3
+  scoped(
+    "a suspect runs alone after the handlers running have ended; nothing is claimed until it is settled",
+    () =>
+      Effect.gen(function*() {
+        const source = yield* QueueSource.memory<Body>({ visibilityTimeout: "10 seconds" })
+        yield* source.send([{ id: "s", body: { n: 0 } }])
+        // a consumer claimed it and died: it comes back a suspect
+        yield* source.receive(1, { runsSuspectsAlone: true })
+        yield* TestClock.adjust("10 seconds")
+        yield* source.send(Array.from({ length: 6 }, (_, i) => ({ id: `h${i}`, body: { n: i + 1 } })))
+        const log: Array<string> = []
+        let running = 0
+        const consumer = yield* Consumer.run({
+          source,
+          handler: (m) =>
+            Effect.gen(function*() {
+              log.push(`start ${m.id} beside ${running}`)
+              running++
+              yield* Effect.sleep(m.id === "s" ? "1 second" : "300 millis")
+              running--
+              log.push(`end ${m.id}`)
+            }),
+          concurrency: 3,
+          bufferSize: 4,
+          maxReceiveCount: 3
+        })
+        // claimed with the suspect, last in its batch: the six run first, three at a time
+        yield* until(Effect.map(consumer.stats, (s) => s.received === 7))
+        // sent while the suspect is held: claimed only once it is settled
+        yield* source.send([{ id: "later", body: { n: 7 } }])
+        yield* until(Effect.map(consumer.stats, (s) => s.processed === 8))
+        expect(yield* consumer.stats).toMatchObject({ processed: 8, ranAlone: 1, deadLettered: 0, abandoned: 0 })
+        const started = log.indexOf("start s beside 0")
+        expect(started).toBe(12)
+        // every handler started before it had ended, and nothing starts or runs beside it
+        expect(log.slice(0, started).filter((l) => l.startsWith("end")).length).toBe(6)
+        expect(log.slice(started)).toEqual(["start s beside 0", "end s", "start later beside 0", "end later"])
       })
-      // claimed with the suspect, last in its batch: the six run first, three at a time
-      yield* until(Effect.map(consumer.stats, (s) => s.received === 7))
-      // sent while the suspect is held: claimed only once it is settled
-      yield* source.send([{ id: "later", body: { n: 7 } }])
-      yield* until(Effect.map(consumer.stats, (s) => s.processed === 8))
-      expect(yield* consumer.stats).toMatchObject({ processed: 8, ranAlone: 1, deadLettered: 0, abandoned: 0 })
-      const started = log.indexOf("start s beside 0")
-      expect(started).toBe(12)
-      // every handler started before it had ended, and nothing starts or runs beside it
-      expect(log.slice(0, started).filter((l) => l.startsWith("end")).length).toBe(6)
-      expect(log.slice(started)).toEqual(["start s beside 0", "end s", "start later beside 0", "end later"])
-    }))
+  )
 
   it.effect("the memory source: a plain receive charges every lost delivery; markAlone is fenced and charged", () =>
     Effect.gen(function*() {

@@ -4,36 +4,22 @@
  * delivery can neither extend nor acknowledge the message. `PgQueue` decides visibility with the caller's
  * `Clock`, so TestClock drives it; between clock steps the test waits until every statement the consumer
  * sent has answered (a condition, counted by a wrapper around the source), so the clock never runs ahead
- * of the database. Ported from the root's test/queue/pgVisibility.int.test.ts.
+ * of the database.
  */
-import { afterAll, expect, layer } from "@effect/vitest"
+import { describePg, eventually, fork, pollFiber, provideScope, queuePgClient, TestClock, yieldNow } from "#edition"
+import { expect, layer } from "@effect/vitest"
 import { Clock, Effect, Exit, Option, Scope } from "effect"
-import { TestClock } from "effect/testing"
-import { Consumer, type QueueSource } from "../../src/index.js"
-import * as PgQueue from "../../src/PgQueue.js"
-import { eventually } from "../support/eventually.js"
-import { dropPgTables, freshName, PgLive } from "../support/pg.js"
-import { describePg } from "../support/services.js"
+import { Consumer, type QueueSource } from "effect-resilience"
+import * as PgQueue from "effect-resilience/PgQueue"
+import { pgTables } from "./pgTables.js"
 
 interface Body {
   readonly n: number
 }
 
-const created: Array<string> = []
-const fresh = (what: string) => {
-  const name = freshName(what)
-  created.push(name)
-  return name
-}
+const { fresh } = pgTables()
 
-afterAll(async () => {
-  if (created.length === 0) return
-  // a queue's dead letters live in `<table>_dlq`
-  const tables = created.flatMap((t) => [t, `${t}_dlq`])
-  await Effect.runPromise(dropPgTables(tables).pipe(Effect.provide(PgLive), Effect.ignore))
-})
-
-const settle = Effect.repeat(Effect.yieldNow, { times: 20 })
+const settle = Effect.repeat(yieldNow, { times: 20 })
 const msg = (id: string) => ({ id, body: { n: 0 } })
 
 /** The source, with a count of its calls still waiting for PostgreSQL, and the instants of its extensions. */
@@ -77,7 +63,7 @@ const tracked = <A>(source: QueueSource.QueueSource<A>) => {
 }
 
 describePg("PgQueue: time limits and visibility renewal", () => {
-  layer(PgLive, { timeout: "60 seconds" })((it) => {
+  layer(queuePgClient, { timeout: "60 seconds" })((it) => {
     it.effect("a hung poison message and 20 later ones: all 20 handled, the poison dead-lettered, close bounded", () =>
       Effect.gen(function*() {
         const base = yield* PgQueue.make<Body>({ table: fresh("hung"), visibilityTimeout: "1 second" })
@@ -89,7 +75,7 @@ describePg("PgQueue: time limits and visibility renewal", () => {
           handler: (m) => m.id === "poison" ? Effect.never : Effect.sync(() => handled.push(m.id)),
           concurrency: 2,
           maxReceiveCount: 3
-        }).pipe(Scope.provide(scope))
+        }).pipe(provideScope(scope))
         yield* source.send([msg("poison")])
         yield* until(Effect.map(consumer.stats, (s) => s.handling === 1), 100, 20)
         for (let i = 0; i < 25; i++) yield* step(100)
@@ -102,9 +88,9 @@ describePg("PgQueue: time limits and visibility renewal", () => {
 
         yield* source.send([msg("poison")])
         yield* until(Effect.map(consumer.stats, (s) => s.handling === 1), 100, 20)
-        const closing = yield* Effect.forkChild(Scope.close(scope, Exit.void))
+        const closing = yield* fork(Scope.close(scope, Exit.void))
         // the default grace here is the time limit, 1 s
-        yield* until(Effect.sync(() => closing.pollUnsafe() !== undefined), 100, 12)
+        yield* until(Effect.sync(() => pollFiber(closing) !== undefined), 100, 12)
       }))
 
     it.effect("a handler slower than the visibility timeout but within its limit runs once: renewed at 1/3 left", () =>

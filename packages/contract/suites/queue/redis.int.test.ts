@@ -1,16 +1,13 @@
 /**
  * `RedisStreamQueue` on one Redis node (`REDIS_URL`): the contract suite (./redisSuite.ts, also run on a
- * Redis Cluster by ../redisCluster.int.test.ts), and what only a single-node client shows (a server that never
- * answers). Every test uses its own keys; they are deleted at the end. Ported from the root's
- * test/queue/redis.int.test.ts.
+ * Redis Cluster by each edition's test/redisCluster.int.test.ts), and what only a single-node client shows (a server that never
+ * answers). Every test uses its own keys; they are deleted at the end.
  */
+import { callback, deleteKeys, describeRedis, IoRedis as Redis, REDIS_URL, uniquePrefix } from "#edition"
 import { afterAll, expect, it } from "@effect/vitest"
 import { Effect } from "effect"
-import { Redis } from "ioredis"
+import * as RedisStreamQueue from "effect-resilience/RedisStreamQueue"
 import { type AddressInfo, createServer, type Socket } from "node:net"
-import * as RedisStreamQueue from "../../src/RedisStreamQueue.js"
-import { deleteKeys, REDIS_URL, uniquePrefix } from "../support/redis.js"
-import { describeRedis } from "../support/services.js"
 import { redisStreamQueueSuite } from "./redisSuite.js"
 
 const prefix = uniquePrefix("queue")
@@ -36,11 +33,11 @@ describeRedis("RedisStreamQueue", () => {
       // accepts connections and never replies, so only the call's own timeout can end the wait
       const sockets: Array<Socket> = []
       const server = createServer((socket) => void sockets.push(socket))
-      const port = yield* Effect.callback<number>((resume) => {
+      const port = yield* callback<number>((resume) => {
         server.listen(0, "127.0.0.1", () => resume(Effect.succeed((server.address() as AddressInfo).port)))
       })
       yield* Effect.addFinalizer(() =>
-        Effect.callback<void>((resume) => {
+        callback<void>((resume) => {
           for (const socket of sockets) socket.destroy()
           server.close(() => resume(Effect.void))
         })
