@@ -8,6 +8,7 @@
 export * from "./breaker.js"
 export * from "./client.js"
 export * from "./effect.js"
+export * from "./idempotency.js"
 export * from "./policies.js"
 export * from "./redisRequest.js"
 export * from "./services.js"
