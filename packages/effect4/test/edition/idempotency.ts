@@ -2,7 +2,8 @@
  * The idempotency suites (Idempotency*.test.ts, idempotency*.test.ts): the middleware's and the stores' internals
  * they reach, and what Effect 3 and Effect 4 spell differently around them (a fiber-local value, the SQL clients).
  */
-import { Context, Duration, Effect } from "effect"
+import { type Cause, Context, Duration, Effect, Option } from "effect"
+import { HttpServerError, HttpServerRequest, type HttpServerResponse } from "effect/http"
 
 /** The request fingerprint the stores are given (internal in both editions). */
 export { fingerprint } from "../../src/internal/http/idempotencyHttp.js"
@@ -25,3 +26,19 @@ export const fiberLocal = <A>(key: string, initial: A) => {
 
 /** A `Duration` from any input Duration functions accept (Effect 3: `Duration.decode`). */
 export const durationOf = (input: Duration.Input): Duration.Duration => Duration.fromInputUnsafe(input)
+
+/**
+ * The request a server hands the app for the web request `web`, from the client address `from` (`null`: none)
+ * (Effect 3: `fromWeb(web).modify({ remoteAddress: from })`; Effect 4: `remoteAddress` is an `Option`).
+ */
+export const serverRequestFrom = (web: Request, from: string | null): HttpServerRequest.HttpServerRequest => {
+  const request = HttpServerRequest.fromWeb(web)
+  return from === null ? request : request.modify({ remoteAddress: Option.some(from) })
+}
+
+/** The response a server gives for a handler's failure (both: `HttpServerError.causeResponse`, then its response). */
+export const causeResponse = <E>(cause: Cause.Cause<E>): Effect.Effect<HttpServerResponse.HttpServerResponse> =>
+  Effect.map(HttpServerError.causeResponse(cause), ([response]) => response)
+
+/** The Redis key of one record (internal in both editions). */
+export { keyOf as redisKeyOf } from "../../src/internal/idempotencyStore/redis.js"

@@ -1,21 +1,27 @@
 /**
  * `IdempotencyStore/Redis` against one Redis node (`REDIS_URL`): the shared store contract, then what only Redis
- * has — the key layout and its expiry, corrupt records, an unreachable server, a client of the caller's. Ported
- * from the root's test/IdempotencyStore.redis.int.test.ts, with its two tests of the middleware over Redis (served in
- * memory, ./support/memoryServer.ts). The Cluster runs are in ./redisCluster.int.test.ts.
+ * has — the key layout and its expiry, corrupt records, an unreachable server, a client of the caller's — and the
+ * middleware over Redis (served in memory, ./support/idempotencyServer.ts). The Cluster runs are in each edition's
+ * redisCluster.int.test.ts.
  */
+import {
+  closedPort,
+  deleteKeys,
+  describeRedis,
+  HttpServerResponse,
+  REDIS_URL,
+  redisKeyOf as keyOf,
+  scoped,
+  TestClock,
+  uniquePrefix
+} from "#edition"
 import { afterAll, expect, it } from "@effect/vitest"
 import { Duration, Effect } from "effect"
-import { HttpServerResponse } from "effect/http"
-import { TestClock } from "effect/testing"
+import { IdempotencyMiddleware, IdempotencyStore } from "effect-resilience"
+import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
 import { Redis } from "ioredis"
-import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
-import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { keyOf } from "../src/internal/idempotencyStore/redis.js"
-import { idempotencyStoreSuite } from "./contract/idempotencyStoreSuite.js"
-import { serve } from "./support/memoryServer.js"
-import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
-import { describeRedis } from "./support/services.js"
+import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
+import { serve } from "./support/idempotencyServer.js"
 
 const prefix = uniquePrefix("idem")
 const layer = IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix })
@@ -53,7 +59,7 @@ describeRedis("IdempotencyStore/Redis", () => {
 
   idempotencyStoreSuite("redis", layer)
 
-  it.effect("the middleware over Redis runs the first request and replays duplicates", () =>
+  scoped("the middleware over Redis runs the first request and replays duplicates", () =>
     Effect.gen(function*() {
       const orders = makeOrders()
       const send = yield* serve(orders.handler.pipe(yield* IdempotencyMiddleware.make()))
@@ -77,7 +83,7 @@ describeRedis("IdempotencyStore/Redis", () => {
       expect((yield* post("OTHER")).status).toBe(422)
     }).pipe(Effect.provide(layer)))
 
-  it.effect("the middleware answers 503 and does not run the handler when Redis is down", () =>
+  scoped("the middleware answers 503 and does not run the handler when Redis is down", () =>
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
       const orders = makeOrders()
@@ -93,8 +99,12 @@ describeRedis("IdempotencyStore/Redis", () => {
   it.live("a store call fails with IdempotencyStoreError, not a defect, when Redis is unreachable", () =>
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
-      const store = yield* IdempotencyStore.IdempotencyStore.use(Effect.succeed).pipe(
-        Effect.provide(IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" }))
+      const down = IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
+      const store = yield* Effect.provide(
+        Effect.gen(function*() {
+          return yield* IdempotencyStore.IdempotencyStore
+        }),
+        down
       )
       const error = yield* Effect.flip(store.claim(request("k")))
       expect(error).toBeInstanceOf(IdempotencyStore.IdempotencyStoreError)
@@ -165,7 +175,9 @@ describeRedis("IdempotencyStore/Redis", () => {
     Effect.gen(function*() {
       const client = new Redis(REDIS_URL)
       const key = fresh("client")
-      const result = yield* IdempotencyStore.IdempotencyStore.use((store) => store.claim(request(key))).pipe(
+      const result = yield* Effect.gen(function*() {
+        return yield* (yield* IdempotencyStore.IdempotencyStore).claim(request(key))
+      }).pipe(
         Effect.provide(IdempotencyStoreRedis.layer({ client, prefix }))
       )
       expect(result._tag).toBe("Claimed")
