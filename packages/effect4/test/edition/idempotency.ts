@@ -2,8 +2,16 @@
  * The idempotency suites (Idempotency*.test.ts, idempotency*.test.ts): the middleware's and the stores' internals
  * they reach, and what Effect 3 and Effect 4 spell differently around them (a fiber-local value, the SQL clients).
  */
-import { type Cause, Context, Duration, Effect, Option } from "effect"
+import { PgClient } from "@effect/sql-pg"
+import { type Cause, Context, Duration, Effect, type Layer, Option, Redacted, type Scope } from "effect"
 import { HttpServerError, HttpServerRequest, type HttpServerResponse } from "effect/http"
+import * as Reactivity from "effect/reactivity/Reactivity"
+import * as SqlClient from "effect/sql/SqlClient"
+import type { Connection as SqlConnection } from "effect/sql/SqlConnection"
+import { SqlError, UnknownError } from "effect/sql/SqlError"
+import * as Statement from "effect/sql/Statement"
+import * as Sqlite from "../../src/Sqlite.js"
+import type { DurationInput } from "./effect.js"
 
 /** The request fingerprint the stores are given (internal in both editions). */
 export { fingerprint } from "../../src/internal/http/idempotencyHttp.js"
@@ -42,3 +50,65 @@ export const causeResponse = <E>(cause: Cause.Cause<E>): Effect.Effect<HttpServe
 
 /** The Redis key of one record (internal in both editions). */
 export { keyOf as redisKeyOf } from "../../src/internal/idempotencyStore/redis.js"
+
+// ---- SQL: the modules, the SQLite and PostgreSQL clients, a connection's failure ----
+
+/** Effect's SQL modules (Effect 3: `@effect/sql/*`; Effect 4: `effect/sql/*`). */
+export * as SqlClient from "effect/sql/SqlClient"
+export type { Connection as SqlConnection } from "effect/sql/SqlConnection"
+
+/** The SQLite options the suites use (both editions' drivers take them). */
+export interface SqliteOptions {
+  readonly filename: string
+  readonly transformResultNames?: (name: string) => string
+  readonly transformQueryNames?: (name: string) => string
+}
+
+/** A SQLite client layer (Effect 3: `@effect/sql-sqlite-node`'s `SqliteClient.layer`; Effect 4: `effect-resilience/Sqlite`). */
+export const sqliteLayer = (options: SqliteOptions): Layer.Layer<SqlClient.SqlClient, unknown> => Sqlite.layer(options)
+
+/** A SQLite client for the rest of the scope (Effect 3: `SqliteClient.make` with `Reactivity`; Effect 4: `Sqlite.make`). */
+export const sqliteMake = (options: SqliteOptions): Effect.Effect<SqlClient.SqlClient, unknown, Scope.Scope> =>
+  Sqlite.make(options)
+
+/** A PostgreSQL client layer (both: `@effect/sql-pg`'s `PgClient.layer`, Effect 4's its 4.x). */
+export const pgLayer = (
+  options: { readonly url: string; readonly connectTimeout?: DurationInput } | {
+    readonly host: string
+    readonly port: number
+    readonly database: string
+    readonly username: string
+  }
+): Layer.Layer<SqlClient.SqlClient, unknown> =>
+  PgClient.layer("url" in options ? { ...options, url: Redacted.make(options.url) } : options)
+
+/** A PostgreSQL client for the rest of the scope (both: `PgClient.make` with `Reactivity`). */
+export const pgMake = (url: string): Effect.Effect<SqlClient.SqlClient, unknown, Scope.Scope> =>
+  PgClient.make({ url: Redacted.make(url) }).pipe(Effect.provide(Reactivity.layer))
+
+/** A SQLite-dialect client over one connection (both: `SqlClient.make`; Effect 4 names its driver). */
+export const clientOver = (connection: SqlConnection): Effect.Effect<SqlClient.SqlClient, never, Scope.Scope> =>
+  SqlClient.make({
+    acquirer: Effect.succeed(connection),
+    compiler: Statement.makeCompilerSqlite(),
+    driver: "faulty",
+    spanAttributes: []
+  }).pipe(Effect.provide(Reactivity.layer))
+
+/**
+ * What the PostgreSQL client reports for a backend the server terminated, SQLSTATE 57P01 (Effect 3: a `SqlError`
+ * whose cause has the code; Effect 4: the code in the cause of an `UnknownError` reason).
+ */
+export const connectionTerminated = (): SqlError =>
+  new SqlError({
+    reason: new UnknownError({
+      cause: Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }),
+      message: "connection lost"
+    })
+  })
+
+/** This run's PostgreSQL tables are named for it; drops them (Effect 3 also drops their `_dlq` tables). */
+export { dropPgTables, freshName, PgLive } from "../support/pg.js"
+
+/** Which services answered the probe (test/support/services.ts). */
+export { available } from "../support/services.js"
