@@ -112,3 +112,22 @@ export { dropPgTables, freshName, PgLive } from "../support/pg.js"
 
 /** Which services answered the probe (test/support/services.ts). */
 export { available } from "../support/services.js"
+
+/** A SQL client's failure (Effect 3: `@effect/sql`'s `SqlError`; Effect 4: `effect/sql`'s, with a `reason`). */
+export type SqlFailure = SqlError
+
+/**
+ * A PostgreSQL client over one connection reserved from the `PgClient` in context, its statements going through
+ * `wrap` (both: `SqlClient.make` with `PgClient.makeCompiler`; Effect 4 names its driver).
+ */
+export const pgClientOver = (wrap: (connection: SqlConnection) => SqlConnection) =>
+  Effect.gen(function*() {
+    const pg = yield* PgClient.PgClient
+    const connection = yield* pg.reserve
+    return yield* SqlClient.make({
+      acquirer: Effect.succeed(wrap(connection)),
+      compiler: PgClient.makeCompiler(),
+      driver: "wrapped",
+      spanAttributes: []
+    }).pipe(Effect.provide(Reactivity.layer))
+  })
