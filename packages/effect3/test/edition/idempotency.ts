@@ -109,7 +109,7 @@ export const connectionTerminated = (): SqlError =>
 export { dropPgTables, freshName, PgLive } from "../support/pg.js"
 
 /** Which services answered the probe (test/support/services.ts). */
-export { available } from "../support/services.js"
+export { available, describeWith } from "../support/services.js"
 
 /** A SQL client's failure (Effect 3: `@effect/sql`'s `SqlError`; Effect 4: `effect/sql`'s, with a `reason`). */
 export type SqlFailure = SqlError
