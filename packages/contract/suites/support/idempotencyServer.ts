@@ -46,9 +46,19 @@ const bodyOf = (body: unknown): RequestInit["body"] | undefined =>
 export const requestOf = (init: Send = {}): HttpServerRequest.HttpServerRequest => {
   const method = init.method ?? (init.body === undefined && init.key === undefined ? "GET" : "POST")
   const body = method === "GET" ? undefined : bodyOf(init.body ?? {})
+  // the length a client declares for a body it knows whole (a stream is sent without one), as a server sees it
+  const length = typeof body === "string"
+    ? new TextEncoder().encode(body).byteLength
+    : body instanceof Uint8Array
+    ? body.byteLength
+    : undefined
   const web = new Request(`http://127.0.0.1${init.path ?? "/"}`, {
     method,
-    headers: { ...(init.key === undefined ? {} : { "idempotency-key": init.key }), ...init.headers },
+    headers: {
+      ...(length === undefined ? {} : { "content-length": String(length) }),
+      ...(init.key === undefined ? {} : { "idempotency-key": init.key }),
+      ...init.headers
+    },
     ...(body === undefined ? {} : { body, duplex: "half" })
   } as RequestInit)
   return serverRequestFrom(web, init.from === undefined ? "127.0.0.1" : init.from)

@@ -3,7 +3,7 @@
  * they reach, and what Effect 3 and Effect 4 spell differently around them (a fiber-local value, the SQL clients).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { HttpServerError, HttpServerRequest, type HttpServerResponse } from "@effect/platform"
+import { HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -128,3 +128,10 @@ export const pgClientOver = (wrap: (connection: SqlConnection) => SqlConnection)
       spanAttributes: []
     }).pipe(Effect.provide(Reactivity.layer))
   })
+
+/** Sets a cookie on a response, throwing for a bad one (Effect 4: `HttpServerResponse.setCookieUnsafe`). */
+export const setCookie: (
+  name: string,
+  value: string
+) => (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.HttpServerResponse = (name, value) =>
+  HttpServerResponse.unsafeSetCookie(name, value)

@@ -4,7 +4,7 @@
  */
 import { PgClient } from "@effect/sql-pg"
 import { type Cause, Context, Duration, Effect, type Layer, Option, Redacted, type Scope } from "effect"
-import { HttpServerError, HttpServerRequest, type HttpServerResponse } from "effect/http"
+import { HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { Connection as SqlConnection } from "effect/sql/SqlConnection"
@@ -131,3 +131,10 @@ export const pgClientOver = (wrap: (connection: SqlConnection) => SqlConnection)
       spanAttributes: []
     }).pipe(Effect.provide(Reactivity.layer))
   })
+
+/** Sets a cookie on a response, throwing for a bad one (Effect 3: `HttpServerResponse.unsafeSetCookie`). */
+export const setCookie: (
+  name: string,
+  value: string
+) => (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.HttpServerResponse = (name, value) =>
+  HttpServerResponse.setCookieUnsafe(name, value)
