@@ -10,7 +10,7 @@ import * as SqlClient from "@effect/sql/SqlClient"
 import type { Connection as SqlConnection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
-import { type Cause, Duration, Effect, FiberRef, type Layer, Redacted, type Scope } from "effect"
+import { Cause, Duration, Effect, FiberRef, type Layer, Logger, Redacted, type Scope } from "effect"
 import type { DurationInput } from "./effect.js"
 
 /** The request fingerprint the stores are given (internal in both editions). */
@@ -135,3 +135,16 @@ export const setCookie: (
   value: string
 ) => (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.HttpServerResponse = (name, value) =>
   HttpServerResponse.unsafeSetCookie(name, value)
+
+/** The middleware's background recordings: their bound and the recorder (internal in both editions). */
+export { maxPendingRecordings, recorder } from "../../src/internal/http/idempotencyHandler.js"
+
+/** A logger layer that keeps each log's text and, when it has one, its pretty cause (Effect 4: `Logger.layer`). */
+export const captureLogsWithCause = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ cause, message }) => {
+    const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+    lines.push(Cause.isEmpty(cause) ? text : `${text} ${Cause.pretty(cause)}`)
+  })
+  return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
+}

@@ -3,7 +3,7 @@
  * they reach, and what Effect 3 and Effect 4 spell differently around them (a fiber-local value, the SQL clients).
  */
 import { PgClient } from "@effect/sql-pg"
-import { type Cause, Context, Duration, Effect, type Layer, Option, Redacted, type Scope } from "effect"
+import { Cause, Context, Duration, Effect, type Layer, Logger, Option, Redacted, type Scope } from "effect"
 import { HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as SqlClient from "effect/sql/SqlClient"
@@ -138,3 +138,16 @@ export const setCookie: (
   value: string
 ) => (response: HttpServerResponse.HttpServerResponse) => HttpServerResponse.HttpServerResponse = (name, value) =>
   HttpServerResponse.setCookieUnsafe(name, value)
+
+/** The middleware's background recordings: their bound and the recorder (internal in both editions). */
+export { maxPendingRecordings, recorder } from "../../src/internal/http/idempotencyMiddleware.js"
+
+/** A logger layer that keeps each log's text and, when it has one, its pretty cause (Effect 3: `Logger.replace`). */
+export const captureLogsWithCause = () => {
+  const lines: Array<string> = []
+  const logger = Logger.make(({ cause, message }) => {
+    const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
+    lines.push(cause.reasons.length === 0 ? text : `${text} ${Cause.pretty(cause)}`)
+  })
+  return { lines, layer: Logger.layer([logger]) }
+}
