@@ -3,7 +3,7 @@
  * they reach, and what Effect 3 and Effect 4 spell differently around them (a fiber-local value, the SQL clients).
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
-import { HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
+import { HttpRouter, HttpServerError, HttpServerRequest, HttpServerResponse } from "@effect/platform"
 import { PgClient } from "@effect/sql-pg"
 import { SqliteClient } from "@effect/sql-sqlite-node"
 import * as SqlClient from "@effect/sql/SqlClient"
@@ -11,6 +11,8 @@ import type { Connection as SqlConnection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Cause, Duration, Effect, FiberRef, type Layer, Logger, Redacted, type Scope } from "effect"
+import { IdempotencyMiddleware, IdempotencyStore } from "../../src/index.js"
+import { serveNode } from "./client.js"
 import type { DurationInput } from "./effect.js"
 
 /** The request fingerprint the stores are given (internal in both editions). */
@@ -148,3 +150,31 @@ export const captureLogsWithCause = () => {
   })
   return { lines, layer: Logger.replace(Logger.defaultLogger, logger) }
 }
+
+/**
+ * An app of POST `/orders` routes, each mounted under its prefix (the URL its handler reads has lost the prefix)
+ * (Effect 3: `HttpRouter.mount` of a router per prefix; Effect 4: `HttpRouter.prefixRoute`, built by `toHttpEffect`).
+ */
+export const mountedOrders = <E, R>(
+  routes: ReadonlyArray<readonly [prefix: string, handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>]>
+): Effect.Effect<Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>, never, any> =>
+  Effect.succeed(
+    routes.reduce(
+      (router: HttpRouter.HttpRouter<any, any>, [prefix, handler]) =>
+        HttpRouter.mount(router, prefix as `/${string}`, HttpRouter.empty.pipe(HttpRouter.post("/orders", handler))),
+      HttpRouter.empty
+    )
+  )
+
+/**
+ * Serves POST `/orders` on 127.0.0.1, wired as the edition's docs show it, over the memory store; its port (Effect 3:
+ * a router whose route wraps `handler` with the middleware; Effect 4: the middleware built once in a route layer,
+ * served by `HttpRouter.serve`).
+ */
+export const serveAsDocumented = (
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
+): Effect.Effect<number, unknown, Scope.Scope> =>
+  Effect.gen(function*() {
+    const idempotent = yield* IdempotencyMiddleware.make({ ttl: "24 hours" })
+    return yield* serveNode(HttpRouter.empty.pipe(HttpRouter.post("/orders", handler.pipe(idempotent))))
+  }).pipe(Effect.provide(IdempotencyStore.layerMemory))

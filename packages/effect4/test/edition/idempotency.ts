@@ -2,15 +2,19 @@
  * The idempotency suites (Idempotency*.test.ts, idempotency*.test.ts): the middleware's and the stores' internals
  * they reach, and what Effect 3 and Effect 4 spell differently around them (a fiber-local value, the SQL clients).
  */
+import { NodeHttpServer } from "@effect/platform-node"
 import { PgClient } from "@effect/sql-pg"
-import { Cause, Context, Duration, Effect, type Layer, Logger, Option, Redacted, type Scope } from "effect"
-import { HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
+import { Cause, Context, Duration, Effect, Layer, Logger, Option, Redacted, type Scope } from "effect"
+import { HttpRouter, HttpServer, HttpServerError, HttpServerRequest, HttpServerResponse } from "effect/http"
 import * as Reactivity from "effect/reactivity/Reactivity"
 import * as SqlClient from "effect/sql/SqlClient"
 import type { Connection as SqlConnection } from "effect/sql/SqlConnection"
 import { SqlError, UnknownError } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
+import { createServer } from "node:http"
+import { IdempotencyMiddleware, IdempotencyStore } from "../../src/index.js"
 import * as Sqlite from "../../src/Sqlite.js"
+import { portOf } from "../support/nodeServer.js"
 import type { DurationInput } from "./effect.js"
 
 /** The request fingerprint the stores are given (internal in both editions). */
@@ -151,3 +155,37 @@ export const captureLogsWithCause = () => {
   })
   return { lines, layer: Logger.layer([logger]) }
 }
+
+/**
+ * An app of POST `/orders` routes, each mounted under its prefix (the URL its handler reads has lost the prefix)
+ * (Effect 3: `HttpRouter.mount` of a router per prefix; Effect 4: `HttpRouter.prefixRoute`, built by `toHttpEffect`).
+ */
+export const mountedOrders = <E, R>(
+  routes: ReadonlyArray<readonly [prefix: string, handler: Effect.Effect<HttpServerResponse.HttpServerResponse, E, R>]>
+): Effect.Effect<Effect.Effect<HttpServerResponse.HttpServerResponse, unknown, any>, never, any> =>
+  HttpRouter.toHttpEffect(
+    Layer.mergeAll(
+      ...routes.map(([prefix, handler]) =>
+        HttpRouter.addAll([HttpRouter.prefixRoute(HttpRouter.route("POST", "/orders", handler as any), prefix)])
+      ) as [any]
+    )
+  ) as any
+
+/**
+ * Serves POST `/orders` on 127.0.0.1, wired as the edition's docs show it, over the memory store; its port (Effect 3:
+ * a router whose route wraps `handler` with the middleware; Effect 4: the middleware built once in a route layer,
+ * served by `HttpRouter.serve`).
+ */
+export const serveAsDocumented = (
+  handler: Effect.Effect<HttpServerResponse.HttpServerResponse, never, HttpServerRequest.HttpServerRequest>
+): Effect.Effect<number, unknown, Scope.Scope> =>
+  Effect.gen(function*() {
+    const OrdersRoute = Layer.unwrap(Effect.gen(function*() {
+      const idempotent = yield* IdempotencyMiddleware.make({ ttl: "24 hours" })
+      return HttpRouter.add("POST", "/orders", handler.pipe(idempotent))
+    })).pipe(Layer.provide(IdempotencyStore.layerMemory))
+    const Server = HttpRouter.serve(OrdersRoute, { disableListenLog: true, disableLogger: true }).pipe(
+      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: 0, host: "127.0.0.1" }))
+    )
+    return yield* portOf(Context.get(yield* Layer.build(Server), HttpServer.HttpServer))
+  })
