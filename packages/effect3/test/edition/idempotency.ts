@@ -11,6 +11,7 @@ import type { Connection as SqlConnection } from "@effect/sql/SqlConnection"
 import { SqlError } from "@effect/sql/SqlError"
 import * as Statement from "@effect/sql/Statement"
 import { Cause, Duration, Effect, FiberRef, type Layer, Logger, Redacted, type Scope } from "effect"
+import { fileURLToPath } from "node:url"
 import { IdempotencyMiddleware, IdempotencyStore } from "../../src/index.js"
 import { serveNode } from "./client.js"
 import type { DurationInput } from "./effect.js"
@@ -178,3 +179,17 @@ export const serveAsDocumented = (
     const idempotent = yield* IdempotencyMiddleware.make({ ttl: "24 hours" })
     return yield* serveNode(HttpRouter.empty.pipe(HttpRouter.post("/orders", handler.pipe(idempotent))))
   }).pipe(Effect.provide(IdempotencyStore.layerMemory))
+
+/** `npm run serve` (examples/serve.ts) as separate processes, spoken to over HTTP only (test/support/serveProcess.ts). */
+export { type Answer, orderCount, postOrder, request as requestServe, startServe } from "../support/serveProcess.js"
+
+/**
+ * How to start test/support/sqliteClaimer.ts (one process of the multi-process SQLite tests) with `args`: the
+ * command's arguments and folder (Effect 3: `node --import tsx`, on `@effect/sql-sqlite-node`; Effect 4: plain
+ * `node` with scripts/tsResolve.mjs, on `effect-resilience/Sqlite`).
+ */
+export const sqliteClaimer = (args: ReadonlyArray<string>) => ({
+  command: process.execPath,
+  args: ["--import", "tsx", "test/support/sqliteClaimer.ts", ...args],
+  cwd: fileURLToPath(new URL("../..", import.meta.url))
+})

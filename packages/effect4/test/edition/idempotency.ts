@@ -12,6 +12,7 @@ import type { Connection as SqlConnection } from "effect/sql/SqlConnection"
 import { SqlError, UnknownError } from "effect/sql/SqlError"
 import * as Statement from "effect/sql/Statement"
 import { createServer } from "node:http"
+import { fileURLToPath } from "node:url"
 import { IdempotencyMiddleware, IdempotencyStore } from "../../src/index.js"
 import * as Sqlite from "../../src/Sqlite.js"
 import { portOf } from "../support/nodeServer.js"
@@ -189,3 +190,24 @@ export const serveAsDocumented = (
     )
     return yield* portOf(Context.get(yield* Layer.build(Server), HttpServer.HttpServer))
   })
+
+/** `npm run serve` (examples/serve.ts) as separate processes, spoken to over HTTP only (test/support/serveProcess.ts). */
+export { type Answer, orderCount, postOrder, request as requestServe, startServe } from "../support/serveProcess.js"
+
+/**
+ * How to start test/support/sqliteClaimer.ts (one process of the multi-process SQLite tests) with `args`: the
+ * command's arguments and folder (Effect 3: `node --import tsx`, on `@effect/sql-sqlite-node`; Effect 4: plain
+ * `node` with scripts/tsResolve.mjs, on `effect-resilience/Sqlite`).
+ */
+export const sqliteClaimer = (args: ReadonlyArray<string>) => ({
+  command: process.execPath,
+  args: [
+    "--no-warnings",
+    "--experimental-transform-types",
+    "--import",
+    "./scripts/tsResolve.mjs",
+    "test/support/sqliteClaimer.ts",
+    ...args
+  ],
+  cwd: fileURLToPath(new URL("../..", import.meta.url))
+})
