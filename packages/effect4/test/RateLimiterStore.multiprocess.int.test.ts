@@ -2,8 +2,8 @@
  * Three OS processes sharing one token bucket through `RateLimiterStore/Sql`, over PostgreSQL (`DATABASE_URL`)
  * and over one SQLite file: the proof that the store's decisions are atomic across processes, not only across
  * fibers — together they never admit more than the bucket holds plus what it refilled. Each process is a plain
- * `node` running ./support/rateLimiterWorker.ts on this package's sources. (The Effect 3 edition's
- * test/multiprocess.int.test.ts asserts the same bound through three `serve` processes.)
+ * `node` running ./support/rateLimiterWorker.ts on this package's sources. (The contract's
+ * multiprocess.int.test.ts asserts the same bound through three `serve` processes.)
  *
  * Real processes, so real time: every wait is for a line a process prints, with a generous cap; the only time
  * in the assertions is the wall-clock span the processes themselves report around their decisions.

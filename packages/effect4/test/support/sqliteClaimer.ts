@@ -1,5 +1,5 @@
 /**
- * One OS process of the multi-process SQLite tests (../multiprocess.int.test.ts), run by plain `node` on this
+ * One OS process of the multi-process SQLite tests (the contract's multiprocess.int.test.ts), run by plain `node` on this
  * package's sources (scripts/tsResolve.mjs): an `IdempotencyStore/Sql` over `effect-resilience/Sqlite` on a file that
  * other processes share. Arguments: `<mode> <file> <table> <keys> [concurrency|leaseMillis]`.
  *

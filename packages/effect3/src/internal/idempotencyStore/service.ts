@@ -8,11 +8,20 @@ import type { Store } from "../../IdempotencyStore.js"
 import type * as Api from "../../IdempotencyStore.js"
 import type { Fields } from "../errorFields.js"
 
+/** `String(u)`, which throws for an object without a prototype (a row of node:sqlite, a clone): a message never does. */
+const text = (u: unknown): string => {
+  try {
+    return String(u)
+  } catch {
+    return Object.prototype.toString.call(u)
+  }
+}
+
 export class IdempotencyStoreError
   extends Data.TaggedError("IdempotencyStoreError")<Fields<Api.IdempotencyStoreError>>
 {
   override get message(): string {
-    return `idempotency store ${this.operation} failed: ${String(this.cause)}`
+    return `idempotency store ${this.operation} failed: ${text(this.cause)}`
   }
 }
 

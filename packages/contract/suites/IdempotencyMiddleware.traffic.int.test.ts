@@ -1,30 +1,41 @@
 /**
- * The Effect 3 edition's IdempotencyMiddleware.traffic.int.test.ts, on Effect 4: the idempotency middleware under
- * the traffic a server sees, over real HTTP (NodeHttpServer), on every store (memory, SQLite on `node:sqlite`,
- * PostgreSQL, Redis; the last two from DATABASE_URL / REDIS_URL, and in CI a missing service fails the run). All at
- * once: a burst of new keys, slow orders with a duplicate sent while they run, clients that hang up while their
+ * The idempotency middleware under the traffic a server sees, over real HTTP (the edition's NodeHttpServer), on
+ * every store (memory, SQLite, PostgreSQL, Redis; the last two from DATABASE_URL / REDIS_URL, and in CI a missing
+ * service fails the run). All at once: a burst of new keys (on PostgreSQL their claims and completions leave in
+ * shared statements), slow orders with a duplicate sent while they run, clients that hang up while their
  * order runs, uploads that stall half-way, keys reused with another body, requests without a key, and then every
  * client's retry. Each order runs exactly once, every client gets the answer its case promises, and every replay
  * is the first answer.
  */
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import {
+  available,
+  callback,
+  deleteKeys,
+  describeWith,
+  dropPgTables,
+  edition,
+  eventually,
+  fork,
+  freshName,
+  HttpServerRequest,
+  jsonResponse,
+  PgLive,
+  REDIS_URL,
+  scoped,
+  sqliteLayer,
+  uniquePrefix
+} from "#edition"
+import { afterAll, describe, expect } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
+import { IdempotencyMiddleware, IdempotencyStore } from "effect-resilience"
+import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
+import * as IdempotencyStoreSql from "effect-resilience/IdempotencyStore/Sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { connect, type Socket } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
-import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"
-import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import * as Sqlite from "../src/Sqlite.js"
-import { eventually } from "./support/eventually.js"
-import { post, type Reply, serveNode } from "./support/nodeServer.js"
-import { dropPgTables, freshName, PgLive } from "./support/pg.js"
-import { deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
-import { available, describeWith } from "./support/services.js"
-
-const dir = mkdtempSync(join(tmpdir(), "effect-resilience-e4-traffic-"))
+import { post, type Reply, serveNode } from "./support/idempotencyNode.js"
+const dir = mkdtempSync(join(tmpdir(), `effect-resilience-${edition}-traffic-`))
 const redisPrefix = uniquePrefix("traffic")
 const table = freshName("traffic")
 
@@ -41,7 +52,7 @@ const stores: ReadonlyArray<
   [
     "SQLite",
     [],
-    IdempotencyStoreSql.layer({ table }).pipe(Layer.provide(Sqlite.layer({ filename: join(dir, "keys.db") })))
+    IdempotencyStoreSql.layer({ table }).pipe(Layer.provide(sqliteLayer({ filename: join(dir, "keys.db") })))
   ],
   ["PostgreSQL", ["postgres"], IdempotencyStoreSql.layer({ table, cleanup: false }).pipe(Layer.provide(PgLive))],
   ["Redis", ["redis"], IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix: redisPrefix })]
@@ -71,7 +82,7 @@ const ordersServer = Effect.gen(function*() {
       started++
       yield* Deferred.await(gate)
     }
-    return HttpServerResponse.jsonUnsafe({ order, item: body.item }, { status: 201 })
+    return jsonResponse({ order, item: body.item }, { status: 201 })
   })
   const idempotent = yield* IdempotencyMiddleware.make()
   const port = yield* serveNode(idempotent(handler))
@@ -86,7 +97,7 @@ interface Raw {
 /** A POST over a raw socket that sends `sent` of its body now; the rest is the caller's to send (or not). */
 const rawPost = (port: number, key: string, body: string, sent: number) =>
   Effect.acquireRelease(
-    Effect.callback<Raw>((resume) => {
+    callback<Raw>((resume) => {
       const socket = connect({ host: "127.0.0.1", port }, () => {
         socket.write(
           `POST /orders HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n` +
@@ -165,7 +176,7 @@ const all = <A, E, R>(effects: ReadonlyArray<Effect.Effect<A, E, R>>): Effect.Ef
 
 for (const [name, services, layer] of stores) {
   const body = () => {
-    it.effect(
+    scoped(
       "mixed traffic: each order runs once, every client gets its answer, replays are the first answer",
       () =>
         Effect.gen(function*() {
@@ -184,7 +195,7 @@ for (const [name, services, layer] of stores) {
             hangUps,
             (key) => rawPost(server.port, key, JSON.stringify(slowBody(key)), Infinity)
           )
-          const firstSlow = yield* Effect.forkChild(
+          const firstSlow = yield* fork(
             all(slow.map((key) => post(server.port, "/orders", { key, body: slowBody(key) })))
           )
           yield* eventually(Effect.sync(() => server.started() === SLOW + HANG_UPS))

@@ -1,8 +1,8 @@
 /**
  * The `IdempotencyStore.Store` contract, run against any store layer: memory in `IdempotencyStore.test.ts`,
- * Redis in `IdempotencyStore.redis.int.test.ts` and `redisCluster.int.test.ts`, SQL in `IdempotencyStore.sql.int.test.ts`.
- * Ported from the root's test/idempotencyStoreSuite.ts (the Effect 3 edition's): the same tests, word for word
- * but for Effect 4's spelling.
+ * Redis in `IdempotencyStore.redis.int.test.ts` and each edition's `redisCluster.int.test.ts` (which import it as
+ * `./contract/idempotencyStoreSuite.js`), SQL in `IdempotencyStore.sql.int.test.ts`. Written once against the
+ * adapter, like the suites, so compiled and run against each edition.
  *
  * Every test uses keys no other test (or other run against the same shared store) uses, so a shared
  * Redis or database needs no cleanup between tests. The layer is provided per test.
@@ -12,11 +12,11 @@
  * instead passes `timeSource: "server"`: the tests then run on the live clock with short leases and
  * TTLs and really sleep.
  */
+import { TestClock } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
 import type { Layer } from "effect"
 import { Duration, Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { IdempotencyStore } from "../src/index.js"
+import { IdempotencyStore } from "effect-resilience"
 
 export interface IdempotencyStoreSuiteOptions {
   /** Whose clock decides leases and TTLs; default `"clock"` (the caller's, so `TestClock` works). */
@@ -52,7 +52,9 @@ export const idempotencyStoreSuite = (
     (server ? it.live : it.effect)(
       name,
       () =>
-        IdempotencyStore.IdempotencyStore.use(body).pipe(
+        Effect.gen(function*() {
+          return yield* body(yield* IdempotencyStore.IdempotencyStore)
+        }).pipe(
           Effect.provide(layer),
           Effect.scoped
         ),
@@ -77,7 +79,7 @@ export const idempotencyStoreSuite = (
       expect(result._tag).toBe("Claimed")
       return result._tag === "Claimed"
         ? Effect.succeed<IdempotencyStore.ClaimRef>({ scope: req.scope, key: req.key, token: result.token })
-        : Effect.die(`expected Claimed, got ${result._tag}`)
+        : Effect.die(new Error(`expected Claimed, got ${result._tag}`))
     })
 
   describe(`IdempotencyStore contract (${storeName})`, () => {

@@ -3,14 +3,24 @@
  * middleware records it again in the background, so a retry after the lease gets the replay instead of
  * running the handler a second time. TestClock time; the store is the memory store behind a switch.
  */
+import {
+  captureLogsWithCause as captureLogs,
+  HttpServerRequest,
+  HttpServerResponse,
+  jsonResponse,
+  maxPendingRecordings,
+  provideScope,
+  recorder,
+  scoped,
+  serverRequestFrom,
+  TestClock,
+  withRandom,
+  yieldNow
+} from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Clock, Deferred, Effect, Exit, Logger, Option, Scope } from "effect"
-import { HttpServerRequest, HttpServerResponse } from "effect/http"
-import { TestClock } from "effect/testing"
-import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { maxPendingRecordings, recorder } from "../src/internal/http/idempotencyMiddleware.js"
-import { serve } from "./support/memoryServer.js"
-import { fixed, withRandom } from "./support/random.js"
+import { Clock, Deferred, Effect, Exit, Option, Scope } from "effect"
+import { IdempotencyMiddleware, IdempotencyStore } from "effect-resilience"
+import { serve } from "./support/idempotencyServer.js"
 
 /** The memory store, failing every call while `down`; counts the calls to `complete`. */
 const switchedStore = Effect.gen(function*() {
@@ -47,7 +57,7 @@ const setup = (options: IdempotencyMiddleware.Options = { lease: "60 seconds" })
     const orders = Effect.sync(() => {
       runs++
       state.down = true // the store dies after the commit, before the answer is recorded
-      return HttpServerResponse.jsonUnsafe({ id: runs }, { status: 201 })
+      return jsonResponse({ id: runs }, { status: 201 })
     })
     const middleware = yield* IdempotencyMiddleware.make(options).pipe(
       Effect.provideService(IdempotencyStore.IdempotencyStore, store)
@@ -58,43 +68,49 @@ const setup = (options: IdempotencyMiddleware.Options = { lease: "60 seconds" })
   })
 
 describe("IdempotencyMiddleware: an answer the store failed to record", () => {
-  it.effect("is recorded once the store is back, so a retry after the lease is a replay, not a second run", () =>
-    Effect.gen(function*() {
-      const { post, runs, state } = yield* setup()
-      const first = yield* post("/orders", { key: "k" })
-      expect(first.status).toBe(201) // the client gets the answer of the handler that ran
-      expect(state.completes).toBe(1)
-      const during = yield* post("/orders", { key: "k" })
-      expect(during.status).toBe(503) // the store is down: refused, the handler does not run
-      yield* TestClock.adjust("5 seconds") // still down: the recording is tried again, and fails
-      expect(state.completes).toBeGreaterThan(3)
-      state.down = false
-      yield* TestClock.adjust("2 seconds") // at most a second between attempts
-      yield* TestClock.adjust("60 seconds") // the lease has run out
-      const after = yield* post("/orders", { key: "k" })
-      expect(after.status).toBe(201)
-      expect(after.headers["idempotent-replayed"]).toBe("true")
-      expect(JSON.parse(after.body)).toEqual({ id: 1 })
-      expect(runs()).toBe(1)
-    }))
+  scoped(
+    "is recorded once the store is back, so a retry after the lease is a replay, not a second run",
+    () =>
+      Effect.gen(function*() {
+        const { post, runs, state } = yield* setup()
+        const first = yield* post("/orders", { key: "k" })
+        expect(first.status).toBe(201) // the client gets the answer of the handler that ran
+        expect(state.completes).toBe(1)
+        const during = yield* post("/orders", { key: "k" })
+        expect(during.status).toBe(503) // the store is down: refused, the handler does not run
+        yield* TestClock.adjust("5 seconds") // still down: the recording is tried again, and fails
+        expect(state.completes).toBeGreaterThan(3)
+        state.down = false
+        yield* TestClock.adjust("2 seconds") // at most a second between attempts
+        yield* TestClock.adjust("60 seconds") // the lease has run out
+        const after = yield* post("/orders", { key: "k" })
+        expect(after.status).toBe(201)
+        expect(after.headers["idempotent-replayed"]).toBe("true")
+        expect(JSON.parse(after.body)).toEqual({ id: 1 })
+        expect(runs()).toBe(1)
+      })
+  )
 
-  it.effect("is recorded after an outage longer than the lease when no retry took the key over", () =>
-    Effect.gen(function*() {
-      const { post, runs, state } = yield* setup()
-      expect((yield* post("/orders", { key: "k" })).status).toBe(201)
-      yield* TestClock.adjust("90 seconds") // down for longer than the lease
-      const attempts = state.completes
-      state.down = false
-      yield* TestClock.adjust("2 seconds")
-      expect(state.completes).toBe(attempts + 1) // recorded: no more attempts
-      yield* TestClock.adjust("10 seconds")
-      expect(state.completes).toBe(attempts + 1)
-      const after = yield* post("/orders", { key: "k" })
-      expect(after.headers["idempotent-replayed"]).toBe("true")
-      expect(runs()).toBe(1)
-    }))
+  scoped(
+    "is recorded after an outage longer than the lease when no retry took the key over",
+    () =>
+      Effect.gen(function*() {
+        const { post, runs, state } = yield* setup()
+        expect((yield* post("/orders", { key: "k" })).status).toBe(201)
+        yield* TestClock.adjust("90 seconds") // down for longer than the lease
+        const attempts = state.completes
+        state.down = false
+        yield* TestClock.adjust("2 seconds")
+        expect(state.completes).toBe(attempts + 1) // recorded: no more attempts
+        yield* TestClock.adjust("10 seconds")
+        expect(state.completes).toBe(attempts + 1)
+        const after = yield* post("/orders", { key: "k" })
+        expect(after.headers["idempotent-replayed"]).toBe("true")
+        expect(runs()).toBe(1)
+      })
+  )
 
-  it.effect("stops when the key was taken over: the new owner's answer is the one kept", () =>
+  scoped("stops when the key was taken over: the new owner's answer is the one kept", () =>
     Effect.gen(function*() {
       const { post, runs, state } = yield* setup()
       expect((yield* post("/orders", { key: "k" })).status).toBe(201)
@@ -115,19 +131,22 @@ describe("IdempotencyMiddleware: an answer the store failed to record", () => {
       expect(JSON.parse(replay.body)).toEqual({ id: 2 })
     }))
 
-  it.effect("is given up once the record's ttl has passed: a store that never comes back is not tried forever", () =>
-    Effect.gen(function*() {
-      const { post, state } = yield* setup({ lease: "10 seconds", ttl: "2 minutes" })
-      expect((yield* post("/orders", { key: "k" })).status).toBe(201)
-      yield* TestClock.adjust("60 seconds")
-      const midway = state.completes
-      expect(midway).toBeGreaterThan(30) // about one attempt a second
-      yield* TestClock.adjust("70 seconds") // past the ttl
-      const last = state.completes
-      expect(last).toBeGreaterThan(midway)
-      yield* TestClock.adjust("10 minutes")
-      expect(state.completes).toBe(last)
-    }))
+  scoped(
+    "is given up once the record's ttl has passed: a store that never comes back is not tried forever",
+    () =>
+      Effect.gen(function*() {
+        const { post, state } = yield* setup({ lease: "10 seconds", ttl: "2 minutes" })
+        expect((yield* post("/orders", { key: "k" })).status).toBe(201)
+        yield* TestClock.adjust("60 seconds")
+        const midway = state.completes
+        expect(midway).toBeGreaterThan(30) // about one attempt a second
+        yield* TestClock.adjust("70 seconds") // past the ttl
+        const last = state.completes
+        expect(last).toBeGreaterThan(midway)
+        yield* TestClock.adjust("10 minutes")
+        expect(state.completes).toBe(last)
+      })
+  )
 })
 
 /** Runs `app` on a POST built in memory (no server, no socket) with the key `key`; returns its status. */
@@ -139,22 +158,13 @@ const postInMemory = <E>(
     Effect.provideService(
       app,
       HttpServerRequest.HttpServerRequest,
-      HttpServerRequest.fromWeb(
-        new Request("http://service.test/orders", { method: "POST", headers: { "idempotency-key": key }, body: "{}" })
-      ).modify({ remoteAddress: Option.some("10.0.0.1") })
+      serverRequestFrom(
+        new Request("http://service.test/orders", { method: "POST", headers: { "idempotency-key": key }, body: "{}" }),
+        "10.0.0.1"
+      )
     ),
     (response) => response.status
   )
-
-/** The log lines written while the test runs (message and cause). */
-const captureLogs = () => {
-  const lines: Array<string> = []
-  const logger = Logger.make(({ cause, message }) => {
-    const text = (Array.isArray(message) ? message : [message]).map(String).join(" ")
-    lines.push(cause.reasons.length === 0 ? text : `${text} ${Cause.pretty(cause)}`)
-  })
-  return { lines, layer: Logger.layer([logger]) }
-}
 
 /** A middleware built in `scope` with `store`, around a handler that calls `onRun` and answers 201. */
 const inScope = (
@@ -166,12 +176,12 @@ const inScope = (
   Effect.map(
     IdempotencyMiddleware.make(options).pipe(
       Effect.provideService(IdempotencyStore.IdempotencyStore, store),
-      Scope.provide(scope)
+      provideScope(scope)
     ),
     (middleware) =>
       middleware(Effect.sync(() => {
         onRun()
-        return HttpServerResponse.jsonUnsafe({ ok: true }, { status: 201 })
+        return jsonResponse({ ok: true }, { status: 201 })
       }))
   )
 
@@ -254,7 +264,7 @@ describe("IdempotencyMiddleware: the background recordings are owned and bounded
       expect(logs.lines.filter((l) => l.includes("2 answers are already waiting"))).toHaveLength(1)
       yield* Deferred.succeed(gates[0]!, undefined)
       yield* Deferred.await(ended)
-      yield* Effect.yieldNow
+      yield* yieldNow
       yield* start(Effect.never) // room for one again
       expect(logs.lines.filter((l) => l.includes("already waiting"))).toHaveLength(1)
       yield* Scope.close(scope, Exit.void)
@@ -276,5 +286,5 @@ describe("IdempotencyMiddleware: the background recordings are owned and bounded
       expect(Math.max(...gaps)).toBeLessThanOrEqual(1000)
       expect(Math.max(...gaps)).toBeGreaterThan(900) // the cap is reached
       yield* Scope.close(scope, Exit.void)
-    }).pipe(withRandom(fixed([1])))) // every pause drawn 20 % long
+    }).pipe(withRandom([1]))) // every pause drawn 20 % long
 })

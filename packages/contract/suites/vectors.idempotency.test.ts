@@ -1,13 +1,25 @@
 /**
- * The Effect 3 edition's driver of the shared idempotency vectors (packages/contract/vectors/idempotency.json, README.md
- * there): each vector's requests go through `IdempotencyMiddleware` over a memory store, under the TestClock, each in
- * a fiber of its own. The Effect 4 edition's driver is packages/effect4/test/vectors.idempotency.test.ts.
+ * The driver of the shared idempotency vectors (packages/contract/vectors/idempotency.json, README.md there): each
+ * vector's requests go through `IdempotencyMiddleware` over a memory store, under the TestClock, each in a fiber of
+ * its own.
  */
-import { HttpServerRequest, HttpServerResponse } from "@effect/platform"
-import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect, Exit, Fiber, Logger, Option, TestClock } from "effect"
-import { type Json, load, type Outcome, type Vector } from "../../contract/vectors/format.js"
-import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
+import {
+  captureLogs,
+  errorOf,
+  fork,
+  type Forked,
+  HttpServerRequest,
+  HttpServerResponse,
+  interruptedOnlyOf,
+  pollUnsafe,
+  scoped,
+  settle as yields,
+  TestClock
+} from "#edition"
+import { type Json, load, type Outcome, type Vector } from "#vectors"
+import { describe, expect } from "@effect/vitest"
+import { Cause, Duration, Effect, Exit, Fiber, Option } from "effect"
+import { IdempotencyMiddleware, IdempotencyStore } from "effect-resilience"
 
 type Fields = { readonly [field: string]: Json }
 
@@ -44,21 +56,19 @@ const storeFor = (policy: Fields) =>
       }
       : store)
 
-const exitOf = (exit: Exit.Exit<unknown, unknown> | null): unknown => {
-  if (exit === null) return "pending"
+const exitOf = (exit: Exit.Exit<unknown, unknown> | undefined): unknown => {
+  if (exit === undefined) return "pending"
   if (Exit.isSuccess(exit)) return { succeed: exit.value }
-  if (Cause.isInterruptedOnly(exit.cause)) return "interrupted"
-  const error = Cause.failureOption(exit.cause)
+  if (interruptedOnlyOf(exit)) return "interrupted"
+  const error = errorOf(exit)
   return Option.isSome(error) ? { fail: error.value } : { die: String(Cause.squash(exit.cause)) }
 }
 
 /** Lets every fiber run until it waits; web request bodies are read through promises. */
-const settle = Effect.repeatN(
-  Effect.zipRight(
-    Effect.repeatN(Effect.yieldNow(), 20),
-    Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))
-  ),
-  5
+const settle = Effect.forEach(
+  Array.from({ length: 6 }),
+  () => Effect.andThen(yields, Effect.promise(() => new Promise<void>((resolve) => setImmediate(resolve)))),
+  { discard: true }
 )
 
 const run = (vector: Vector) =>
@@ -71,7 +81,7 @@ const run = (vector: Vector) =>
       scope: () => Effect.succeed("client")
     }).pipe(Effect.provideService(IdempotencyStore.IdempotencyStore, store))
     let runs = 0
-    const calls = new Map<string, Fiber.RuntimeFiber<unknown>>()
+    const calls = new Map<string, Forked<unknown, unknown>>()
     for (const step of vector.steps as ReadonlyArray<Record<string, Json>>) {
       if ("call" in step) {
         const takes = typeof step.takes === "number" ? step.takes : 0
@@ -83,7 +93,7 @@ const run = (vector: Vector) =>
           Effect.provideService(HttpServerRequest.HttpServerRequest, requestOf(step.request as Fields)),
           Effect.flatMap(replyOf)
         )
-        calls.set(step.call as string, yield* Effect.fork(call))
+        calls.set(step.call as string, yield* fork(call))
       } else if ("advance" in step) {
         yield* TestClock.adjust(Duration.millis(step.advance as number))
       } else if ("interrupt" in step) {
@@ -92,15 +102,15 @@ const run = (vector: Vector) =>
         for (const [name, wanted] of Object.entries(step.expect as Record<string, Outcome>)) {
           const fiber = calls.get(name)
           if (fiber === undefined) throw new Error(`no call ${name}`)
-          expect({ exit: exitOf(fiber.unsafePoll()) }, `call ${name}`).toMatchObject({ exit: wanted.exit })
+          expect({ exit: exitOf(pollUnsafe(fiber)) }, `call ${name}`).toMatchObject({ exit: wanted.exit })
         }
       } else if ("expectState" in step) {
         expect({ runs }).toMatchObject(step.expectState as object)
       }
       yield* settle
     }
-  }).pipe(Effect.provide(Logger.replace(Logger.defaultLogger, Logger.none)))
+  }).pipe(Effect.provide(captureLogs().layer))
 
 describe("vectors: idempotency", () => {
-  for (const vector of load("idempotency").vectors) it.scoped(vector.name, () => run(vector))
+  for (const vector of load("idempotency").vectors) scoped(vector.name, () => run(vector))
 })

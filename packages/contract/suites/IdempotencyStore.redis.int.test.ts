@@ -1,14 +1,27 @@
-import { HttpRouter, HttpServerResponse } from "@effect/platform"
+/**
+ * `IdempotencyStore/Redis` against one Redis node (`REDIS_URL`): the shared store contract, then what only Redis
+ * has — the key layout and its expiry, corrupt records, an unreachable server, a client of the caller's — and the
+ * middleware over Redis (served in memory, ./support/idempotencyServer.ts). The Cluster runs are in each edition's
+ * redisCluster.int.test.ts.
+ */
+import {
+  closedPort,
+  deleteKeys,
+  describeRedis,
+  HttpServerResponse,
+  REDIS_URL,
+  redisKeyOf as keyOf,
+  scoped,
+  TestClock,
+  uniquePrefix
+} from "#edition"
 import { afterAll, expect, it } from "@effect/vitest"
-import { Duration, Effect, Layer, TestClock } from "effect"
+import { Duration, Effect } from "effect"
+import { IdempotencyMiddleware, IdempotencyStore } from "effect-resilience"
+import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
 import { Redis } from "ioredis"
-import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
-import { IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import { keyOf } from "../src/internal/idempotencyStore/redis.js"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
-import { post, serve, TestServer } from "./support/httpServer.js"
-import { closedPort, deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
-import { describeRedis } from "./support/services.js"
+import { serve } from "./support/idempotencyServer.js"
 
 const prefix = uniquePrefix("idem")
 const layer = IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix })
@@ -19,16 +32,11 @@ const fresh = (what: string) => `${what}-${++counter}`
 /** An orders endpoint that counts how often its handler really ran. */
 const makeOrders = () => {
   let runs = 0
-  const router = HttpRouter.empty.pipe(
-    HttpRouter.post(
-      "/orders",
-      Effect.suspend(() => {
-        const n = ++runs
-        return HttpServerResponse.json({ id: n }, { status: 201, headers: { location: `/orders/${n}` } })
-      }).pipe(Effect.orDie)
-    )
-  )
-  return { router, runs: () => runs }
+  const handler = Effect.suspend(() => {
+    const n = ++runs
+    return HttpServerResponse.json({ id: n }, { status: 201, headers: { location: `/orders/${n}` } })
+  }).pipe(Effect.orDie)
+  return { handler, runs: () => runs }
 }
 
 const inspect = <A>(f: (client: Redis) => Promise<A>) =>
@@ -38,28 +46,31 @@ const inspect = <A>(f: (client: Redis) => Promise<A>) =>
     (client) => Effect.sync(() => client.disconnect())
   )
 
+const request = (key: string): IdempotencyStore.ClaimRequest => ({
+  scope: "s",
+  key,
+  fingerprint: "f",
+  ttl: Duration.hours(1),
+  lease: Duration.seconds(10)
+})
+
 describeRedis("IdempotencyStore/Redis", () => {
   afterAll(() => deleteKeys(prefix))
 
   idempotencyStoreSuite("redis", layer)
 
-  it.scoped("the middleware over Redis runs the first request and replays duplicates", () =>
+  scoped("the middleware over Redis runs the first request and replays duplicates", () =>
     Effect.gen(function*() {
       const orders = makeOrders()
-      yield* serve(orders.router.pipe(yield* IdempotencyMiddleware.make()))
+      const send = yield* serve(orders.handler.pipe(yield* IdempotencyMiddleware.make()))
       const key = fresh("mw")
+      const post = (sku: string) => send({ path: "/orders", key, body: { sku } })
       // simultaneous duplicates: one runs, the others get 201 (replay) or 409 (still running)
-      const racing = yield* Effect.all(
-        Array.from({ length: 30 }, () => post("/orders", { key, body: { sku: "BOOK-1" } })),
-        { concurrency: "unbounded" }
-      )
+      const racing = yield* Effect.all(Array.from({ length: 30 }, () => post("BOOK-1")), { concurrency: "unbounded" })
       expect(orders.runs()).toBe(1)
       for (const reply of racing) expect([201, 409]).toContain(reply.status)
       const first = racing.find((r) => r.status === 201 && r.headers["idempotent-replayed"] === undefined)!
-      const replies = yield* Effect.all(
-        Array.from({ length: 10 }, () => post("/orders", { key, body: { sku: "BOOK-1" } })),
-        { concurrency: "unbounded" }
-      )
+      const replies = yield* Effect.all(Array.from({ length: 10 }, () => post("BOOK-1")), { concurrency: "unbounded" })
       expect(first.status).toBe(201)
       expect(first.headers["idempotent-replayed"]).toBeUndefined()
       for (const again of replies) {
@@ -69,30 +80,33 @@ describeRedis("IdempotencyStore/Redis", () => {
         expect(again.headers["idempotent-replayed"]).toBe("true")
       }
       expect(orders.runs()).toBe(1)
-      expect((yield* post("/orders", { key, body: { sku: "OTHER" } })).status).toBe(422)
-    }).pipe(Effect.provide(Layer.merge(TestServer, layer))))
+      expect((yield* post("OTHER")).status).toBe(422)
+    }).pipe(Effect.provide(layer)))
 
-  it.scoped("the middleware answers 503 and does not run the handler when Redis is down", () =>
+  scoped("the middleware answers 503 and does not run the handler when Redis is down", () =>
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
       const orders = makeOrders()
       const down = IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
       const idempotent = yield* IdempotencyMiddleware.make().pipe(Effect.provide(down))
-      yield* serve(orders.router.pipe(idempotent))
-      const reply = yield* post("/orders", { key: fresh("down") })
+      const send = yield* serve(orders.handler.pipe(idempotent))
+      const reply = yield* send({ path: "/orders", key: fresh("down") })
       expect(reply.status).toBe(503)
       expect(reply.headers["retry-after"]).toBe("1")
       expect(orders.runs()).toBe(0)
-    }).pipe(Effect.provide(TestServer)))
+    }))
 
   it.live("a store call fails with IdempotencyStoreError, not a defect, when Redis is unreachable", () =>
     Effect.gen(function*() {
       const port = yield* Effect.promise(closedPort)
-      const store = yield* IdempotencyStore.IdempotencyStore.pipe(
-        Effect.provide(IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" }))
+      const down = IdempotencyStoreRedis.layer({ url: `redis://127.0.0.1:${port}`, timeout: "500 millis" })
+      const store = yield* Effect.provide(
+        Effect.gen(function*() {
+          return yield* IdempotencyStore.IdempotencyStore
+        }),
+        down
       )
-      const request = { scope: "s", key: "k", fingerprint: "f", ttl: Duration.hours(1), lease: Duration.seconds(10) }
-      const error = yield* Effect.flip(store.claim(request))
+      const error = yield* Effect.flip(store.claim(request("k")))
       expect(error).toBeInstanceOf(IdempotencyStore.IdempotencyStoreError)
       expect((error as IdempotencyStore.IdempotencyStoreError).operation).toBe("claim")
       const ref = { scope: "s", key: "k", token: "t" }
@@ -101,7 +115,7 @@ describeRedis("IdempotencyStore/Redis", () => {
         .toBe("complete")
       expect((yield* Effect.flip(store.renew(ref, Duration.seconds(10)))).operation).toBe("renew")
       expect((yield* Effect.flip(store.release(ref))).operation).toBe("release")
-    }).pipe(Effect.scoped))
+    }))
 
   it.effect("one hash per record under a Cluster hash tag; Redis deletes it the margin after its expiry", () =>
     Effect.gen(function*() {
@@ -134,13 +148,6 @@ describeRedis("IdempotencyStore/Redis", () => {
   it.effect("a corrupt record is an IdempotencyStoreError, not a defect", () =>
     Effect.gen(function*() {
       const store = yield* IdempotencyStore.IdempotencyStore
-      const request = (key: string) => ({
-        scope: "s",
-        key,
-        fingerprint: "f",
-        ttl: Duration.hours(1),
-        lease: Duration.seconds(10)
-      })
       const wrongType = fresh("wrongtype")
       yield* inspect((c) => c.set(keyOf(prefix, "s", wrongType), "not a hash", "EX", 60))
       const error = yield* Effect.flip(store.claim(request(wrongType)))
@@ -168,11 +175,11 @@ describeRedis("IdempotencyStore/Redis", () => {
     Effect.gen(function*() {
       const client = new Redis(REDIS_URL)
       const key = fresh("client")
-      const result = yield* Effect.flatMap(
-        IdempotencyStore.IdempotencyStore,
-        (store) =>
-          store.claim({ scope: "s", key, fingerprint: "f", ttl: Duration.hours(1), lease: Duration.seconds(10) })
-      ).pipe(Effect.provide(IdempotencyStoreRedis.layer({ client, prefix })))
+      const result = yield* Effect.gen(function*() {
+        return yield* (yield* IdempotencyStore.IdempotencyStore).claim(request(key))
+      }).pipe(
+        Effect.provide(IdempotencyStoreRedis.layer({ client, prefix }))
+      )
       expect(result._tag).toBe("Claimed")
       expect(yield* Effect.promise(() => client.exists(keyOf(prefix, "s", key)))).toBe(1)
       client.disconnect()
@@ -181,5 +188,6 @@ describeRedis("IdempotencyStore/Redis", () => {
   it("rejects bad options when built", () => {
     expect(() => IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix: "{x}" })).toThrow(/prefix/)
     expect(() => IdempotencyStoreRedis.layer({ url: REDIS_URL, timeout: "nonsense" as "1 second" })).toThrow(/timeout/)
+    expect(() => IdempotencyStoreRedis.layer({} as { url: string })).toThrow(/exactly one of client, url or cluster/)
   })
 })

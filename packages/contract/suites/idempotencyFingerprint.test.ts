@@ -1,6 +1,6 @@
+import { fingerprint } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
 import { createHash } from "node:crypto"
-import { fingerprint } from "../src/internal/http/idempotencyHttp.js"
 
 /** The fingerprint as the stores have always been given it: SHA-256 of `<method> <target>\n` and the body. */
 const reference = (method: string, target: string, body: Uint8Array) =>

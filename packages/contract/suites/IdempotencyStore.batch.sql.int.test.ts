@@ -1,22 +1,29 @@
 /**
  * The SQL store on PostgreSQL batches its writes (`src/internal/idempotencyStore/sqlBatch.ts`): claims and
  * completions that arrive together go out as one statement. Each operation must still answer as its own: these
- * tests count the statements behind a wrapper of one real connection, and break one of them. Ported from the
- * root's test of the same name; the lost connection is what sql-pg 4 reports for a terminated backend.
+ * tests count the statements behind a wrapper of one real connection, and break one of them.
  */
-import { PgClient } from "@effect/sql-pg"
+import {
+  available,
+  connectionTerminated,
+  describePg,
+  dropPgTables,
+  eventually,
+  failureOf,
+  fork,
+  freshName,
+  pgClientOver,
+  PgLive,
+  pollUnsafe,
+  SqlClient,
+  type SqlConnection,
+  type SqlFailure,
+  TestClock
+} from "#edition"
 import { afterAll, expect, it } from "@effect/vitest"
 import { Duration, Effect, Fiber } from "effect"
-import * as Reactivity from "effect/reactivity/Reactivity"
-import * as SqlClient from "effect/sql/SqlClient"
-import type * as SqlConnection from "effect/sql/SqlConnection"
-import { SqlError, UnknownError } from "effect/sql/SqlError"
-import { TestClock } from "effect/testing"
-import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"
-import type { IdempotencyStore } from "../src/index.js"
-import { eventually } from "./support/eventually.js"
-import { dropPgTables, freshName, PgLive } from "./support/pg.js"
-import { available, describePg } from "./support/services.js"
+import type { IdempotencyStore } from "effect-resilience"
+import * as IdempotencyStoreSql from "effect-resilience/IdempotencyStore/Sql"
 
 const tables: Array<string> = []
 const freshTable = () => {
@@ -43,31 +50,25 @@ const response = (n: number, status = 201): IdempotencyStore.StoredResponse => (
   body: new TextEncoder().encode(`order ${n}`)
 })
 
-type Fault = (statement: string, run: Effect.Effect<ReadonlyArray<any>, SqlError>) => Effect.Effect<
+type Fault = (statement: string, run: Effect.Effect<ReadonlyArray<any>, SqlFailure>) => Effect.Effect<
   ReadonlyArray<any>,
-  SqlError
+  SqlFailure
 >
 
 /** A store on one real PostgreSQL connection whose statements are counted by their first word, and may be broken. */
 const storeOn = (fault: Fault = (_, run) => run) =>
   Effect.gen(function*() {
-    const pg = yield* PgClient.PgClient
-    const connection = yield* pg.reserve
     const counts = { INSERT: 0, UPDATE: 0 } as Record<string, number>
     // the connection's own methods (a class's, on its prototype) for everything but `execute`
-    const counted: SqlConnection.Connection = Object.assign(Object.create(connection), {
-      execute: (sql: string, params: ReadonlyArray<unknown>, transformRows?: any) => {
-        const word = sql.trimStart().split(/\s/, 1)[0]!
-        counts[word] = (counts[word] ?? 0) + 1
-        return fault(word, connection.execute(sql, params, transformRows))
-      }
-    })
-    const sql = yield* SqlClient.make({
-      acquirer: Effect.succeed(counted),
-      compiler: PgClient.makeCompiler(),
-      driver: "counted",
-      spanAttributes: []
-    }).pipe(Effect.provide(Reactivity.layer))
+    const sql = yield* pgClientOver((connection): SqlConnection =>
+      Object.assign(Object.create(connection), {
+        execute: (sql: string, params: ReadonlyArray<unknown>, transformRows?: any) => {
+          const word = sql.trimStart().split(/\s/, 1)[0]!
+          counts[word] = (counts[word] ?? 0) + 1
+          return fault(word, connection.execute(sql, params, transformRows))
+        }
+      })
+    )
     const store = yield* IdempotencyStoreSql.make({ table: freshTable(), cleanup: false }).pipe(
       Effect.provideService(SqlClient.SqlClient, sql)
     )
@@ -135,7 +136,7 @@ describePg("IdempotencyStore/Sql (PostgreSQL): batched writes", () => {
       // a status beyond PostgreSQL's INTEGER fails the statement it is in
       const results = yield* Effect.all(
         keys.map((key, i) =>
-          Effect.result(
+          Effect.exit(
             store.complete(
               { scope: "s", key, token: tokens[i]! },
               response(i, i === 1 ? 2 ** 31 : 201),
@@ -146,8 +147,7 @@ describePg("IdempotencyStore/Sql (PostgreSQL): batched writes", () => {
         { concurrency: "unbounded" }
       )
       expect(results.map((r) => r._tag)).toEqual(["Success", "Failure", "Success"])
-      const failure = results[1]!
-      if (failure._tag === "Failure") expect(failure.failure.operation).toBe("complete")
+      expect(failureOf(results[1]!)?.operation).toBe("complete")
       // the batch of three, then each alone
       expect(counts.UPDATE).toBe(4)
       expect((yield* store.claim(claimRequest("x")))._tag).toBe("Completed")
@@ -158,22 +158,17 @@ describePg("IdempotencyStore/Sql (PostgreSQL): batched writes", () => {
   it.effect("a batch that committed and lost its answer: every claim of it retries and finds itself Claimed", () =>
     Effect.gen(function*() {
       let inserts = 0
-      // what sql-pg 4 reports for a backend the server terminated: the SQLSTATE in the cause of an UnknownError
-      const lost = new SqlError({
-        reason: new UnknownError({
-          cause: Object.assign(new Error("terminating connection due to administrator command"), { code: "57P01" }),
-          message: "connection lost"
-        })
-      })
+      // what the PostgreSQL client reports for a backend the server terminated
+      const lost = connectionTerminated()
       const { store } = yield* storeOn((word, run) =>
         word === "INSERT" && ++inserts === 1 ? Effect.andThen(run, Effect.fail(lost)) : run
       )
       const keys = ["p", "q", "r", "s"]
-      const fiber = yield* Effect.forkChild(claimAll(store, keys))
+      const fiber = yield* fork(claimAll(store, keys))
       // the pauses before the retries of a lost connection, in TestClock time, while the statements run in real
       // time: in small steps, well within the operations' timeout
       yield* eventually(
-        Effect.andThen(TestClock.adjust("10 millis"), Effect.sync(() => fiber.pollUnsafe() !== undefined))
+        Effect.andThen(TestClock.adjust("10 millis"), Effect.sync(() => pollUnsafe(fiber) !== undefined))
       )
       const tokens = (yield* Fiber.join(fiber)).map(tokenOf)
       expect(inserts).toBeGreaterThan(1)

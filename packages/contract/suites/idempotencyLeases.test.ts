@@ -1,11 +1,11 @@
+import { fiberLocal, fork, Leases, TestClock, yieldNow } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, Effect, Fiber, FiberRef, TestClock } from "effect"
-import { Leases } from "../src/internal/http/idempotencyLeases.js"
+import { Clock, Deferred, Effect, Fiber } from "effect"
 
 /** A claim's renewals, as the middleware's renew effect sees them: the TestClock times at which it ran. */
 const claim = (owned: (n: number) => boolean = () => true) => {
   const at: Array<number> = []
-  const renew = Effect.map(TestClock.currentTimeMillis, (now) => {
+  const renew = Effect.map(Clock.currentTimeMillis, (now) => {
     at.push(now)
     return owned(at.length)
   })
@@ -16,9 +16,9 @@ const claim = (owned: (n: number) => boolean = () => true) => {
 const holding = (leases: Leases, renew: Effect.Effect<boolean>) =>
   Effect.gen(function*() {
     const gate = yield* Deferred.make<void>()
-    const fiber = yield* Effect.fork(leases.renewing(renew, Deferred.await(gate)))
-    yield* Effect.yieldNow()
-    return { fiber, open: Effect.zipRight(Deferred.succeed(gate, undefined), Fiber.join(fiber)) }
+    const fiber = yield* fork(leases.renewing(renew, Deferred.await(gate)))
+    yield* yieldNow
+    return { fiber, open: Effect.andThen(Deferred.succeed(gate, undefined), Fiber.join(fiber)) }
   })
 
 const seconds = (n: number) => Effect.forEach(Array.from({ length: n }), () => TestClock.adjust("1 second"))
@@ -76,7 +76,7 @@ describe("idempotency lease renewals (one fiber for all claims)", () => {
       const quick = claim()
       for (let i = 0; i < 50; i++) {
         yield* leases.renewing(quick.renew, Effect.void)
-        yield* Effect.yieldNow() // the renewing fiber runs, and finds nothing waiting
+        yield* yieldNow // the renewing fiber runs, and finds nothing waiting
       }
       expect(leases.starts).toBe(1)
       // it ends a period later; a claim after that starts it again, on time
@@ -105,8 +105,8 @@ describe("idempotency lease renewals (one fiber for all claims)", () => {
       const renewing = yield* Deferred.make<void>()
       const answer = yield* Deferred.make<boolean>()
       let renewals = 0
-      const renew = Effect.zipRight(
-        Effect.zipRight(Effect.sync(() => renewals++), Deferred.succeed(renewing, undefined)),
+      const renew = Effect.andThen(
+        Effect.andThen(Effect.sync(() => renewals++), Deferred.succeed(renewing, undefined)),
         Deferred.await(answer)
       )
       const held = yield* holding(leases, renew)
@@ -118,20 +118,20 @@ describe("idempotency lease renewals (one fiber for all claims)", () => {
       expect(renewals).toBe(1)
     }))
 
-  it.effect("renewals run with the FiberRefs their handler had, as a fiber forked from it would", () =>
+  it.effect("renewals run with the fiber-local values their handler had, as a fiber forked from it would", () =>
     Effect.gen(function*() {
       const leases = new Leases(1000)
-      const tag = FiberRef.unsafeMake("none")
+      const tag = fiberLocal("test/idempotencyLeases/tag", "none")
       const seen: Array<string> = []
-      const renew = Effect.map(FiberRef.get(tag), (v) => {
+      const renew = Effect.map(tag.get, (v) => {
         seen.push(v)
         return true
       })
       const gate = yield* Deferred.make<void>()
       for (const name of ["a", "b"]) {
-        yield* Effect.fork(Effect.locally(leases.renewing(renew, Deferred.await(gate)), tag, name))
+        yield* fork(tag.locally(name)(leases.renewing(renew, Deferred.await(gate))))
       }
-      yield* Effect.yieldNow()
+      yield* yieldNow
       yield* seconds(2)
       expect(seen).toEqual(["a", "b", "a", "b"])
     }))

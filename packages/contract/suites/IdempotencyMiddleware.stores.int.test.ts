@@ -1,29 +1,39 @@
 /**
- * The Effect 3 edition's IdempotencyMiddleware.stores.int.test.ts, on Effect 4: a handler that has started runs to
- * its end and is never started again for its key while it may still complete — the client closing its connection,
- * or a deadline passing, after the handler's (awaited) commit must not let the retry run it a second time. Over
- * real HTTP (NodeHttpServer), on every store: memory, SQLite (`effect-resilience/Sqlite`, on `node:sqlite`),
- * PostgreSQL (`@effect/sql-pg` 4) and Redis (the latter two from DATABASE_URL / REDIS_URL; in CI a missing service
- * fails the run).
+ * A handler that has started runs to its end and is never started again for its key while it may still complete —
+ * the client closing its connection, or a deadline passing, after the handler's (awaited) commit must not let the
+ * retry run it a second time. Over real HTTP (the edition's NodeHttpServer, ./support/idempotencyNode.ts), on every
+ * store: memory, SQLite (the edition's client), PostgreSQL and Redis (the latter two from DATABASE_URL / REDIS_URL;
+ * in CI a missing service fails the run).
  */
-import { afterAll, describe, expect, it } from "@effect/vitest"
+import {
+  available,
+  deleteKeys,
+  describeWith,
+  dropPgTables,
+  edition,
+  eventually,
+  fork,
+  freshName,
+  HttpServerResponse,
+  jsonResponse,
+  PgLive,
+  REDIS_URL,
+  scoped,
+  sqliteLayer,
+  TestClock,
+  uniquePrefix
+} from "#edition"
+import { afterAll, describe, expect } from "@effect/vitest"
 import { Deferred, Effect, Fiber, Layer } from "effect"
-import { HttpServerResponse } from "effect/http"
-import { TestClock } from "effect/testing"
+import { DeadlineMiddleware, IdempotencyMiddleware, IdempotencyStore } from "effect-resilience"
+import * as IdempotencyStoreRedis from "effect-resilience/IdempotencyStore/Redis"
+import * as IdempotencyStoreSql from "effect-resilience/IdempotencyStore/Sql"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import * as IdempotencyStoreRedis from "../src/IdempotencyStore/Redis.js"
-import * as IdempotencyStoreSql from "../src/IdempotencyStore/Sql.js"
-import { DeadlineMiddleware, IdempotencyMiddleware, IdempotencyStore } from "../src/index.js"
-import * as Sqlite from "../src/Sqlite.js"
-import { eventually } from "./support/eventually.js"
-import { post, rawClient, serveNode } from "./support/nodeServer.js"
-import { dropPgTables, freshName, PgLive } from "./support/pg.js"
-import { deleteKeys, REDIS_URL, uniquePrefix } from "./support/redis.js"
-import { available, describeWith } from "./support/services.js"
+import { post, rawClient, serveNode } from "./support/idempotencyNode.js"
 
-const dir = mkdtempSync(join(tmpdir(), "effect-resilience-e4-detached-"))
+const dir = mkdtempSync(join(tmpdir(), `effect-resilience-${edition}-detached-`))
 const redisPrefix = uniquePrefix("detached")
 const table = freshName("detached")
 
@@ -40,7 +50,7 @@ const stores: ReadonlyArray<
   [
     "SQLite",
     [],
-    IdempotencyStoreSql.layer({ table }).pipe(Layer.provide(Sqlite.layer({ filename: join(dir, "keys.db") })))
+    IdempotencyStoreSql.layer({ table }).pipe(Layer.provide(sqliteLayer({ filename: join(dir, "keys.db") })))
   ],
   ["PostgreSQL", ["postgres"], IdempotencyStoreSql.layer({ table, cleanup: false }).pipe(Layer.provide(PgLive))],
   ["Redis", ["redis"], IdempotencyStoreRedis.layer({ url: REDIS_URL, prefix: redisPrefix })]
@@ -63,7 +73,7 @@ const slowAfterCommit = Effect.gen(function*() {
       yield* Deferred.succeed(committed, undefined)
       yield* Deferred.await(gate)
     }
-    return HttpServerResponse.jsonUnsafe({ order: n }, { status: 201 })
+    return jsonResponse({ order: n }, { status: 201 })
   })
   const idempotent = yield* IdempotencyMiddleware.make()
   const app = handler.pipe(
@@ -100,7 +110,7 @@ const untilSettled = (port: number, key: string) =>
 
 for (const [name, services, layer] of stores) {
   const body = () => {
-    it.effect(
+    scoped(
       "a client that hangs up after the commit: the handler runs on, once; the retry gets its answer",
       () =>
         Effect.gen(function*() {
@@ -121,12 +131,12 @@ for (const [name, services, layer] of stores) {
       30_000
     )
 
-    it.effect(
+    scoped(
       "a deadline that passes after the commit: 504 now, the stored answer for the retry",
       () =>
         Effect.gen(function*() {
           const orders = yield* slowAfterCommit
-          const first = yield* Effect.forkChild(
+          const first = yield* fork(
             post(orders.port, "/orders", { key: "deadline", headers: { "request-timeout-ms": "50" } })
           )
           yield* Deferred.await(orders.committed)
@@ -142,7 +152,7 @@ for (const [name, services, layer] of stores) {
       30_000
     )
 
-    it.effect(
+    scoped(
       "a 16 KB scope (a long credential) is stored as its digest: no store refuses it",
       () =>
         Effect.gen(function*() {

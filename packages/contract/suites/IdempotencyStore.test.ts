@@ -1,21 +1,20 @@
 /**
- * The memory store: the shared store contract (./idempotencyStoreSuite.ts), then what only it has — its bound on
- * records and its expiry heap. (In the Effect 3 edition those two live in the middleware's security tests, which
- * come with the middleware.)
+ * The memory store: the shared store contract (./idempotencyStoreSuite.ts), then what only it has — its leases as
+ * the middleware relies on them, its bound on records, its expiry heap.
  */
+import { type DurationInput, durationOf, IllegalArgument, TestClock } from "#edition"
 import { describe, expect, it } from "@effect/vitest"
-import { Cause, Duration, Effect } from "effect"
-import { TestClock } from "effect/testing"
-import { IdempotencyStore } from "../src/index.js"
+import { Duration, Effect } from "effect"
+import { IdempotencyStore } from "effect-resilience"
 import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
 
 idempotencyStoreSuite("memory", IdempotencyStore.layerMemory)
 
-const request = (key: string, ttl: Duration.Input = "1 hour"): IdempotencyStore.ClaimRequest => ({
+const request = (key: string, ttl: DurationInput = "1 hour"): IdempotencyStore.ClaimRequest => ({
   scope: "s",
   key,
   fingerprint: "f",
-  ttl: Duration.fromInputUnsafe(ttl),
+  ttl: durationOf(ttl),
   lease: Duration.seconds(10)
 })
 
@@ -72,8 +71,8 @@ describe("IdempotencyStore memory bounds", () => {
   it.effect("a scope's cap counts its live records, whatever ends them", () =>
     Effect.gen(function*() {
       const store = yield* IdempotencyStore.makeMemory({ maxRecords: 5, maxRecordsPerScope: 2 })
-      const scoped = (scope: string, key: string, ttl: Duration.Input = "1 hour") => ({ ...request(key, ttl), scope })
-      const claimed = (scope: string, key: string, ttl?: Duration.Input) =>
+      const scoped = (scope: string, key: string, ttl: DurationInput = "1 hour") => ({ ...request(key, ttl), scope })
+      const claimed = (scope: string, key: string, ttl?: DurationInput) =>
         Effect.map(store.claim(scoped(scope, key, ttl)), (r) => r._tag === "Claimed" ? r.token : r._tag)
       const a1 = yield* claimed("a", "1")
       yield* claimed("a", "2", "1 minute")
@@ -111,7 +110,7 @@ describe("IdempotencyStore memory bounds", () => {
       const pending = (store as unknown as { pendingExpiries: () => number }).pendingExpiries
       for (let i = 0; i < 20_000; i++) {
         const claim = yield* store.claim({ ...request(`k${i}`, "24 hours"), lease: Duration.seconds(60) })
-        if (claim._tag !== "Claimed") return yield* Effect.die("expected a claim")
+        if (claim._tag !== "Claimed") return yield* Effect.die(new Error("expected a claim"))
         const ref = { scope: "s", key: `k${i}`, token: claim.token }
         yield* store.renew(ref, Duration.seconds(60))
         yield* store.release(ref)
@@ -128,8 +127,84 @@ describe("IdempotencyStore memory bounds", () => {
   })
 
   it("rejects a bound that could never hold a record", () => {
-    expect(() => IdempotencyStore.makeMemory({ maxRecords: 0 })).toThrow(Cause.IllegalArgumentError)
+    expect(() => IdempotencyStore.makeMemory({ maxRecords: 0 })).toThrow(IllegalArgument)
     expect(() => IdempotencyStore.layerMemoryWith({ maxRecords: 1.5 })).toThrow(/maxRecords/)
     expect(() => IdempotencyStore.makeMemory({ maxRecords: Infinity })).not.toThrow()
   })
+})
+
+// The memory store's leases, as the idempotency middleware relies on them.
+
+const withStore = <A, E, R>(effect: Effect.Effect<A, E, R>) => effect.pipe(Effect.provide(IdempotencyStore.layerMemory))
+
+describe("IdempotencyStore memory leases", () => {
+  it.effect("a claim left by a crashed process is taken over after the lease", () =>
+    withStore(Effect.gen(function*() {
+      const store = yield* IdempotencyStore.IdempotencyStore
+      // a "crashed" owner: it claimed the key and will never renew, complete or release it
+      const stale = yield* store.claim({
+        scope: "s",
+        key: "orphan",
+        fingerprint: "f",
+        ttl: Duration.hours(24),
+        lease: Duration.seconds(60)
+      })
+      expect(stale._tag).toBe("Claimed")
+      const again = yield* store.claim({
+        scope: "s",
+        key: "orphan",
+        fingerprint: "f",
+        ttl: Duration.hours(24),
+        lease: Duration.seconds(60)
+      })
+      expect(again._tag).toBe("InProgress")
+      yield* TestClock.adjust("61 seconds")
+      const takeover = yield* store.claim({
+        scope: "s",
+        key: "orphan",
+        fingerprint: "f",
+        ttl: Duration.hours(24),
+        lease: Duration.seconds(60)
+      })
+      expect(takeover._tag).toBe("Claimed")
+      const response = { status: 201, headers: {}, body: new Uint8Array() }
+      // the old owner's late completion is refused; the new owner's is accepted
+      expect(
+        yield* store.complete({ scope: "s", key: "orphan", token: (stale as any).token }, response, Duration.hours(1))
+      )
+        .toBe(false)
+      expect(
+        yield* store.complete(
+          { scope: "s", key: "orphan", token: (takeover as any).token },
+          response,
+          Duration.hours(1)
+        )
+      )
+        .toBe(true)
+    })))
+
+  it.effect("the memory store never evicts a record early through entries of the record it replaced", () =>
+    Effect.gen(function*() {
+      const store = yield* IdempotencyStore.makeMemory()
+      const request = {
+        scope: "s",
+        key: "k",
+        fingerprint: "f",
+        ttl: Duration.seconds(100),
+        lease: Duration.seconds(10)
+      }
+      const a = yield* store.claim(request)
+      yield* TestClock.adjust("1 second")
+      yield* store.renew({ scope: "s", key: "k", token: (a as any).token }, Duration.seconds(10))
+      yield* TestClock.adjust("1 second")
+      yield* store.release({ scope: "s", key: "k", token: (a as any).token })
+      yield* TestClock.adjust("1 second")
+      const b = yield* store.claim(request)
+      yield* TestClock.adjust("1 second")
+      const response = { status: 201, headers: {}, body: new Uint8Array([1]) }
+      expect(yield* store.complete({ scope: "s", key: "k", token: (b as any).token }, response, Duration.seconds(100)))
+        .toBe(true)
+      yield* TestClock.adjust("97 seconds") // t = 101: B's record is kept until t = 104
+      expect((yield* store.claim(request))._tag).toBe("Completed")
+    }))
 })
