@@ -19,17 +19,10 @@ import { keyOf as limiterKey } from "../src/internal/rateLimiterStore/redis.js"
 import * as RateLimiterStoreRedis from "../src/RateLimiterStore/Redis.js"
 import * as RedisStreamQueue from "../src/RedisStreamQueue.js"
 import { breakerRedisSuite } from "./contract/breakerRedisSuite.js"
-<<<<<<< HEAD
+import { idempotencyStoreSuite } from "./contract/idempotencyStoreSuite.js"
 import { redisStreamQueueSuite } from "./contract/queue/redisSuite.js"
 import { rateLimiterSuite } from "./contract/rateLimiterSuite.js"
 import { fractionalSlidingWindow } from "./contract/slidingWindow.js"
-import { idempotencyStoreSuite } from "./idempotencyStoreSuite.js"
-=======
-import { idempotencyStoreSuite } from "./contract/idempotencyStoreSuite.js"
-import { rateLimiterSuite } from "./contract/rateLimiterSuite.js"
-import { fractionalSlidingWindow } from "./contract/slidingWindow.js"
-import { redisStreamQueueSuite } from "./queue/redisSuite.js"
->>>>>>> h32-idem
 import { eventually } from "./support/eventually.js"
 import { describeRedisCluster } from "./support/redisCluster.js"
 
