@@ -8,11 +8,8 @@
 export * from "./breaker.js"
 export * from "./client.js"
 export * from "./effect.js"
-<<<<<<< HEAD
 export * from "./http.js"
-=======
 export * from "./idempotency.js"
->>>>>>> h32-idem
 export * from "./policies.js"
 export * from "./queue.js"
 export * from "./redisRequest.js"
