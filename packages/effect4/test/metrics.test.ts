@@ -10,9 +10,11 @@ import { TestClock } from "effect/testing"
 import {
   AdaptiveLimiter,
   Bulkhead,
+  Consumer,
   IdempotencyMiddleware,
   IdempotencyStore,
   LoadShedMiddleware,
+  QueueSource,
   RateLimiter,
   RateLimiterStore,
   RateLimitMiddleware,
@@ -260,4 +262,44 @@ describe("queue wait histograms", () => {
       expect(yield* samples(id, labels)).toBe(1)
       expect(yield* seconds(id, labels)).toBeCloseTo(0.5)
     }).pipe(Effect.provide(RateLimiterStore.layerMemory)))
+})
+
+/** Steps the TestClock until `done` holds (bounded). */
+const until = (done: Effect.Effect<boolean>) =>
+  Effect.gen(function*() {
+    for (let i = 0; i < 2_000; i++) {
+      yield* Effect.repeat(Effect.yieldNow, { times: 10 })
+      if (yield* done) return
+      yield* TestClock.adjust("10 millis")
+    }
+    throw new Error("condition never held")
+  })
+
+describe("queue metrics", () => {
+  it.effect("counts received, visibility extensions, dead letters and redrives per queue", () =>
+    Effect.gen(function*() {
+      const source = yield* QueueSource.memory<{ readonly fail: boolean }>({
+        name: "metrics-queue",
+        visibilityTimeout: "1 second"
+      })
+      const q = { queue: "metrics-queue" }
+      yield* source.send([{ id: "slow", body: { fail: false } }, { id: "poison", body: { fail: true } }])
+      const consumer = yield* Consumer.run({
+        source,
+        handler: (m) => m.body.fail ? Effect.fail("bad") : Effect.sleep("2 seconds"),
+        concurrency: 2,
+        maxReceiveCount: 2,
+        timeout: "10 seconds"
+      })
+      yield* until(Effect.map(consumer.stats, (s) => s.processed === 1 && s.deadLettered === 1))
+      const stats = yield* consumer.stats
+      expect(yield* counted("effect_resilience_queue_received_total", q)).toBe(stats.received)
+      expect(stats.received).toBe(3) // slow once, poison twice
+      expect(yield* counted("effect_resilience_queue_visibility_extended_total", q)).toBe(stats.extended)
+      expect(stats.extended).toBeGreaterThan(0)
+      expect(yield* counted("effect_resilience_queue_dead_lettered_total", q)).toBe(1)
+      expect(yield* counted("effect_resilience_queue_redriven_total", q)).toBe(0)
+      expect(yield* source.deadLetters!.redrive()).toBe(1)
+      expect(yield* counted("effect_resilience_queue_redriven_total", q)).toBe(1)
+    }).pipe(Effect.scoped))
 })
