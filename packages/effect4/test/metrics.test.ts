@@ -211,6 +211,28 @@ describe("server middleware metrics", () => {
     }).pipe(Effect.scoped))
 })
 
+describe("series that exist before their first event", () => {
+  it.effect("the middlewares' refusal series are at 0 before any refusal, so PromQL ratios return a series", () =>
+    Effect.gen(function*() {
+      const exists = (id: string, labels: Labels) =>
+        Effect.map(Metric.snapshot, (all) => all.some((s) => s.id === id && matches(s.attributes as Labels, labels)))
+      yield* IdempotencyMiddleware.make({})
+      expect(yield* exists("effect_resilience_idempotency_requests_total", { outcome: "store_error" })).toBe(true)
+      yield* LoadShedMiddleware.make({ limiter: { name: "metrics-init" } })
+      const shed = { limiter: "metrics-init", criticality: "sheddable", decision: "shed" }
+      expect(yield* exists("effect_resilience_load_shed_requests_total", shed)).toBe(true)
+      const limiter = yield* RateLimiter.tokenBucket({ capacity: 5, refillPerSecond: 1 })
+      const send = yield* serve(
+        RateLimitMiddleware.make({ limiter, name: "metrics-init" })(Effect.succeed(HttpServerResponse.text("ok")))
+      )
+      const denied = { limiter: "metrics-init", decision: "denied" }
+      expect(yield* exists("effect_resilience_rate_limit_requests_total", denied)).toBe(false)
+      expect((yield* send()).status).toBe(200) // allowed: the denied series appears, at 0
+      expect(yield* exists("effect_resilience_rate_limit_requests_total", denied)).toBe(true)
+      expect(yield* counted("effect_resilience_rate_limit_requests_total", denied)).toBe(0)
+    }).pipe(Effect.scoped, Effect.provide(IdempotencyStore.layerMemory), Effect.provide(RateLimiterStore.layerMemory)))
+})
+
 describe("queue wait histograms", () => {
   it.effect("Bulkhead: a call that queued records its wait, labelled bulkhead", () =>
     Effect.gen(function*() {

@@ -1,4 +1,4 @@
-import { Metric } from "effect"
+import { Effect, Metric } from "effect"
 import { counterWith } from "./metrics.js"
 
 /**
@@ -79,6 +79,20 @@ export const loadShedRequests = Metric.counter("effect_resilience_load_shed_requ
   description: "requests LoadShedMiddleware admitted or refused, tagged limiter, criticality and decision",
   incremental: true
 })
+
+/**
+ * Sets every series in `series` to its value plus zero, once: a counter exists (at 0) from the first request on,
+ * so a PromQL ratio or `rate` over it returns a series before the first refusal, as Prometheus advises.
+ */
+export const initOnce = (series: ReadonlyArray<Metric.Counter<number>>): () => Effect.Effect<void> => {
+  let done = false
+  const init = Effect.forEach(series, (s) => Metric.update(s, 0), { discard: true })
+  return () => {
+    if (done) return Effect.void
+    done = true
+    return init
+  }
+}
 
 /** What IdempotencyMiddleware did with a request: one `outcome` label value each. */
 export type IdempotencyOutcome =

@@ -79,6 +79,8 @@ export const make = <RS>(options: Options<RS> = {}) => {
   return Effect.gen(function*() {
     const store = yield* IdempotencyStore
     const later = yield* recorder(yield* Effect.serviceOption(Scope.Scope))
+    // every outcome's series at 0 from the start (`effect_resilience_idempotency_requests_total`)
+    yield* Effect.forEach(Object.values(idempotencySeries), (series) => Metric.update(series, 0), { discard: true })
     return withStore(settings, scopeOf, scopeNow, store, new Leases(settings.leaseMillis / 3), later)
   })
 }

@@ -118,8 +118,14 @@ export const make = <R = never>(options: Options<R> = {}) => {
     )
   }
 
+  // every criticality's admitted and shed series at 0 from the start
+  const initial = Effect.forEach(
+    ["critical", "default", "sheddable"].flatMap((level) => [shedSeries(level, "admitted"), shedSeries(level, "shed")]),
+    (series) => Metric.update(series, 0),
+    { discard: true }
+  )
   return Effect.map(
-    built,
+    Effect.tap(built, () => initial),
     (limiter) => <E, R1>(app: App<E, R1>): App<E, R1 | R | HttpServerRequest.HttpServerRequest> => {
       const refusal = (level: string) => (refused: { readonly reason: string }) =>
         Effect.as(

@@ -4,7 +4,7 @@ import { Duration, Effect, Metric } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Decision } from "../../RateLimiter.js"
 import type { Options } from "../../RateLimitMiddleware.js"
-import { rateLimitSeries } from "../telemetry.js"
+import { initOnce, rateLimitSeries } from "../telemetry.js"
 import * as validate from "../validate.js"
 import { refuse, resolver } from "./clientScope.js"
 import { problem } from "./problem.js"
@@ -44,6 +44,7 @@ export const make = <R = never>(options: Options<R>) => {
   }
   const scopeOf = resolver(options.scope, options.scopeSecret)
   const counted = rateLimitSeries(name) // `effect_resilience_rate_limit_requests_total`, labelled limiter = name
+  const initialized = initOnce(Object.values(counted)) // every decision's series at 0 from the first request
   const windowMillis = Duration.toMillis(limiter.window)
   // the policy never changes: written once
   const policy = RateLimitHeaders.policyFor(name, limiter.limit, windowMillis)
@@ -98,7 +99,7 @@ export const make = <R = never>(options: Options<R>) => {
   return <E, R1>(app: App<E, R1>): App<E, R1 | R | HttpServerRequest.HttpServerRequest> =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
       Effect.flatMap(
-        Effect.result(scopeOf(request)),
+        Effect.andThen(initialized(), Effect.result(scopeOf(request))),
         (scope) =>
           scope._tag === "Failure"
             ? Effect.andThen(Metric.update(counted.no_scope, 1), refuse("rate limit", scope.failure))
