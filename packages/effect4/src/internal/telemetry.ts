@@ -137,6 +137,14 @@ export const rateLimitSeries = (limiter: string): Readonly<Record<RateLimitDecis
   }
 }
 
+/** Every criticality's `admitted` and `shed` series of one load shedder, at 0 from the start. */
+export const zeroShedSeries = (seriesOf: (criticality: string, decision: string) => Metric.Counter<number>) =>
+  Effect.forEach(
+    ["critical", "default", "sheddable"].flatMap((level) => [seriesOf(level, "admitted"), seriesOf(level, "shed")]),
+    (series) => Metric.update(series, 0),
+    { discard: true }
+  )
+
 /** LoadShedMiddleware's series of one limiter, one per criticality and decision (both bounded sets), made lazily. */
 export const loadShedSeries = (limiter: string) => {
   const made = new Map<string, Metric.Counter<number>>()

@@ -9,7 +9,7 @@ import type { Options } from "../../LoadShedMiddleware.js"
 import * as adaptiveLimiter from "../adaptiveLimiter.js"
 import { monotonicMillis } from "../clock.js"
 import { CurrentCriticality, headerName as defaultHeader } from "../criticality.js"
-import { loadShedSeries } from "../telemetry.js"
+import { loadShedSeries, zeroShedSeries } from "../telemetry.js"
 import { timeoutWith } from "../timeout.js"
 import * as validate from "../validate.js"
 import { isNotASample, runAdmitted } from "./admission.js"
@@ -118,14 +118,8 @@ export const make = <R = never>(options: Options<R> = {}) => {
     )
   }
 
-  // every criticality's admitted and shed series at 0 from the start
-  const initial = Effect.forEach(
-    ["critical", "default", "sheddable"].flatMap((level) => [shedSeries(level, "admitted"), shedSeries(level, "shed")]),
-    (series) => Metric.update(series, 0),
-    { discard: true }
-  )
   return Effect.map(
-    Effect.tap(built, () => initial),
+    Effect.tap(built, () => zeroShedSeries(shedSeries)), // every level's admitted and shed series at 0
     (limiter) => <E, R1>(app: App<E, R1>): App<E, R1 | R | HttpServerRequest.HttpServerRequest> => {
       const refusal = (level: string) => (refused: { readonly reason: string }) =>
         Effect.as(
