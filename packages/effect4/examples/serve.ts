@@ -23,7 +23,11 @@ import { storeLayers, withClockSkew } from "./support/serveOptions.js"
 const argv = process.argv.slice(2)
 const metrics = argv.includes("--metrics")
 if (argv.includes("--help") || argv.includes("-h")) {
-  console.log("--metrics: also serve GET /metrics (Prometheus text format; docs/observability.md)")
+  // after the shared usage, which parseArgs prints before it exits
+  process.once(
+    "exit",
+    () => console.log("--metrics: also serve GET /metrics (Prometheus text format; docs/observability.md)")
+  )
 }
 const args = parseArgs(argv.filter((arg) => arg !== "--metrics"))
 

@@ -31,7 +31,7 @@ import {
   RateLimiterStore,
   ResilientHttpClient
 } from "../src/index.js"
-import { pkg, startServe } from "./support/serveProcess.js"
+import { exampleArgs, pkg, startServe } from "./support/serveProcess.js"
 
 const onPath = (binary: string) => {
   try {
@@ -310,6 +310,17 @@ const traffic = (orders: string) =>
     Effect.provide(RateLimiterStore.layerMemory),
     Effect.tapCause((cause) => Effect.logError("the traffic stopped", cause))
   )
+
+describe("serve --metrics", () => {
+  it("is named in serve --help, after the usage both editions share", () => {
+    const out = execFileSync(process.execPath, exampleArgs("examples/serve.ts", ["--help"]), {
+      cwd: pkg,
+      encoding: "utf8"
+    })
+    expect(out).toMatch(/^usage: npm run serve/)
+    expect(out).toContain("--metrics: also serve GET /metrics")
+  })
+})
 
 describe.skipIf(!available)("Prometheus scrapes the service and checks the dashboard and the alerts", () => {
   it("promtool check rules accepts observability/alerts.yml", () => {
