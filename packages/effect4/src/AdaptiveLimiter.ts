@@ -237,7 +237,8 @@ export const gradient2: (options?: {
  * work (bounds out of order, a negative queue).
  *
  * Metrics: gauges `effect_resilience_adaptive_limiter_limit`, `…_inflight` and `…_queued`, counter
- * `effect_resilience_adaptive_limiter_drops_total` (calls the limiter refused, attribute `reason`), all with
+ * `effect_resilience_adaptive_limiter_drops_total` (calls the limiter refused, attribute `reason`), histogram
+ * `effect_resilience_adaptive_limiter_queue_wait_seconds` (calls that queued), all with
  * attribute `limiter` = `name` when given, in the `Metric.MetricRegistry` of the context `make` ran in. Gauges add up
  * over limiters with the same attributes.
  *

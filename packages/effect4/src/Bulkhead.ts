@@ -103,7 +103,8 @@ export interface Bulkhead {
  * `BulkheadFull` (reason `"closed"`) and so do later calls; calls already running finish normally.
  *
  * Metrics: gauges `effect_resilience_bulkhead_active` and `effect_resilience_bulkhead_queued`, counter
- * `effect_resilience_bulkhead_rejections_total` (attribute `reason`), all with attribute `bulkhead` = `name`
+ * `effect_resilience_bulkhead_rejections_total` (attribute `reason`), histogram
+ * `effect_resilience_bulkhead_queue_wait_seconds` (calls that queued), all with attribute `bulkhead` = `name`
  * when a name is given, in the `Metric.MetricRegistry` of the context `make` runs in (so the gauges' moves of one
  * bulkhead always add up in one registry, whichever fiber calls `protect`). A call that had to queue annotates the current span with
  * `bulkhead.queued_ms`; a rejected one with `bulkhead.rejected`.

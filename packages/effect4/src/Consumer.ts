@@ -144,9 +144,10 @@ export interface Consumer {
  * closes, the consumer stops claiming, releases the messages it buffered, waits up to `shutdownGrace` for the
  * ones being handled, then interrupts them (they are not acknowledged) and waits at most one second more.
  *
- * Metrics (label `queue`): `effect_resilience_queue_processed_total`,
+ * Metrics (label `queue`): `effect_resilience_queue_received_total`, `effect_resilience_queue_processed_total`,
  * `effect_resilience_queue_dead_lettered_total` (label `reason`), `effect_resilience_queue_released_total`,
- * and the source's `effect_resilience_queue_dlq_depth`. Each handler runs in a `queue.handle` span.
+ * `effect_resilience_queue_visibility_extended_total`, and the source's `effect_resilience_queue_dlq_depth` and
+ * `effect_resilience_queue_redriven_total` (docs/observability.md). Each handler runs in a `queue.handle` span.
  *
  * Throws `IllegalArgumentError` when a count is not an integer >= 1, a duration is invalid, or `timeout`
  * is longer than the visibility timeout of a source that cannot extend it (no `extend`).

@@ -45,6 +45,10 @@
  * {@link ClientScope}); stores keep only a digest of the scope. Authentication must run before this middleware
  * when the scope comes from the principal.
  *
+ * Every decision is counted in `effect_resilience_idempotency_requests_total`, labelled `outcome` (`new`,
+ * `replay`, `in_progress`, `mismatch`, `invalid`, `too_large`, `store_error`, `store_full`, `unkeyed`):
+ * docs/observability.md.
+ *
  * @since 1.0.0
  */
 import type { Duration, Effect, Redacted } from "effect"

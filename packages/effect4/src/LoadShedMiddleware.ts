@@ -22,6 +22,9 @@
  * server behind an authenticating gateway) or when your own `criticality` function says so. The handler then
  * runs under that criticality, so the calls it makes carry it on.
  *
+ * Every admission and refusal is counted in `effect_resilience_load_shed_requests_total`, labelled `limiter`,
+ * `criticality` and `decision` (`admitted` or the refusal's reason): docs/observability.md.
+ *
  * @since 1.0.0
  */
 import type { Duration, Effect, Scope } from "effect"

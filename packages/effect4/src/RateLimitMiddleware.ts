@@ -18,6 +18,9 @@
  * Each client has its own quota: by default per connection address ({@link ClientScope}), never per a header
  * the client chooses; the limiter's keys are digests of the scope.
  *
+ * Every decision is counted in `effect_resilience_rate_limit_requests_total`, labelled `limiter` (the `name`) and
+ * `decision` (`allowed`, `denied`, `outage_allowed`, `outage_denied`, `no_scope`): docs/observability.md.
+ *
  * @since 1.0.0
  */
 import type { Redacted } from "effect"

@@ -264,7 +264,10 @@ export interface RetryOptions {
  * Its retries and give-ups are counted in `Retry.retriesTotal` and `Retry.exhaustedTotal` labelled `client`
  * (`name`) and `origin` (the request's `URL.origin`: scheme, host, and port unless the default; `"unknown"` for
  * a relative URL; `"other"` past `maxOriginLabels`), not in their unlabelled series. Read one series with
- * `Metric.value(Metric.withAttributes(Retry.retriesTotal, { client, origin }))`.
+ * `Metric.value(Metric.withAttributes(Retry.retriesTotal, { client, origin }))`. Under the same labels, each
+ * attempt is timed in `http_client_request_duration_seconds` (OpenTelemetry's `http.client.request.duration`,
+ * with `error.type`), each logical request in `effect_resilience_http_client_operation_duration_seconds`, and
+ * each backoff in `effect_resilience_retry_backoff_seconds` (docs/observability.md).
  *
  * @since 1.0.0
  * @category combinators

@@ -8,6 +8,7 @@ import { CurrentCriticality } from "./criticality.js"
 import type { Fields } from "./errorFields.js"
 import { gaugeWith } from "./metrics.js"
 import * as slots from "./slots.js"
+import { adaptiveLimiterQueueWait, histogramWith } from "./telemetry.js"
 import * as validate from "./validate.js"
 
 /**
@@ -257,6 +258,7 @@ const build = (
   const inflight = gaugeWith(inflightGauge, attributes)
   const queued = gaugeWith(queuedGauge, attributes)
   const drops = slots.reasonCounters(dropsTotal, attributes)
+  const waited = histogramWith(adaptiveLimiterQueueWait, attributes)
   let state = core.initial(config, seed)
   let limit = core.limitOf(config, state)
   // gauges move by deltas, so limiters sharing a label set (or none) add up instead of overwriting each other
@@ -273,6 +275,7 @@ const build = (
     },
     onActive: (delta) => inflight.modifyUnsafe(delta, context),
     onQueued: (delta) => queued.modifyUnsafe(delta, context),
+    onWaited: (millis) => waited.updateUnsafe(millis / 1000, context),
     span: "adaptive_limiter"
   })
 

@@ -5,6 +5,7 @@ import type * as Api from "../Bulkhead.js"
 import type { Fields } from "./errorFields.js"
 import { gaugeWith } from "./metrics.js"
 import * as slots from "./slots.js"
+import { bulkheadQueueWait, histogramWith } from "./telemetry.js"
 import * as validate from "./validate.js"
 
 export class BulkheadFull extends Data.TaggedError("BulkheadFull")<Fields<Api.BulkheadFull>> {
@@ -67,6 +68,7 @@ const build = (
   const active = gaugeWith(activeGauge, attributes)
   const queued = gaugeWith(queuedGauge, attributes)
   const rejected = slots.reasonCounters(rejections, attributes)
+  const waited = histogramWith(bulkheadQueueWait, attributes)
   const slotted = slots.make<BulkheadFull>({
     capacity: () => maxConcurrent,
     maxQueue,
@@ -78,6 +80,7 @@ const build = (
     },
     onActive: (delta) => active.modifyUnsafe(delta, context),
     onQueued: (delta) => queued.modifyUnsafe(delta, context),
+    onWaited: (millis) => waited.updateUnsafe(millis / 1000, context),
     span: "bulkhead"
   })
   const bulkhead: Bulkhead = {

@@ -9,6 +9,7 @@ import type { Fields } from "./errorFields.js"
 import { counterWith } from "./metrics.js"
 import { syncOf, type SyncOp } from "./rateLimiterStore/memory.js"
 import { type Decider, deciderOf, RateLimiterStore } from "./rateLimiterStore/service.js"
+import { histogramWith, rateLimiterWait } from "./telemetry.js"
 import * as validate from "./validate.js"
 
 export class RateLimited extends Data.TaggedError("RateLimited")<Fields<Api.RateLimited>> {
@@ -42,6 +43,8 @@ const toDuration = (ms: number): Duration.Duration => ms === 0 ? zero : Duration
 class Limiter implements RateLimiter {
   private readonly allowed: Metric.Counter<number>
   private readonly denied: Metric.Counter<number>
+  /** `effect_resilience_rate_limiter_wait_seconds`: how long an `acquire` that waited waited. */
+  private readonly waited: Metric.Histogram<number>
   private readonly syncOp: SyncOp | undefined
   private readonly effectOp: EffectOp
   private readonly decider: Decider | undefined
@@ -58,6 +61,7 @@ class Limiter implements RateLimiter {
     const attributes = { algorithm, limiter: name }
     this.allowed = counterWith(allowedTotal, attributes)
     this.denied = counterWith(deniedTotal, attributes)
+    this.waited = histogramWith(rateLimiterWait, attributes)
     this.window = Duration.millis(
       "windowMillis" in params ? params.windowMillis : (1000 * params.capacity) / params.refillPerSecond
     )
@@ -125,18 +129,26 @@ class Limiter implements RateLimiter {
     return Effect.flatMap(
       this.tryAcquire(key, cost),
       (decision) =>
-        decision.allowed ? Effect.succeed(decision) : withDeadline((deadline, now) => {
-          const begun = start === undefined ? now : start
-          const wait = Duration.toMillis(decision.retryAfter)
-          // an infinite wait exceeds any maxWait, so acquire never sleeps forever
-          if (now - begun + wait > maxWait || wait === Infinity) {
-            return Effect.fail(new RateLimited({ key, reason: "max-wait", decision, retryAfter: decision.retryAfter }))
-          }
-          if (deadline !== undefined && now + wait >= deadline) {
-            return Effect.fail(new RateLimited({ key, reason: "deadline", decision, retryAfter: decision.retryAfter }))
-          }
-          return Effect.andThen(Effect.sleep(decision.retryAfter), this.acquireFrom(key, cost, maxWait, begun))
-        })
+        decision.allowed
+          ? start === undefined
+            ? Effect.succeed(decision)
+            : withDeadline((_, now) => Effect.as(Metric.update(this.waited, (now - start) / 1000), decision))
+          : withDeadline((deadline, now) => {
+            const begun = start === undefined ? now : start
+            const wait = Duration.toMillis(decision.retryAfter)
+            // an infinite wait exceeds any maxWait, so acquire never sleeps forever
+            if (now - begun + wait > maxWait || wait === Infinity) {
+              return Effect.fail(
+                new RateLimited({ key, reason: "max-wait", decision, retryAfter: decision.retryAfter })
+              )
+            }
+            if (deadline !== undefined && now + wait >= deadline) {
+              return Effect.fail(
+                new RateLimited({ key, reason: "deadline", decision, retryAfter: decision.retryAfter })
+              )
+            }
+            return Effect.andThen(Effect.sleep(decision.retryAfter), this.acquireFrom(key, cost, maxWait, begun))
+          })
     )
   }
 

@@ -8,6 +8,7 @@ import type { Fields } from "./errorFields.js"
 import { isFatal, isRetryable, type Retryable } from "./failure.js"
 import { counterWith } from "./metrics.js"
 import { fromContext } from "./retryBudget.js"
+import { backoffDelay, secondsBoundaries } from "./telemetry.js"
 import * as validate from "./validate.js"
 
 export class RetriesExhausted<E = unknown>
@@ -33,12 +34,19 @@ export const exhausted = Metric.counter("effect_resilience_retries_exhausted_tot
  */
 export interface Series {
   readonly retries: Metric.Counter<number>
+  /** `effect_resilience_retry_backoff_seconds`: each delay chosen, with the same attributes. */
+  readonly backoff: Metric.Histogram<number>
   readonly exhausted: Readonly<Record<StopReason, Metric.Counter<number>>>
 }
 
 /** The series labelled `attributes` (and `reason` for the give-ups). */
 export const seriesWith = (attributes: Readonly<Record<string, string>>): Series => ({
   retries: counterWith(retries, attributes),
+  backoff: Metric.histogram(backoffDelay.id, {
+    description: backoffDelay.description,
+    boundaries: secondsBoundaries,
+    attributes
+  }),
   exhausted: {
     "attempts": counterWith(exhausted, { ...attributes, reason: "attempts" }),
     "deadline": counterWith(exhausted, { ...attributes, reason: "deadline" }),
@@ -117,7 +125,9 @@ export const compileCounting = <R2>(options: Options<R2>) => {
             if (deadline !== undefined && now + delay >= deadline) return stop(series, "deadline", attempts, failure)
             if (!budgetAllows) return stop(series, "budget", attempts, failure)
             const event: RetryEvent = { attempt: attempts, delay: Duration.millis(delay), failure }
-            return Metric.update(series().retries, 1).pipe(
+            const counted = series()
+            return Metric.update(counted.retries, 1).pipe(
+              Effect.andThen(Metric.update(counted.backoff, delay / 1000)),
               Effect.andThen(Effect.annotateCurrentSpan({ "retry.attempt": attempts + 1, "retry.delay_ms": delay })),
               Effect.andThen(onRetry === undefined ? Effect.void : onRetry(event)),
               Effect.andThen(Effect.sleep(Duration.millis(delay))),

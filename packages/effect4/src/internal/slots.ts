@@ -38,6 +38,8 @@ export interface Config<Err extends { readonly reason: RejectionReason }> {
   /** Gauge updates, by deltas. */
   readonly onActive: (delta: number) => void
   readonly onQueued: (delta: number) => void
+  /** A queued call got its slot after waiting `millis` (the queue-wait histograms; not called for no wait). */
+  readonly onWaited?: ((millis: number) => void) | undefined
   /** Span attributes: `${span}.queued_ms` and `${span}.rejected`. */
   readonly span: string
 }
@@ -125,11 +127,11 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
           : Effect.failCause(cause)
       },
       // drain() counted the slot it handed over in `active`: it is ours now
-      onSuccess: () =>
-        Effect.andThen(
-          Effect.annotateCurrentSpan(`${config.span}.queued_ms`, monotonicMillis(clock) - since),
-          inSlot
-        )
+      onSuccess: () => {
+        const waited = monotonicMillis(clock) - since
+        config.onWaited?.(waited)
+        return Effect.andThen(Effect.annotateCurrentSpan(`${config.span}.queued_ms`, waited), inSlot)
+      }
     })
   })
 }

@@ -3,13 +3,14 @@ import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
 import * as core from "@effect-resilience/core/idempotency"
 import * as decide from "@effect-resilience/core/idempotencyResponse"
 import { parseIdempotencyKey } from "@effect-resilience/core/structuredFields"
-import { Context, Duration, Effect, Fiber, Option, Scope } from "effect"
+import { Context, Duration, Effect, Fiber, Metric, Option, Scope } from "effect"
 import { HttpServerRequest, type HttpServerResponse } from "effect/http"
 import { isIP } from "node:net"
 import type { Options } from "../../IdempotencyMiddleware.js"
 import type { ClaimRef, ClaimResult, Store } from "../../IdempotencyStore.js"
 import { monotonicMillisOf } from "../clock.js"
 import { IdempotencyStore, type IdempotencyStoreError, IdempotencyStoreFull } from "../idempotencyStore/service.js"
+import { type IdempotencyOutcome, idempotencySeries } from "../telemetry.js"
 import * as validate from "../validate.js"
 import { CurrentAdmission, unsampled } from "./admission.js"
 import { digester, NoClientIdentity, refuse, resolver } from "./clientScope.js"
@@ -78,6 +79,8 @@ export const make = <RS>(options: Options<RS> = {}) => {
   return Effect.gen(function*() {
     const store = yield* IdempotencyStore
     const later = yield* recorder(yield* Effect.serviceOption(Scope.Scope))
+    // every outcome's series at 0 from the start (`effect_resilience_idempotency_requests_total`)
+    yield* Effect.forEach(Object.values(idempotencySeries), (series) => Metric.update(series, 0), { discard: true })
     return withStore(settings, scopeOf, scopeNow, store, new Leases(settings.leaseMillis / 3), later)
   })
 }
@@ -118,13 +121,13 @@ const withStore = <RS>(
     if (!methods.has(request.method)) return app
     const raw = request.headers[header]
     if (raw === undefined || raw.trim() === "") {
-      if (!required) return app
-      return own(problem(decide.keyMissing(request.method, headerName)))
+      if (!required) return Effect.andThen(count("unkeyed"), app)
+      return own(problem(decide.keyMissing(request.method, headerName)), "invalid")
     }
     const key = parseIdempotencyKey(raw, maxKeyLength)
-    if (key === undefined) return own(problem(decide.keyInvalid(maxKeyLength)))
+    if (key === undefined) return own(problem(decide.keyInvalid(maxKeyLength)), "invalid")
     if (decide.declaredTooLarge(request.headers["content-length"], maxBodyBytes)) {
-      return own(problem(decide.tooLarge(maxBodyBytes)))
+      return own(problem(decide.tooLarge(maxBodyBytes)), "too_large")
     }
     const body = readBodyNow(request, maxBodyBytes)
     return typeof body === "string" || body instanceof Uint8Array
@@ -133,9 +136,9 @@ const withStore = <RS>(
   }
 
   const withBodyRead = (request: HttpServerRequest.HttpServerRequest, key: string, body: Body): Answer => {
-    if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)))
-    if (body === "unreadable") return own(problem(decide.bodyUnreadable))
-    if (body === "consumed") return Effect.andThen(consumedLog, own(problem(decide.bodyConsumed)))
+    if (body === "too-large") return own(problem(decide.tooLarge(maxBodyBytes)), "too_large")
+    if (body === "unreadable") return own(problem(decide.bodyUnreadable), "invalid")
+    if (body === "consumed") return Effect.andThen(consumedLog, own(problem(decide.bodyConsumed), "invalid"))
     if (scopeNow !== undefined) {
       const scope = scopeNow(request)
       return typeof scope === "string"
@@ -169,7 +172,7 @@ const withStore = <RS>(
         onFailure: (e) => Effect.andThen(unsampled, failed(e, decide.redactor(key, scope))),
         onSuccess: (claim) =>
           claim._tag === "Claimed"
-            ? run(restore, withBody(request, body), { scope, key, token: claim.token })
+            ? Effect.andThen(count("new"), run(restore, withBody(request, body), { scope, key, token: claim.token }))
             : Effect.andThen(unsampled, answer(claim))
       })
     )
@@ -215,8 +218,12 @@ const consumedLog = Effect.logError(
     "inside IdempotencyMiddleware, or before any copy of the request (docs/idempotency.md)"
 )
 
+/** Counts a decision in `effect_resilience_idempotency_requests_total`. */
+const count = (outcome: IdempotencyOutcome) => Metric.update(idempotencySeries[outcome], 1)
+
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
-const own = (response: HttpServerResponse.HttpServerResponse) => Effect.as(unsampled, response)
+const own = (response: HttpServerResponse.HttpServerResponse, outcome: IdempotencyOutcome) =>
+  Effect.andThen(count(outcome), Effect.as(unsampled, response))
 
 /**
  * Runs `effect` in a fiber of its own that no one else holds, started at once on the caller's stack: a handler
@@ -233,22 +240,25 @@ const failed = (
 ): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   if (error instanceof IdempotencyStoreFull) {
     return Effect.as(
-      Effect.logWarning(`idempotency: ${error.message}; a new key was refused`),
+      Effect.andThen(count("store_full"), Effect.logWarning(`idempotency: ${error.message}; a new key was refused`)),
       problem(decide.storeFull)
     )
   }
-  return Effect.as(logStoreFailure("claim", error, redact), problem(decide.storeUnavailable))
+  return Effect.as(
+    Effect.andThen(count("store_error"), logStoreFailure("claim", error, redact)),
+    problem(decide.storeUnavailable)
+  )
 }
 
 /** The answer to a claim that did not admit the request: the key's state. */
 const answer = (claim: ClaimResult): Effect.Effect<HttpServerResponse.HttpServerResponse> => {
   switch (claim._tag) {
     case "Mismatch":
-      return Effect.succeed(problem(decide.mismatch))
+      return Effect.as(count("mismatch"), problem(decide.mismatch))
     case "InProgress":
-      return Effect.succeed(problem(decide.inProgress))
+      return Effect.as(count("in_progress"), problem(decide.inProgress))
     case "Completed":
-      return Effect.succeed(replay(claim.response))
+      return Effect.as(count("replay"), replay(claim.response))
     case "Claimed":
       return Effect.die(new Error("a claimed key is admitted, not refused"))
   }

@@ -3,11 +3,13 @@ import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
 import { bodyUnreadable, declaredTooLarge } from "@effect-resilience/core/idempotencyResponse"
 import type { Cause, Duration } from "effect"
 import { Effect } from "effect"
+import { Metric } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Options } from "../../LoadShedMiddleware.js"
 import * as adaptiveLimiter from "../adaptiveLimiter.js"
 import { monotonicMillis } from "../clock.js"
 import { CurrentCriticality, headerName as defaultHeader } from "../criticality.js"
+import { loadShedSeries, zeroShedSeries } from "../telemetry.js"
 import { timeoutWith } from "../timeout.js"
 import * as validate from "../validate.js"
 import { isNotASample, runAdmitted } from "./admission.js"
@@ -78,6 +80,8 @@ export const make = <R = never>(options: Options<R> = {}) => {
     isOverload: (cause: Cause.Cause<unknown>) => !isNotASample(cause) && isOverload(cause)
   }
   const built = adaptiveLimiter.make(limiterOptions)
+  // `effect_resilience_load_shed_requests_total`: criticality (3 values) × decision (admitted or a refusal reason)
+  const shedSeries = loadShedSeries(limiterOptions.name)
 
   /** The request's criticality: yours, or its header (a claim of `critical` only from a trusted caller). */
   const levelOf = options.criticality ?? ((request: HttpServerRequest.HttpServerRequest) => {
@@ -118,19 +122,23 @@ export const make = <R = never>(options: Options<R> = {}) => {
   }
 
   return Effect.map(
-    built,
+    Effect.tap(built, () => zeroShedSeries(shedSeries)), // every level's admitted and shed series at 0
     (limiter) => <E, R1>(app: App<E, R1>): App<E, R1 | R | HttpServerRequest.HttpServerRequest> => {
       const refusal = (level: string) => (refused: { readonly reason: string }) =>
-        Effect.succeed(problem({
-          status: 503,
-          type: overloadedType,
-          title: "Service Unavailable",
-          detail: refused.reason === "shed"
-            ? `the server keeps its remaining capacity for requests more critical than "${level}"; ` +
-              `retry in ${retryAfterSeconds} s`
-            : `the server is at capacity; retry in ${retryAfterSeconds} s`,
-          headers: { [HttpHeaders.retryAfter]: String(retryAfterSeconds) }
-        }))
+        Effect.as(
+          Metric.update(shedSeries(level, refused.reason), 1),
+          problem({
+            status: 503,
+            type: overloadedType,
+            title: "Service Unavailable",
+            detail: refused.reason === "shed"
+              ? `the server keeps its remaining capacity for requests more critical than "${level}"; ` +
+                `retry in ${retryAfterSeconds} s`
+              : `the server is at capacity; retry in ${retryAfterSeconds} s`,
+            headers: { [HttpHeaders.retryAfter]: String(retryAfterSeconds) }
+          })
+        )
+      const admittedAs = (level: string) => Metric.update(shedSeries(level, "admitted"), 1)
       return Effect.flatMap(
         HttpServerRequest.HttpServerRequest,
         (request) =>
@@ -142,7 +150,7 @@ export const make = <R = never>(options: Options<R> = {}) => {
             // the app's own failures pass through untouched: only this limiter's refusal becomes a 503
             return Effect.flatMap(levelOf(ready), (level) => {
               const admitted = Effect.provideService(
-                runAdmitted(limiter, served, refusal(level)),
+                runAdmitted(limiter, Effect.andThen(admittedAs(level), served), refusal(level)),
                 CurrentCriticality,
                 level
               )

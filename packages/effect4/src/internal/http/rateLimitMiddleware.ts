@@ -1,9 +1,10 @@
 import * as HttpHeaders from "@effect-resilience/core/httpHeaders"
 import * as RateLimitHeaders from "@effect-resilience/core/rateLimitHeaders"
-import { Duration, Effect } from "effect"
+import { Duration, Effect, Metric } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Decision } from "../../RateLimiter.js"
 import type { Options } from "../../RateLimitMiddleware.js"
+import { initOnce, rateLimitSeries } from "../telemetry.js"
 import * as validate from "../validate.js"
 import { refuse, resolver } from "./clientScope.js"
 import { problem } from "./problem.js"
@@ -42,6 +43,8 @@ export const make = <R = never>(options: Options<R>) => {
     validate.invalid("RateLimitMiddleware cost must be a function of the request")
   }
   const scopeOf = resolver(options.scope, options.scopeSecret)
+  const counted = rateLimitSeries(name) // `effect_resilience_rate_limit_requests_total`, labelled limiter = name
+  const initialized = initOnce(Object.values(counted)) // every decision's series at 0 from the first request
   const windowMillis = Duration.toMillis(limiter.window)
   // the policy never changes: written once
   const policy = RateLimitHeaders.policyFor(name, limiter.limit, windowMillis)
@@ -66,28 +69,40 @@ export const make = <R = never>(options: Options<R>) => {
     Effect.flatMap(
       limiter.tryAcquire(scope, options.cost === undefined ? 1 : options.cost(request)),
       (decision): App<E, R1> => {
-        if (decision.outage === true) return duringOutage(decision, app)
+        if (decision.outage === true) {
+          const series = decision.allowed ? counted.outage_allowed : counted.outage_denied
+          return Effect.andThen(Metric.update(series, 1), duringOutage(decision, app))
+        }
         const headers = headersOf(decision)
         if (!decision.allowed) {
           const retryAfter = RateLimitHeaders.retryAfterSeconds(Duration.toMillis(decision.retryAfter))
-          return Effect.succeed(problem({
-            status: 429,
-            type: quotaExceededType,
-            title: "Too Many Requests",
-            detail: `quota of ${limiter.limit} per ${
-              RateLimitHeaders.secondsOf(windowMillis)
-            } s exceeded; retry in ${retryAfter} s`,
-            headers: { ...headers, [HttpHeaders.retryAfter]: String(retryAfter) }
-          }))
+          return Effect.as(
+            Metric.update(counted.denied, 1),
+            problem({
+              status: 429,
+              type: quotaExceededType,
+              title: "Too Many Requests",
+              detail: `quota of ${limiter.limit} per ${
+                RateLimitHeaders.secondsOf(windowMillis)
+              } s exceeded; retry in ${retryAfter} s`,
+              headers: { ...headers, [HttpHeaders.retryAfter]: String(retryAfter) }
+            })
+          )
         }
-        return Effect.map(app, HttpServerResponse.setHeaders(headers))
+        return Effect.andThen(
+          Metric.update(counted.allowed, 1),
+          Effect.map(app, HttpServerResponse.setHeaders(headers))
+        )
       }
     )
 
   return <E, R1>(app: App<E, R1>): App<E, R1 | R | HttpServerRequest.HttpServerRequest> =>
     Effect.flatMap(HttpServerRequest.HttpServerRequest, (request) =>
       Effect.flatMap(
-        Effect.result(scopeOf(request)),
-        (scope) => scope._tag === "Failure" ? refuse("rate limit", scope.failure) : decide(scope.success, request, app)
+        Effect.andThen(initialized(), Effect.result(scopeOf(request))),
+        (scope) =>
+          scope._tag === "Failure"
+            ? Effect.andThen(Metric.update(counted.no_scope, 1), refuse("rate limit", scope.failure))
+            : decide(scope.success, request, app)
       ))
 }

@@ -21,6 +21,22 @@ export const released = Metric.counter("effect_resilience_queue_released_total",
   incremental: true
 })
 
+/** @internal */
+export const received = Metric.counter("effect_resilience_queue_received_total", {
+  description: "messages a consumer received (each delivery, redeliveries included)",
+  incremental: true
+})
+/** @internal */
+export const extended = Metric.counter("effect_resilience_queue_visibility_extended_total", {
+  description: "visibility extensions a consumer made while a handler still ran",
+  incremental: true
+})
+/** @internal */
+export const redriven = Metric.counter("effect_resilience_queue_redriven_total", {
+  description: "messages moved from the dead-letter queue back to the queue",
+  incremental: true
+})
+
 /** The series of one queue, built once per queue (`counterWith`: an update allocates no attributes context). */
 export const labels = (queue: string) => {
   const base = { queue }
@@ -28,6 +44,9 @@ export const labels = (queue: string) => {
   return {
     processed: counterWith(processed, base),
     released: counterWith(released, base),
+    received: counterWith(received, base),
+    extended: counterWith(extended, base),
+    redriven: counterWith(redriven, base),
     depth: gaugeWith(dlqDepth, base),
     fatal: reason("fatal"),
     maxReceives: reason("max-receives"),

@@ -1,7 +1,8 @@
 /** Imported only by a backend entry point, so the package root never loads `effect/sql`. */
-import { Clock, Effect, Option } from "effect"
+import { Clock, Effect, Metric, Option } from "effect"
 import type * as SqlClient from "effect/sql/SqlClient"
 import type { DeadLetter, DeadLetterQueue } from "../../DeadLetter.js"
+import { labels } from "./metrics.js"
 import { QueueError } from "./queueSource.js"
 import { listLimit, tryParse } from "./shared.js"
 
@@ -107,6 +108,7 @@ export const pgDeadLetters = <A>(tables: PgTables): DeadLetterQueue<A> => {
           SELECT id, key, body, ${now}, ${now} FROM moved ORDER BY dlq_seq
           RETURNING seq`.pipe(
             Effect.mapError(fail("redrive")),
+            Effect.tap((rows) => Metric.update(labels(name).redriven, rows.length)),
             Effect.tap(() => depth),
             Effect.map((rows) => rows.length)
           )),

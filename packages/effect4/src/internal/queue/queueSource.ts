@@ -1,4 +1,4 @@
-import { Clock, Data, Duration, Effect, Option, Queue } from "effect"
+import { Clock, Data, Duration, Effect, Metric, Option, Queue } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../DeadLetter.js"
 import type { MemoryOptions, Message, QueueSource, ReceiveOptions, ReleaseOptions } from "../../QueueSource.js"
 import type * as Api from "../../QueueSource.js"
@@ -21,7 +21,8 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
   const name = options.name ?? "memory"
   return Effect.map(Queue.unbounded<number>(), (ready) => {
     const state = new MemoryState<A>(ready, visibility)
-    const setDepth = observeDepth(labels(name).depth)
+    const tags = labels(name)
+    const setDepth = observeDepth(tags.depth)
     const now = <B>(f: (now: number) => B) => Effect.map(Clock.currentTimeMillis, f)
 
     const receive = (max: number, opts?: ReceiveOptions): Effect.Effect<ReadonlyArray<Message<A>>> =>
@@ -61,14 +62,15 @@ export const memory = <A>(options: MemoryOptions): Effect.Effect<QueueSource<A>>
       markAlone: (message) => now((at) => state.markAlone(message, at)),
       release,
       deadLetter,
-      deadLetters: memoryDeadLetters(state, setDepth)
+      deadLetters: memoryDeadLetters(state, setDepth, tags.redriven)
     }, (messages: ReadonlyArray<Message<A>>) => Effect.sync(() => messages.map((message) => state.ack(message))))
   })
 }
 
 const memoryDeadLetters = <A>(
   state: MemoryState<A>,
-  setDepth: (depth: number) => Effect.Effect<number>
+  setDepth: (depth: number) => Effect.Effect<number>,
+  redriven: Metric.Counter<number>
 ): DeadLetterQueue<A> => {
   const { dlq } = state
   const pick = (ids: ReadonlyArray<string> | undefined): Array<DeadLetter<A>> =>
@@ -97,7 +99,10 @@ const memoryDeadLetters = <A>(
           dlq.delete(entry.id)
           state.enqueue(entry.id, entry.key, entry.body, now)
         }
-        return Effect.as(setDepth(dlq.size), moved.length)
+        return Effect.as(
+          Effect.andThen(Metric.update(redriven, moved.length), setDepth(dlq.size)),
+          moved.length
+        )
       }),
     purge: (ids) =>
       Effect.suspend(() => {

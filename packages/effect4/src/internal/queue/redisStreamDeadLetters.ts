@@ -1,4 +1,4 @@
-import { Effect, Option } from "effect"
+import { Effect, Metric, Option } from "effect"
 import type { DeadLetter, DeadLetterQueue } from "../../DeadLetter.js"
 import type { Message } from "../../QueueSource.js"
 import type * as redisClient from "../redis/client.js"
@@ -124,7 +124,11 @@ export const redisDeadLetters = <A>(q: RedisQueue): DeadLetterQueue<A> => {
         const found = yield* q.call<Array<Entry>>("inspect", () => q.client.xrange(dlq, at, at))
         return Option.map(Option.fromNullishOr(found[0]), toDeadLetter<A>)
       }),
-    redrive: (ids) => forIds(q, "redrive", { byId: REDRIVE, byEntry: REDRIVE_ENTRIES }, [stream, dlq, index], ids),
+    redrive: (ids) =>
+      Effect.tap(
+        forIds(q, "redrive", { byId: REDRIVE, byEntry: REDRIVE_ENTRIES }, [stream, dlq, index], ids),
+        (n) => Metric.update(q.tags.redriven, n)
+      ),
     purge: (ids) => forIds(q, "purge", { byId: PURGE, byEntry: PURGE_ENTRIES }, [dlq, index], ids),
     depth: redisDepth(q)
   }

@@ -5,12 +5,13 @@
  */
 import * as Backpressure from "@effect-resilience/core/backpressure"
 import * as HttpClassify from "@effect-resilience/core/httpClassify"
-import { Clock, type Duration, Effect, type Schedule } from "effect"
+import { Clock, type Duration, Effect, Exit, Metric, type Schedule } from "effect"
 import type { HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import type { Budget } from "../../../RetryBudget.js"
 import { fullJitter } from "../../backoff.js"
 import { type Retryable, retryable } from "../../failure.js"
 import { compileCounting, type Series, seriesWith } from "../../retry.js"
+import { attemptDuration, operationDuration } from "../../telemetry.js"
 import * as validate from "../../validate.js"
 import { ConnectFailed, NoResponse, StatusError } from "../httpErrors.js"
 import { detach, fieldsOf, saysInProgress } from "./answer.js"
@@ -42,18 +43,77 @@ const defaultMaxOriginLabels = 100
  * further in) is labelled `"unknown"`.
  */
 const seriesPerOrigin = (client: string, maxOriginLabels: number) => {
-  const origins = new Map<string, Series>()
-  let other: Series | undefined
-  return (url: string): Series => {
+  const origins = new Map<string, OriginSeries>()
+  let other: OriginSeries | undefined
+  const make = (origin: string): OriginSeries => ({ retry: seriesWith({ client, origin }), labels: { client, origin } })
+  return (url: string): OriginSeries => {
     const origin = originOf(url) || "unknown"
     const known = origins.get(origin)
     if (known !== undefined) return known
-    if (origins.size >= maxOriginLabels) return other ??= seriesWith({ client, origin: "other" })
-    const series = seriesWith({ client, origin })
+    if (origins.size >= maxOriginLabels) return other ??= make("other")
+    const series = make(origin)
     origins.set(origin, series)
     return series
   }
 }
+
+/** One origin's retry series and the labels its durations carry (the same cap). */
+interface OriginSeries {
+  readonly retry: Series
+  readonly labels: { readonly client: string; readonly origin: string }
+}
+
+/**
+ * OpenTelemetry's `error.type` of an attempt or a request that ended with `exit`: the status code of an answer
+ * of 400 or more (kept or retried), the error's tag otherwise; none for a success.
+ */
+const errorTypeOf = (exit: Exit.Exit<HttpClientResponse.HttpClientResponse, unknown>): string | undefined => {
+  if (Exit.isSuccess(exit)) return exit.value.status >= 400 ? String(exit.value.status) : undefined
+  const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+  if (failure === undefined) return exit.cause.reasons.some((r) => r._tag === "Interrupt") ? "interrupted" : "_OTHER"
+  let error: unknown = failure.error
+  if (typeof error === "object" && error !== null && (error as { _tag?: unknown })._tag === "Retryable") {
+    error = (error as { cause: unknown }).cause
+  }
+  if (error instanceof StatusError) return String(error.status)
+  const tag = typeof error === "object" && error !== null ? (error as { _tag?: unknown })._tag : undefined
+  return typeof tag === "string" ? tag : "_OTHER"
+}
+
+/** Records the seconds from `start` to now in `histogram`, labelled with the request's and the exit's attributes. */
+const observe = (
+  histogram: Metric.Histogram<number>,
+  labels: OriginSeries["labels"],
+  method: string,
+  start: number,
+  exit: Exit.Exit<HttpClientResponse.HttpClientResponse, unknown>
+) =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) => {
+    const errorType = errorTypeOf(exit)
+    const status = Exit.isSuccess(exit)
+      ? exit.value.status
+      : (() => {
+        const failure = exit.cause.reasons.find((reason) => reason._tag === "Fail")
+        const error = failure === undefined ? undefined : (failure.error as { cause?: unknown }).cause
+        return error instanceof StatusError ? error.status : undefined
+      })()
+    const attributes: Record<string, string> = { ...labels, "http.request.method": method }
+    if (status !== undefined) attributes["http.response.status_code"] = String(status)
+    if (errorType !== undefined) attributes["error.type"] = errorType
+    return Metric.update(Metric.withAttributes(histogram, attributes), Math.max(0, now - start) / 1000)
+  })
+
+/** Runs `effect`, then records its duration in `histogram`, whatever its exit. */
+const timed = <R>(
+  effect: Effect.Effect<HttpClientResponse.HttpClientResponse, unknown, R>,
+  histogram: Metric.Histogram<number>,
+  labels: () => OriginSeries["labels"],
+  method: string
+): Effect.Effect<HttpClientResponse.HttpClientResponse, unknown, R> =>
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (start) => Effect.onExit(effect, (exit) => observe(histogram, labels(), method, start, exit))
+  )
 
 /**
  * How long the server asked to wait before this answer is retried: `Retry-After` on 413, 429 and 503; without
@@ -143,12 +203,26 @@ export const retry = (options?: RetryOptions) => {
     const seriesOf = seriesPerOrigin(name, maxOriginLabels)
     return around(self, (request, execute) => {
       const hasKey = request.headers[keyHeader] !== undefined
-      const attempt = Effect.matchEffect(execute(request), {
-        onFailure: (error) => Effect.fail(classifyFailure(error, hasKey, request)),
-        onSuccess: (response) => classifyResponse(response, hasKey)
-      })
-      const series = () => seriesOf(request.url)
-      return policy(attempt, series) as Effect.Effect<HttpClientResponse.HttpClientResponse, unknown, R>
+      let origin: OriginSeries | undefined
+      const ofOrigin = () => origin ??= seriesOf(request.url)
+      const labels = () => ofOrigin().labels
+      // `http_client_request_duration_seconds`: one sample per attempt, whatever it met inside (breaker, limiter)
+      const attempt = timed(
+        Effect.matchEffect(execute(request), {
+          onFailure: (error) => Effect.fail(classifyFailure(error, hasKey, request)),
+          onSuccess: (response) => classifyResponse(response, hasKey)
+        }),
+        attemptDuration,
+        labels,
+        request.method
+      )
+      const series = () => ofOrigin().retry
+      // `effect_resilience_http_client_operation_duration_seconds`: the logical request, backoffs included
+      return timed(policy(attempt, series), operationDuration, labels, request.method) as Effect.Effect<
+        HttpClientResponse.HttpClientResponse,
+        unknown,
+        R
+      >
     })
   }
 }

@@ -1,9 +1,10 @@
 import * as visibilityRules from "@effect-resilience/core/visibility"
-import { Duration, Effect, Exit, Fiber } from "effect"
+import { Duration, Effect, Exit, Fiber, Metric } from "effect"
 import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
 import { currentMonotonicMillis, monotonicMillis, toMonotonic } from "../../clock.js"
 import { CurrentDeadline, DeadlineExceeded } from "../../deadline.js"
 import { timeoutWith } from "../../timeout.js"
+import { labels } from "../metrics.js"
 import type { Counters } from "./settle.js"
 import { warn } from "./settle.js"
 
@@ -136,7 +137,10 @@ const renewalLoop = <A>(
               ).pipe(Effect.annotateLogs({ "message.id": message.id }))
             }
             stats.extended++
-            return loop(visibilityRules.extendedUntil(before, visibility))
+            return Effect.andThen(
+              Metric.update(labels(source.name).extended, 1),
+              loop(visibilityRules.extendedUntil(before, visibility))
+            )
           }
           return Effect.flatMap(currentMonotonicMillis, (now) => {
             const retryAt = visibilityRules.retryRenewAt(now, visibleUntil, visibility)

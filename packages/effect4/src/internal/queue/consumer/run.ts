@@ -2,7 +2,7 @@ import * as attribution from "@effect-resilience/core/crashAttribution"
 import { partitionOf } from "@effect-resilience/core/queueMessages"
 import * as visibilityRules from "@effect-resilience/core/visibility"
 import type { Scope } from "effect"
-import { Cause, Clock, Effect, Fiber, Option, Queue, Semaphore } from "effect"
+import { Cause, Clock, Effect, Fiber, Metric, Option, Queue, Semaphore } from "effect"
 import type { Consumer, Options, Stats } from "../../../Consumer.js"
 import type { Message, ReceiveOptions } from "../../../QueueSource.js"
 import { makeAcker } from "./acker.js"
@@ -242,6 +242,7 @@ const pollOnce = <A, E, R, R2>(
         )
       )
       stats.received += messages.length
+      if (messages.length > 0) yield* Metric.update(config.tags.received, messages.length)
       // suspects last (core/crashAttribution.ts)
       const ordered = attribution.handlingOrder(messages)
       solo.dispatched(ordered)
