@@ -125,4 +125,8 @@ const runUntil = <A, E, R>(
 ): Effect.Effect<A, E | DeadlineExceeded, R> =>
   deadline <= now
     ? Effect.fail(exceeded())
-    : Effect.provideService(timeoutWith(self, deadline, clock, exceeded), CurrentDeadline, deadline)
+    : Effect.andThen(
+      // the current span says how much time the effect was given (the caller's deadline may have clipped it)
+      Effect.annotateCurrentSpan("deadline.remaining_ms", deadline - now),
+      Effect.provideService(timeoutWith(self, deadline, clock, exceeded), CurrentDeadline, deadline)
+    )

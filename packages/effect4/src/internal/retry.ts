@@ -9,6 +9,7 @@ import { isFatal, isRetryable, type Retryable } from "./failure.js"
 import { counterWith } from "./metrics.js"
 import { fromContext } from "./retryBudget.js"
 import { backoffDelay, secondsBoundaries } from "./telemetry.js"
+import { errorTypeOf, event as spanEvent } from "./trace.js"
 import * as validate from "./validate.js"
 
 export class RetriesExhausted<E = unknown>
@@ -58,6 +59,21 @@ export const seriesWith = (attributes: Readonly<Record<string, string>>): Series
 const plain: Series = seriesWith({})
 const plainSeries = (): Series => plain
 
+/**
+ * The `Retry.backoff` event's attributes: the attempt that failed (1-based), the delay, where it came from
+ * (`schedule`, the server's `retry-after`, or `in-progress`: a 409 saying the keyed request still runs) and the
+ * failure's `error.type`.
+ */
+const backoffEvent = (attempts: number, delay: number, source: string, failure: Retryable<unknown>) => {
+  const errorType = errorTypeOf(failure)
+  return {
+    "retry.attempt": attempts,
+    "retry.delay_ms": delay,
+    "retry.delay_source": errorType === "409" ? "in-progress" : source,
+    "error.type": errorType
+  }
+}
+
 /** A running schedule: Effect 4 keeps a schedule's state in the step function `Schedule.toStep` builds. */
 type Step<R> = (now: number, input: unknown) => Pull.Pull<[unknown, Duration.Duration], never, unknown, R>
 
@@ -78,6 +94,11 @@ export const compileCounting = <R2>(options: Options<R2>) => {
   function stop(series: () => Series, reason: StopReason, attempts: number, last: Retryable<unknown>) {
     return Metric.update(series().exhausted[reason], 1).pipe(
       Effect.andThen(Effect.annotateCurrentSpan({ "retry.stop_reason": reason })),
+      Effect.andThen(spanEvent("Retry.exhausted", () => ({
+        "retry.stop_reason": reason,
+        "retry.attempts": attempts,
+        "error.type": errorTypeOf(last)
+      }))),
       Effect.andThen(Effect.fail(new RetriesExhausted({ attempts, reason, last: last.cause })))
     )
   }
@@ -117,10 +138,14 @@ export const compileCounting = <R2>(options: Options<R2>) => {
           onFailure: Effect.failCause,
           onSuccess: ([, scheduled]) => {
             let delay = Math.max(0, Duration.toMillis(scheduled))
+            let source: "schedule" | "retry-after" = "schedule"
             if (failure.retryAfter !== undefined) {
               const hint = Duration.toMillis(failure.retryAfter)
               if (hint > maxRetryAfter) return stop(series, "retry-after", attempts, failure)
-              if (hint > delay) delay = hint
+              if (hint > delay) {
+                delay = hint
+                source = "retry-after"
+              }
             }
             if (deadline !== undefined && now + delay >= deadline) return stop(series, "deadline", attempts, failure)
             if (!budgetAllows) return stop(series, "budget", attempts, failure)
@@ -129,6 +154,7 @@ export const compileCounting = <R2>(options: Options<R2>) => {
             return Metric.update(counted.retries, 1).pipe(
               Effect.andThen(Metric.update(counted.backoff, delay / 1000)),
               Effect.andThen(Effect.annotateCurrentSpan({ "retry.attempt": attempts + 1, "retry.delay_ms": delay })),
+              Effect.andThen(spanEvent("Retry.backoff", () => backoffEvent(attempts, delay, source, failure))),
               Effect.andThen(onRetry === undefined ? Effect.void : onRetry(event)),
               Effect.andThen(Effect.sleep(Duration.millis(delay))),
               Effect.andThen(attempt(self, series, budget, step, attempts + 1))

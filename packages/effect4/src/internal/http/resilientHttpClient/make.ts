@@ -16,11 +16,12 @@ import { make as makeBudget } from "../../retryBudget.js"
 import * as validate from "../../validate.js"
 import { ConnectFailed, NoResponse, StatusError } from "../httpErrors.js"
 import { attemptTimeout } from "./attemptTimeout.js"
+import { around } from "./client.js"
 import { classifyTransportErrors } from "./errors.js"
 import { adaptiveThrottle, circuitBreaker, isOutage, rateLimiter } from "./guards.js"
 import { criticalityHeader, deadlineHeader } from "./headers.js"
 import { idempotencyKeys } from "./idempotencyKeys.js"
-import { resolveRetry, retry } from "./retry.js"
+import { defaultClientName, requestSpan, resolveRetry, retry } from "./retry.js"
 import { sharedBackpressure } from "./sharedBackpressure.js"
 
 export const ResilientHttpClient: Context.Service<Client, Client> = Context.Service<Client>(
@@ -78,7 +79,7 @@ const resolve = (options: Options) => {
     : makeBudget(budget) // checked now, made with the client
   const retryWith = (made: Budget | undefined): ClientLayer => {
     const compiled = { ...retryOptions, budget: made, idempotencyKeyHeader: keyOptions?.header, name: options.name }
-    return off(options.retry) ? identity : retry(compiled)
+    return off(options.retry) ? requestSpans(options.name ?? defaultClientName) : retry(compiled)
   }
   resolveRetry({ ...retryOptions, budget: isBudget(budget) ? budget : undefined, name: options.name })
   const breaker = options.breaker
@@ -120,6 +121,10 @@ const resolve = (options: Options) => {
   }
   return layers
 }
+
+/** Without the retry (which makes them with the attempts'), each request's `ResilientHttpClient.request` span. */
+const requestSpans = (client: string): ClientLayer => (self) =>
+  around(self, (request, execute) => requestSpan(client, request)(execute(request))) as any
 
 const guardedBy = <A>(value: A | undefined, layer: (value: A) => ClientLayer): ClientLayer =>
   value === undefined ? identity : layer(value)

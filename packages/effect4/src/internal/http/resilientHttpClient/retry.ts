@@ -9,6 +9,7 @@ import { Clock, type Duration, Effect, Exit, Metric, type Schedule } from "effec
 import type { HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
 import type { Budget } from "../../../RetryBudget.js"
 import { fullJitter } from "../../backoff.js"
+import { withDeadline } from "../../deadline.js"
 import { type Retryable, retryable } from "../../failure.js"
 import { compileCounting, type Series, seriesWith } from "../../retry.js"
 import { attemptDuration, operationDuration } from "../../telemetry.js"
@@ -100,7 +101,14 @@ const observe = (
     const attributes: Record<string, string> = { ...labels, "http.request.method": method }
     if (status !== undefined) attributes["http.response.status_code"] = String(status)
     if (errorType !== undefined) attributes["error.type"] = errorType
-    return Metric.update(Metric.withAttributes(histogram, attributes), Math.max(0, now - start) / 1000)
+    const spanAttributes: Record<string, unknown> = {}
+    if (status !== undefined) spanAttributes["http.response.status_code"] = status
+    if (errorType !== undefined) spanAttributes["error.type"] = errorType
+    // the span `timed` runs in (the attempt's, or the request's) gets the same outcome
+    return Effect.andThen(
+      Effect.annotateCurrentSpan(spanAttributes),
+      Metric.update(Metric.withAttributes(histogram, attributes), Math.max(0, now - start) / 1000)
+    )
   })
 
 /** Runs `effect`, then records its duration in `histogram`, whatever its exit. */
@@ -114,6 +122,31 @@ const timed = <R>(
     Clock.currentTimeMillis,
     (start) => Effect.onExit(effect, (exit) => observe(histogram, labels(), method, start, exit))
   )
+
+/**
+ * The span of one logical request, `ResilientHttpClient.request`: its attempts' spans are its children, and the
+ * retry's decisions (`Retry.backoff`, `Retry.exhausted`) its events. No stack trace: it would point here.
+ */
+export const requestSpan = (client: string, request: HttpClientRequest.HttpClientRequest) =>
+  Effect.withSpan("ResilientHttpClient.request", {
+    attributes: { "http.request.method": request.method, client, origin: originOf(request.url) || "unknown" }
+  }, { captureStackTrace: false })
+
+/**
+ * The span of one attempt, `ResilientHttpClient.attempt` (the transport's span, if it makes one, is its child):
+ * OpenTelemetry's `http.request.resend_count` on every resend, and the time the fiber's deadline left it.
+ */
+const attemptSpan = <A, E, R>(
+  effect: Effect.Effect<A, E, R>,
+  method: string,
+  resendCount: number
+): Effect.Effect<A, E, R> =>
+  withDeadline((deadline, now) => {
+    const attributes: Record<string, unknown> = { "http.request.method": method }
+    if (resendCount > 0) attributes["http.request.resend_count"] = resendCount
+    if (deadline !== undefined) attributes["deadline.remaining_ms"] = Math.max(0, deadline - now)
+    return Effect.withSpan("ResilientHttpClient.attempt", { attributes }, { captureStackTrace: false })(effect)
+  })
 
 /**
  * How long the server asked to wait before this answer is retried: `Retry-After` on 413, 429 and 503; without
@@ -206,23 +239,28 @@ export const retry = (options?: RetryOptions) => {
       let origin: OriginSeries | undefined
       const ofOrigin = () => origin ??= seriesOf(request.url)
       const labels = () => ofOrigin().labels
+      let sent = 0
       // `http_client_request_duration_seconds`: one sample per attempt, whatever it met inside (breaker, limiter)
-      const attempt = timed(
-        Effect.matchEffect(execute(request), {
-          onFailure: (error) => Effect.fail(classifyFailure(error, hasKey, request)),
-          onSuccess: (response) => classifyResponse(response, hasKey)
-        }),
-        attemptDuration,
-        labels,
-        request.method
+      const attempt = Effect.suspend(() =>
+        attemptSpan(
+          timed(
+            Effect.matchEffect(execute(request), {
+              onFailure: (error) => Effect.fail(classifyFailure(error, hasKey, request)),
+              onSuccess: (response) => classifyResponse(response, hasKey)
+            }),
+            attemptDuration,
+            labels,
+            request.method
+          ),
+          request.method,
+          sent++
+        )
       )
       const series = () => ofOrigin().retry
       // `effect_resilience_http_client_operation_duration_seconds`: the logical request, backoffs included
-      return timed(policy(attempt, series), operationDuration, labels, request.method) as Effect.Effect<
-        HttpClientResponse.HttpClientResponse,
-        unknown,
-        R
-      >
+      return timed(policy(attempt, series), operationDuration, labels, request.method).pipe(
+        requestSpan(name, request)
+      ) as Effect.Effect<HttpClientResponse.HttpClientResponse, unknown, R>
     })
   }
 }

@@ -9,6 +9,7 @@ import { Duration, Effect } from "effect"
 import type { HttpClient } from "effect/http"
 import { monotonicMillis } from "../../clock.js"
 import { withDeadline } from "../../deadline.js"
+import { event } from "../../trace.js"
 import * as validate from "../../validate.js"
 import { fieldsOf } from "./answer.js"
 import { around, originOf } from "./client.js"
@@ -72,9 +73,19 @@ export const sharedBackpressure = (options?: BackpressureOptions) => {
             return Effect.void
           case "Wait":
             // the pause may have grown meanwhile
-            return Effect.andThen(Effect.sleep(Duration.millis(hold.millis)), holdFor(origin))
+            return event("ResilientHttpClient.origin_paused", () => ({ origin, "pause.wait_ms": hold.millis })).pipe(
+              Effect.andThen(Effect.sleep(Duration.millis(hold.millis))),
+              Effect.andThen(holdFor(origin))
+            )
           case "GiveUp":
-            return Effect.fail(new OriginPaused({ origin, retryAfter: Duration.millis(hold.until - now) }))
+            return Effect.andThen(
+              event("ResilientHttpClient.origin_paused", () => ({
+                origin,
+                "pause.remaining_ms": hold.until - now,
+                "pause.refused": true
+              })),
+              Effect.fail(new OriginPaused({ origin, retryAfter: Duration.millis(hold.until - now) }))
+            )
         }
       })
 
