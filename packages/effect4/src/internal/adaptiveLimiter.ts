@@ -276,7 +276,9 @@ const build = (
     onActive: (delta) => inflight.modifyUnsafe(delta, context),
     onQueued: (delta) => queued.modifyUnsafe(delta, context),
     onWaited: (millis) => waited.updateUnsafe(millis / 1000, context),
-    span: "adaptive_limiter"
+    span: "adaptive_limiter",
+    module: "AdaptiveLimiter",
+    labels: attributes
   })
 
   const record = (

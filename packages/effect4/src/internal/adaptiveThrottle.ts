@@ -6,6 +6,7 @@ import type * as Api from "../AdaptiveThrottle.js"
 import { monotonicMillis } from "./clock.js"
 import type { Fields } from "./errorFields.js"
 import { counterWith } from "./metrics.js"
+import { eventUnsafe } from "./trace.js"
 import * as validate from "./validate.js"
 
 export class LocallyRejected extends Data.TaggedError("LocallyRejected")<Fields<Api.LocallyRejected>> {
@@ -81,6 +82,11 @@ const build = (
       const decide = (draw: number): Effect.Effect<A, E | LocallyRejected, R> => {
         if (!core.admit(config, window, now, draw)) {
           rejections.updateUnsafe(1, context)
+          eventUnsafe(fiber.context, "AdaptiveThrottle.rejected", () => ({
+            ...(name === undefined ? {} : { throttle: name }),
+            "throttle.key": key,
+            "throttle.probability": probability
+          }))
           return Effect.fail(new LocallyRejected({ key, probability }))
         }
         return Effect.onExit(self, (exit) =>

@@ -81,7 +81,9 @@ const build = (
     onActive: (delta) => active.modifyUnsafe(delta, context),
     onQueued: (delta) => queued.modifyUnsafe(delta, context),
     onWaited: (millis) => waited.updateUnsafe(millis / 1000, context),
-    span: "bulkhead"
+    span: "bulkhead",
+    module: "Bulkhead",
+    labels: attributes
   })
   const bulkhead: Bulkhead = {
     maxConcurrent,

@@ -5,6 +5,7 @@ import type { Budget } from "../RetryBudget.js"
 import { compiled } from "./dual.js"
 import { resume } from "./resume.js"
 import { fromContext } from "./retryBudget.js"
+import { event } from "./trace.js"
 import * as validate from "./validate.js"
 
 export const hedges = Metric.counter("effect_resilience_hedges_total", {
@@ -96,7 +97,12 @@ const launch = <A, E, R>(race: Race<A, E, R>): Effect.Effect<void, never, R> => 
   const copy = Effect.map(FiberSet.run(race.set, Effect.exit(race.self)), (fiber) => {
     fiber.addObserver((exit) => race.settle(attempt, Exit.isSuccess(exit) ? exit.value : Exit.failCause(exit.cause)))
   })
-  return attempt === 1 ? copy : Effect.andThen(Metric.update(hedges, 1), copy)
+  return attempt === 1
+    ? copy
+    : Metric.update(hedges, 1).pipe(
+      Effect.andThen(event("Hedge.launched", () => ({ "hedge.copy": attempt, "hedge.failed": race.failed }))),
+      Effect.andThen(copy)
+    )
 }
 
 /** Starts the next copy when the delay is out or a copy has failed, whichever comes first. */
@@ -123,7 +129,7 @@ const annotate = (race: Race<any, any, any>) => {
   const copies: Record<string, unknown> = { "hedge.copies": race.started }
   if (race.winner > 0) copies["hedge.winner"] = race.winner
   if (race.refused) copies["hedge.budget_refused"] = true
-  return Effect.annotateCurrentSpan(copies)
+  return Effect.andThen(Effect.annotateCurrentSpan(copies), event("Hedge.settled", () => copies))
 }
 
 /**

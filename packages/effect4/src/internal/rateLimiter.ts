@@ -10,6 +10,7 @@ import { counterWith } from "./metrics.js"
 import { syncOf, type SyncOp } from "./rateLimiterStore/memory.js"
 import { type Decider, deciderOf, RateLimiterStore } from "./rateLimiterStore/service.js"
 import { histogramWith, rateLimiterWait } from "./telemetry.js"
+import { eventUnsafe } from "./trace.js"
 import * as validate from "./validate.js"
 
 export class RateLimited extends Data.TaggedError("RateLimited")<Fields<Api.RateLimited>> {
@@ -175,6 +176,15 @@ class Limiter implements RateLimiter {
       span.attribute("rate_limiter.remaining", d.remaining)
       span.attribute("rate_limiter.retry_after_ms", d.retryAfterMillis)
       if (d.outage === true) span.attribute("rate_limiter.outage", true)
+      if (!d.allowed) {
+        // an attribute keeps the last decision only: a refusal is an event too, for each time it happens
+        eventUnsafe(fiber.context, "RateLimiter.denied", () => ({
+          "rate_limiter.name": this.name,
+          "rate_limiter.algorithm": this.algorithm,
+          "rate_limiter.remaining": d.remaining,
+          "rate_limiter.retry_after_ms": d.retryAfterMillis
+        }))
+      }
     }
     const decision: Decision = {
       allowed: d.allowed,

@@ -4,6 +4,7 @@ import { Cause, Effect } from "effect"
 import { monotonicMillis } from "./clock.js"
 import { counterWith } from "./metrics.js"
 import { resume } from "./resume.js"
+import { event } from "./trace.js"
 
 /**
  * Why a call did not get a slot: the queue was full, the wait too long, the slots closed, or (adaptive limiter
@@ -42,6 +43,9 @@ export interface Config<Err extends { readonly reason: RejectionReason }> {
   readonly onWaited?: ((millis: number) => void) | undefined
   /** Span attributes: `${span}.queued_ms` and `${span}.rejected`. */
   readonly span: string
+  /** Span events: `${module}.queued` (the wait) and `${module}.rejected` (the reason), with `labels`. */
+  readonly module: string
+  readonly labels: Readonly<Record<string, string>>
 }
 
 export interface Slots<Err> {
@@ -102,6 +106,9 @@ function wait<Err>(
     })
 }
 
+const rejectedEvent = (config: Pick<Config<never>, "module" | "labels">, reason: string) =>
+  event(`${config.module}.rejected`, () => ({ ...config.labels, reason }))
+
 /**
  * Waits in the queue for the slot `waiter` was promised, then runs `inSlot`; a wait that ends without the slot
  * (interrupted, timed out, rejected) calls `abandon` and fails as it ended, with the reason on the span.
@@ -120,9 +127,9 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
         abandon()
         const failure = Cause.findErrorOption(cause)
         return failure._tag === "Some"
-          ? Effect.andThen(
-            Effect.annotateCurrentSpan(`${config.span}.rejected`, failure.value.reason),
-            Effect.failCause(cause)
+          ? Effect.annotateCurrentSpan(`${config.span}.rejected`, failure.value.reason).pipe(
+            Effect.andThen(rejectedEvent(config, failure.value.reason)),
+            Effect.andThen(Effect.failCause(cause))
           )
           : Effect.failCause(cause)
       },
@@ -130,7 +137,10 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
       onSuccess: () => {
         const waited = monotonicMillis(clock) - since
         config.onWaited?.(waited)
-        return Effect.andThen(Effect.annotateCurrentSpan(`${config.span}.queued_ms`, waited), inSlot)
+        return Effect.annotateCurrentSpan(`${config.span}.queued_ms`, waited).pipe(
+          Effect.andThen(event(`${config.module}.queued`, () => ({ ...config.labels, "queue.wait_ms": waited }))),
+          Effect.andThen(inSlot)
+        )
       }
     })
   })
@@ -154,7 +164,10 @@ export const make = <Err extends { readonly reason: RejectionReason }>(config: C
   const eligible = (waiter: Waiter<Err>) => waiter.share === undefined || active < waiter.share
 
   function reject(reason: RejectionReason): Effect.Effect<never, Err> {
-    return Effect.andThen(Effect.annotateCurrentSpan(rejectedAttr, reason), Effect.fail(config.reject(reason)))
+    return Effect.annotateCurrentSpan(rejectedAttr, reason).pipe(
+      Effect.andThen(rejectedEvent(config, reason)),
+      Effect.andThen(Effect.fail(config.reject(reason)))
+    )
   }
 
   /**

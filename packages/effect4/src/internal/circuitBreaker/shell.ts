@@ -11,6 +11,7 @@ import { Clock, Context, Duration, Effect, PubSub, Stream } from "effect"
 import type { State, Transition } from "../../CircuitBreaker.js"
 import { monotonicMillis } from "../clock.js"
 import { counterWith, gaugeWith } from "../metrics.js"
+import { event } from "../trace.js"
 import { type CircuitOpen, circuitOpen } from "./errors.js"
 import { rejections, stateGauge, transitions } from "./metrics.js"
 import type { Config } from "./policy.js"
@@ -159,8 +160,21 @@ export class Shell {
   private timer: Fiber.Fiber<void> | undefined
   private isDisposed = false
   private readonly reports: boolean
-  private readonly annotateTransition = annotate("circuit_breaker.transition", () => this.current)
-  private readonly annotateRejection = annotate("circuit_breaker.rejected", () => this.current)
+  // the attribute says the state the call left (or met); the event says the move, with the breaker's labels
+  private readonly annotateTransition = Effect.andThen(
+    annotate("circuit_breaker.transition", () => this.current),
+    event("CircuitBreaker.transition", () => ({
+      ...this.config.attributes,
+      "circuit_breaker.from": this.lastFrom,
+      "circuit_breaker.to": this.current
+    }))
+  )
+  private readonly annotateRejection = Effect.andThen(
+    annotate("circuit_breaker.rejected", () => this.current),
+    event("CircuitBreaker.rejected", () => ({ ...this.config.attributes, "circuit_breaker.state": this.current }))
+  )
+  /** The state the last transition left. */
+  private lastFrom: State = "closed"
   // the handlers shared by the closed calls of one period (and one record), built by the first of them
   private cached: ClosedHandlers | undefined
   private cachedPeriod = -1
@@ -228,6 +242,7 @@ export class Shell {
   show(to: State, at: number): void {
     const from = this.current
     if (from === to) return
+    this.lastFrom = from
     this.current = to
     this.publish()
     this.move(from, to).updateUnsafe(1, this.env.context)
