@@ -218,8 +218,15 @@ const consumedLog = Effect.logError(
     "inside IdempotencyMiddleware, or before any copy of the request (docs/idempotency.md)"
 )
 
-/** Counts a decision in `effect_resilience_idempotency_requests_total`. */
-const count = (outcome: IdempotencyOutcome) => Metric.update(idempotencySeries[outcome], 1)
+/**
+ * Counts a decision in `effect_resilience_idempotency_requests_total`, and says it on the request's span
+ * (`idempotency.outcome`).
+ */
+const count = (outcome: IdempotencyOutcome) =>
+  Effect.andThen(
+    Effect.annotateCurrentSpan("idempotency.outcome", outcome),
+    Metric.update(idempotencySeries[outcome], 1)
+  )
 
 /** An answer of the middleware's own (the handler did not run): no sample of the server's work. */
 const own = (response: HttpServerResponse.HttpServerResponse, outcome: IdempotencyOutcome) =>

@@ -126,7 +126,13 @@ export const make = <R = never>(options: Options<R> = {}) => {
     (limiter) => <E, R1>(app: App<E, R1>): App<E, R1 | R | HttpServerRequest.HttpServerRequest> => {
       const refusal = (level: string) => (refused: { readonly reason: string }) =>
         Effect.as(
-          Metric.update(shedSeries(level, refused.reason), 1),
+          Effect.andThen(
+            Effect.annotateCurrentSpan({
+              "load_shed.criticality": level,
+              "load_shed.decision": refused.reason
+            }),
+            Metric.update(shedSeries(level, refused.reason), 1)
+          ),
           problem({
             status: 503,
             type: overloadedType,
@@ -138,7 +144,12 @@ export const make = <R = never>(options: Options<R> = {}) => {
             headers: { [HttpHeaders.retryAfter]: String(retryAfterSeconds) }
           })
         )
-      const admittedAs = (level: string) => Metric.update(shedSeries(level, "admitted"), 1)
+      // (the time it waited for its slot is the limiter's `adaptive_limiter.queued_ms`, on the same span)
+      const admittedAs = (level: string) =>
+        Effect.andThen(
+          Effect.annotateCurrentSpan({ "load_shed.criticality": level, "load_shed.decision": "admitted" }),
+          Metric.update(shedSeries(level, "admitted"), 1)
+        )
       return Effect.flatMap(
         HttpServerRequest.HttpServerRequest,
         (request) =>

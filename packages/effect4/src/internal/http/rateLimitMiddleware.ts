@@ -4,7 +4,7 @@ import { Duration, Effect, Metric } from "effect"
 import { HttpServerRequest, HttpServerResponse } from "effect/http"
 import type { Decision } from "../../RateLimiter.js"
 import type { Options } from "../../RateLimitMiddleware.js"
-import { initOnce, rateLimitSeries } from "../telemetry.js"
+import { initOnce, type RateLimitDecision, rateLimitSeries } from "../telemetry.js"
 import * as validate from "../validate.js"
 import { refuse, resolver } from "./clientScope.js"
 import { problem } from "./problem.js"
@@ -65,19 +65,35 @@ export const make = <R = never>(options: Options<R>) => {
     )
   })
 
+  /** The request's span: the middleware's name, its decision and the quota left (the metric's labels, and more). */
+  const annotate = (decision: RateLimitDecision, of: Decision | undefined) =>
+    Effect.annotateCurrentSpan(
+      of === undefined
+        ? { "rate_limit.name": name, "rate_limit.decision": decision }
+        : {
+          "rate_limit.name": name,
+          "rate_limit.decision": decision,
+          "rate_limit.remaining": of.remaining,
+          "rate_limit.retry_after_ms": Duration.toMillis(of.retryAfter)
+        }
+    )
+
   const decide = <E, R1>(scope: string, request: HttpServerRequest.HttpServerRequest, app: App<E, R1>) =>
     Effect.flatMap(
       limiter.tryAcquire(scope, options.cost === undefined ? 1 : options.cost(request)),
       (decision): App<E, R1> => {
         if (decision.outage === true) {
           const series = decision.allowed ? counted.outage_allowed : counted.outage_denied
-          return Effect.andThen(Metric.update(series, 1), duringOutage(decision, app))
+          return annotate(decision.allowed ? "outage_allowed" : "outage_denied", decision).pipe(
+            Effect.andThen(Metric.update(series, 1)),
+            Effect.andThen(duringOutage(decision, app))
+          )
         }
         const headers = headersOf(decision)
         if (!decision.allowed) {
           const retryAfter = RateLimitHeaders.retryAfterSeconds(Duration.toMillis(decision.retryAfter))
           return Effect.as(
-            Metric.update(counted.denied, 1),
+            Effect.andThen(annotate("denied", decision), Metric.update(counted.denied, 1)),
             problem({
               status: 429,
               type: quotaExceededType,
@@ -89,9 +105,9 @@ export const make = <R = never>(options: Options<R>) => {
             })
           )
         }
-        return Effect.andThen(
-          Metric.update(counted.allowed, 1),
-          Effect.map(app, HttpServerResponse.setHeaders(headers))
+        return annotate("allowed", decision).pipe(
+          Effect.andThen(Metric.update(counted.allowed, 1)),
+          Effect.andThen(Effect.map(app, HttpServerResponse.setHeaders(headers)))
         )
       }
     )
@@ -102,7 +118,10 @@ export const make = <R = never>(options: Options<R>) => {
         Effect.andThen(initialized(), Effect.result(scopeOf(request))),
         (scope) =>
           scope._tag === "Failure"
-            ? Effect.andThen(Metric.update(counted.no_scope, 1), refuse("rate limit", scope.failure))
+            ? annotate("no_scope", undefined).pipe(
+              Effect.andThen(Metric.update(counted.no_scope, 1)),
+              Effect.andThen(refuse("rate limit", scope.failure))
+            )
             : decide(scope.success, request, app)
       ))
 }

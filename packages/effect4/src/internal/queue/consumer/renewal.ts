@@ -4,6 +4,7 @@ import type { Message, QueueError, QueueSource } from "../../../QueueSource.js"
 import { currentMonotonicMillis, monotonicMillis, toMonotonic } from "../../clock.js"
 import { CurrentDeadline, DeadlineExceeded } from "../../deadline.js"
 import { timeoutWith } from "../../timeout.js"
+import { event } from "../../trace.js"
 import { labels } from "../metrics.js"
 import type { Counters } from "./settle.js"
 import { warn } from "./settle.js"
@@ -137,9 +138,13 @@ const renewalLoop = <A>(
               ).pipe(Effect.annotateLogs({ "message.id": message.id }))
             }
             stats.extended++
-            return Effect.andThen(
-              Metric.update(labels(source.name).extended, 1),
-              loop(visibilityRules.extendedUntil(before, visibility))
+            const until = visibilityRules.extendedUntil(before, visibility)
+            return Metric.update(labels(source.name).extended, 1).pipe(
+              // on the delivery's `queue.handle` span (the renewer runs in a fiber of the handler's)
+              Effect.andThen(event("queue.visibility_extended", () => ({ "queue.visibility_ms": visibility }))),
+              Effect.andThen(
+                loop(until)
+              )
             )
           }
           return Effect.flatMap(currentMonotonicMillis, (now) => {

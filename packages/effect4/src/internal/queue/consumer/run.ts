@@ -2,9 +2,11 @@ import * as attribution from "@effect-resilience/core/crashAttribution"
 import { partitionOf } from "@effect-resilience/core/queueMessages"
 import * as visibilityRules from "@effect-resilience/core/visibility"
 import type { Scope } from "effect"
-import { Cause, Clock, Effect, Fiber, Metric, Option, Queue, Semaphore } from "effect"
+import { Cause, Clock, Effect, Exit, Fiber, Metric, Option, Queue, Semaphore } from "effect"
 import type { Consumer, Options, Stats } from "../../../Consumer.js"
 import type { Message, ReceiveOptions } from "../../../QueueSource.js"
+import { isFatal } from "../../failure.js"
+import { event } from "../../trace.js"
 import { makeAcker } from "./acker.js"
 import { compile, type Config } from "./config.js"
 import { runDelivery } from "./renewal.js"
@@ -135,10 +137,27 @@ const processor = <A, E, R, R2>(
 ) => {
   const { handler, source } = config.options
   const settler = makeSettler(config, stats)
+  /**
+   * What the settler is going to do with a failed delivery, as an event of its `queue.handle` span (which ends
+   * before the move): `queue.dead_letter` with its reason, or `queue.release` for a redelivery.
+   */
+  const fate = (message: Message<unknown>, exit: Exit.Exit<unknown, unknown>) => {
+    if (Exit.isSuccess(exit) || Cause.hasInterruptsOnly(exit.cause)) return Effect.void
+    const failure = Cause.findErrorOption(exit.cause)
+    const fatal = Option.isSome(failure) && isFatal(failure.value)
+    const next = visibilityRules.afterFailure(fatal, message.receiveCount, config.maxReceiveCount)
+    return next === "Release"
+      ? event("queue.release", () => ({ "message.receive_count": message.receiveCount }))
+      : event("queue.dead_letter", () => ({
+        "message.receive_count": message.receiveCount,
+        reason: next === "DeadLetterFatal" ? "fatal" : "max-receives"
+      }))
+  }
   const handle = (message: Message<A>): Effect.Effect<unknown, unknown, R | R2> => {
     let effect: Effect.Effect<unknown, unknown, R | R2> = Effect.suspend(() => handler(message))
     if (config.withRetry !== undefined) effect = config.withRetry(effect)
     return runDelivery(source, config.timeLimit, stats, stopped, message, effect).pipe(
+      Effect.onExit((exit) => fate(message, exit)),
       // no stack trace (Effect 4 takes it as the trace options, the third argument): it would point here, not
       // at the user's code, and capturing one costs more than the span
       Effect.withSpan("queue.handle", {
