@@ -6,7 +6,7 @@
 import { describe, expect, it } from "@effect/vitest"
 import { Effect, Schedule, Tracer } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
-import { Deadline, ResilientHttpClient, RetryBudget } from "../../src/index.js"
+import { CircuitBreaker, Deadline, ResilientHttpClient, RetryBudget } from "../../src/index.js"
 import { backend, childrenOf, eventsOf, named, recorder, runTimed } from "./support.js"
 
 describe("ResilientHttpClient traces", () => {
@@ -121,6 +121,34 @@ describe("ResilientHttpClient traces", () => {
         attributes: { "retry.stop_reason": "budget", "retry.attempts": events.length, "error.type": "409" }
       })
     }))
+
+  it.effect("the policies inside an attempt: the breaker's transition and its refusal are the attempts' events", () =>
+    Effect.gen(function*() {
+      const recorded = recorder()
+      const client = yield* ResilientHttpClient.make({
+        name: "traces-breaker",
+        retry: { schedule: Schedule.spaced("10 millis"), maxAttempts: 3 },
+        breaker: { name: "traces-origin", trip: CircuitBreaker.consecutive(1), openFor: "30 seconds" }
+      }).pipe(Effect.provideService(HttpClient.HttpClient, backend([503])))
+      const exit = yield* runTimed(
+        Effect.exit(client.execute(HttpClientRequest.get("http://e.test/")).pipe(Effect.withTracer(recorded.tracer)))
+      )
+      expect(exit._tag).toBe("Failure")
+      const [request] = named(recorded, "ResilientHttpClient.request")
+      const attempts = childrenOf(recorded, request!).filter((s) => s.name === "ResilientHttpClient.attempt")
+      // the first attempt's 503 opened the breaker; the retry was refused without a send (and not retried)
+      expect(attempts.map((s) => s.attributes.get("error.type"))).toEqual(["503", "CircuitOpen"])
+      expect(attempts.map((s) => childrenOf(recorded, s).map((c) => c.name))).toEqual([["GET"], []])
+      expect(request!.attributes.get("error.type")).toBe("CircuitOpen")
+      expect(attempts.map((s) => eventsOf(s).map((e) => [e.name, e.attributes]))).toEqual([
+        [["CircuitBreaker.transition", {
+          breaker: "traces-origin",
+          "circuit_breaker.from": "closed",
+          "circuit_breaker.to": "open"
+        }]],
+        [["CircuitBreaker.rejected", { breaker: "traces-origin", "circuit_breaker.state": "open" }]]
+      ])
+    }).pipe(Effect.scoped))
 
   it.effect("a client without retry still makes the request span, the transport's under it", () =>
     Effect.gen(function*() {
