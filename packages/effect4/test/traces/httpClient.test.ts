@@ -4,8 +4,9 @@
  * count and `error.type` on the attempts, and the retry's decisions as events of the request's span.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Effect, Schedule, Tracer } from "effect"
+import { Effect, Fiber, Schedule, Tracer } from "effect"
 import { HttpClient, HttpClientRequest } from "effect/http"
+import { TestClock } from "effect/testing"
 import { CircuitBreaker, Deadline, ResilientHttpClient, RetryBudget } from "../../src/index.js"
 import { backend, childrenOf, eventsOf, named, recorder, runTimed } from "./support.js"
 
@@ -149,6 +150,33 @@ describe("ResilientHttpClient traces", () => {
         [["CircuitBreaker.rejected", { breaker: "traces-origin", "circuit_breaker.state": "open" }]]
       ])
     }).pipe(Effect.scoped))
+
+  it.effect("a paused origin: a request that waits, and one whose deadline cannot wait, are events", () =>
+    Effect.gen(function*() {
+      const recorded = recorder()
+      const client = yield* ResilientHttpClient.make({ retry: false, sharedBackpressure: true }).pipe(
+        Effect.provideService(HttpClient.HttpClient, backend([429, 200], { ratelimit: "\"default\";r=0;t=2" }))
+      )
+      const get = client.execute(HttpClientRequest.get("http://f.test/")).pipe(Effect.withTracer(recorded.tracer))
+      const first = yield* Effect.forkChild(get)
+      yield* TestClock.adjust("50 millis")
+      expect((yield* Fiber.join(first)).status).toBe(429) // the origin pauses for 2 s from now
+      const refused = yield* Effect.exit(get.pipe(Deadline.within("1 second")))
+      expect(refused._tag).toBe("Failure")
+      const waiting = yield* Effect.forkChild(get)
+      yield* TestClock.adjust("3 seconds")
+      expect((yield* Fiber.join(waiting)).status).toBe(200)
+      const requests = named(recorded, "ResilientHttpClient.request")
+      expect(requests.map((r) => eventsOf(r))).toEqual([
+        [],
+        [{
+          name: "ResilientHttpClient.origin_paused",
+          attributes: { origin: "http://f.test", "pause.remaining_ms": 2000, "pause.refused": true }
+        }],
+        [{ name: "ResilientHttpClient.origin_paused", attributes: { origin: "http://f.test", "pause.wait_ms": 2000 } }]
+      ])
+      expect(requests[1]!.attributes.get("error.type")).toBeUndefined() // retry: false: no outcome attributes
+    }))
 
   it.effect("a client without retry still makes the request span, the transport's under it", () =>
     Effect.gen(function*() {
