@@ -3,9 +3,18 @@
  * their decisions as events (`Module.decision`) of the caller's span, read here from Effect's native spans.
  */
 import { describe, expect, it } from "@effect/vitest"
-import { Deferred, type Duration, Effect, Fiber, Schedule } from "effect"
+import { Deferred, type Duration, Effect, Fiber, Random, Schedule } from "effect"
 import { TestClock } from "effect/testing"
-import { Bulkhead, CircuitBreaker, Failure, Hedge, RateLimiter, RateLimiterStore, Retry } from "../../src/index.js"
+import {
+  AdaptiveThrottle,
+  Bulkhead,
+  CircuitBreaker,
+  Failure,
+  Hedge,
+  RateLimiter,
+  RateLimiterStore,
+  Retry
+} from "../../src/index.js"
 import { eventsOf, recorder } from "./support.js"
 
 class Boom {
@@ -167,5 +176,26 @@ describe("policy traces: events on the current span", () => {
           "rate_limiter.retry_after_ms": 1000
         }
       }])
+    }))
+
+  it.effect("AdaptiveThrottle: each local rejection is an event with the key and the probability", () =>
+    Effect.gen(function*() {
+      const throttle = yield* AdaptiveThrottle.make({ name: "traces-throttle", maxRejectionRate: 1 })
+      const recorded = recorder()
+      let rejected = 0
+      yield* Effect.gen(function*() {
+        for (let i = 0; i < 50; i++) {
+          const exit = yield* Effect.exit(throttle.protect(Effect.fail("503"), "k"))
+          if (exit._tag === "Failure" && String(exit.cause).includes("LocallyRejected")) rejected++
+        }
+      }).pipe(Effect.withSpan("calls"), Effect.withTracer(recorded.tracer), Random.withSeed("traces"))
+      const events = eventsOf(recorded.spans.find((s) => s.name === "calls")!)
+      expect(rejected).toBeGreaterThan(0)
+      expect(events).toHaveLength(rejected)
+      for (const e of events) {
+        expect(e.name).toBe("AdaptiveThrottle.rejected")
+        expect(e.attributes).toMatchObject({ throttle: "traces-throttle", "throttle.key": "k" })
+        expect(e.attributes["throttle.probability"]).toBeGreaterThan(0)
+      }
     }))
 })
