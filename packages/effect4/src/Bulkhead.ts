@@ -107,7 +107,8 @@ export interface Bulkhead {
  * `effect_resilience_bulkhead_queue_wait_seconds` (calls that queued), all with attribute `bulkhead` = `name`
  * when a name is given, in the `Metric.MetricRegistry` of the context `make` runs in (so the gauges' moves of one
  * bulkhead always add up in one registry, whichever fiber calls `protect`). A call that had to queue annotates the current span with
- * `bulkhead.queued_ms`; a rejected one with `bulkhead.rejected`.
+ * `bulkhead.queued_ms`; a rejected one with `bulkhead.rejected`; both are events too (`Bulkhead.queued`,
+ * `Bulkhead.rejected`).
  *
  * Throws `IllegalArgumentError` when `maxConcurrent` is not an integer >= 1, `maxQueue` not an
  * integer >= 0, or `queueTimeout` not a non-negative duration.

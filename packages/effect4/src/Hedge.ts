@@ -48,7 +48,8 @@ export interface Options {
  *   success.
  *
  * Each copy after the first increments the `effect_resilience_hedges_total` counter; the current span
- * is annotated with `hedge.copies` (copies started) and, on success, `hedge.winner` (1 for the first copy).
+ * is annotated with `hedge.copies` (copies started) and, on success, `hedge.winner` (1 for the first copy), and
+ * gets a `Hedge.launched` event per extra copy and a `Hedge.settled` event at the end.
  *
  * Only for idempotent work: see the module documentation.
  *

@@ -269,6 +269,11 @@ export interface RetryOptions {
  * with `error.type`), each logical request in `effect_resilience_http_client_operation_duration_seconds`, and
  * each backoff in `effect_resilience_retry_backoff_seconds` (docs/observability.md).
  *
+ * Traced: each logical request runs in a span `ResilientHttpClient.request` (the backoffs are its `Retry.backoff`
+ * events, giving up its `Retry.exhausted` event) and each attempt in a child `ResilientHttpClient.attempt`, with
+ * `http.request.resend_count` on resends, `error.type` and the deadline left; the transport's span is the
+ * attempt's child (docs/observability.md, Traces).
+ *
  * @since 1.0.0
  * @category combinators
  */

@@ -166,7 +166,8 @@ export const exhaustedTotal: Metric.Counter<number> = internal.exhausted
  *
  * Each retry increments the `effect_resilience_retries_total` counter and annotates the current span
  * with `retry.attempt` and `retry.delay_ms`; giving up increments `effect_resilience_retries_exhausted_total`
- * tagged with the reason, and annotates the span with `retry.stop_reason`.
+ * tagged with the reason, and annotates the span with `retry.stop_reason`. Each decision is also an event of the
+ * current span: `Retry.backoff` (the delay and its source) and `Retry.exhausted` (docs/observability.md, Traces).
  *
  * The error type keeps the classification: `Fatal<E>`, and `RetriesExhausted<E>` with the reason. To handle
  * your own error type instead (`Effect.catchTag("HttpError", …)`), add {@link unwrap} after it.
