@@ -146,6 +146,16 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
   })
 }
 
+/** A refusal: the reason as an attribute and an event of the current span, then the call's failure. */
+const rejecter = <Err extends { readonly reason: RejectionReason }>(config: Config<Err>) => {
+  const rejectedAttr = `${config.span}.rejected`
+  return (reason: RejectionReason): Effect.Effect<never, Err> =>
+    Effect.annotateCurrentSpan(rejectedAttr, reason).pipe(
+      Effect.andThen(rejectedEvent(config, reason)),
+      Effect.andThen(Effect.fail(config.reject(reason)))
+    )
+}
+
 /**
  * A first-in-first-out set of slots, shared by `Bulkhead` (fixed capacity) and `AdaptiveLimiter` (a capacity that
  * moves). The state is plain fields read and written synchronously inside `uninterruptibleMask`, so the
@@ -156,19 +166,12 @@ function waitForSlot<A, E, R, Err extends { readonly reason: RejectionReason }>(
  */
 export const make = <Err extends { readonly reason: RejectionReason }>(config: Config<Err>): Slots<Err> => {
   const { capacity, maxQueue, onActive, onQueued } = config
-  const rejectedAttr = `${config.span}.rejected`
+  const reject = rejecter(config)
   let active = 0
   let closed = false
   const queue = new FairQueue<Waiter<Err>>()
 
   const eligible = (waiter: Waiter<Err>) => waiter.share === undefined || active < waiter.share
-
-  function reject(reason: RejectionReason): Effect.Effect<never, Err> {
-    return Effect.annotateCurrentSpan(rejectedAttr, reason).pipe(
-      Effect.andThen(rejectedEvent(config, reason)),
-      Effect.andThen(Effect.fail(config.reject(reason)))
-    )
-  }
 
   /**
    * Hands free slots to the oldest waiters while the capacity allows: one per release when it has not moved,

@@ -47,6 +47,30 @@ const timedOut = (millis: number) =>
 
 const unreadable = problem(bodyUnreadable)
 
+/** A refused request's answer: a 503 with Retry-After, its decision on the span and in the series. */
+const refusal =
+  (series: ReturnType<typeof loadShedSeries>, retryAfterSeconds: number, level: string) =>
+  (refused: { readonly reason: string }) =>
+    Effect.as(
+      Effect.andThen(
+        Effect.annotateCurrentSpan({
+          "load_shed.criticality": level,
+          "load_shed.decision": refused.reason
+        }),
+        Metric.update(series(level, refused.reason), 1)
+      ),
+      problem({
+        status: 503,
+        type: overloadedType,
+        title: "Service Unavailable",
+        detail: refused.reason === "shed"
+          ? `the server keeps its remaining capacity for requests more critical than "${level}"; ` +
+            `retry in ${retryAfterSeconds} s`
+          : `the server is at capacity; retry in ${retryAfterSeconds} s`,
+        headers: { [HttpHeaders.retryAfter]: String(retryAfterSeconds) }
+      })
+    )
+
 export const make = <R = never>(options: Options<R> = {}) => {
   const header = (options.header ?? defaultHeader).toLowerCase()
   if (header === "") validate.invalid("LoadShedMiddleware header must be a header name")
@@ -124,26 +148,6 @@ export const make = <R = never>(options: Options<R> = {}) => {
   return Effect.map(
     Effect.tap(built, () => zeroShedSeries(shedSeries)), // every level's admitted and shed series at 0
     (limiter) => <E, R1>(app: App<E, R1>): App<E, R1 | R | HttpServerRequest.HttpServerRequest> => {
-      const refusal = (level: string) => (refused: { readonly reason: string }) =>
-        Effect.as(
-          Effect.andThen(
-            Effect.annotateCurrentSpan({
-              "load_shed.criticality": level,
-              "load_shed.decision": refused.reason
-            }),
-            Metric.update(shedSeries(level, refused.reason), 1)
-          ),
-          problem({
-            status: 503,
-            type: overloadedType,
-            title: "Service Unavailable",
-            detail: refused.reason === "shed"
-              ? `the server keeps its remaining capacity for requests more critical than "${level}"; ` +
-                `retry in ${retryAfterSeconds} s`
-              : `the server is at capacity; retry in ${retryAfterSeconds} s`,
-            headers: { [HttpHeaders.retryAfter]: String(retryAfterSeconds) }
-          })
-        )
       // (the time it waited for its slot is the limiter's `adaptive_limiter.queued_ms`, on the same span)
       const admittedAs = (level: string) =>
         Effect.andThen(
@@ -161,7 +165,11 @@ export const make = <R = never>(options: Options<R> = {}) => {
             // the app's own failures pass through untouched: only this limiter's refusal becomes a 503
             return Effect.flatMap(levelOf(ready), (level) => {
               const admitted = Effect.provideService(
-                runAdmitted(limiter, Effect.andThen(admittedAs(level), served), refusal(level)),
+                runAdmitted(
+                  limiter,
+                  Effect.andThen(admittedAs(level), served),
+                  refusal(shedSeries, retryAfterSeconds, level)
+                ),
                 CurrentCriticality,
                 level
               )
