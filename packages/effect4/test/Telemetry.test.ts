@@ -13,7 +13,9 @@ const appCalls = Metric.counter("telemetry_test_app_calls_total", { incremental:
 
 /** One decision of each kind; then every series of the run's registry: its name and its count or sample count. */
 const workload = Effect.gen(function*() {
-  yield* Effect.exit(Retry.retry({ schedule: Schedule.recurs(1), maxAttempts: 2 })(Effect.fail(Failure.retryable("no"))))
+  yield* Effect.exit(
+    Retry.retry({ schedule: Schedule.recurs(1), maxAttempts: 2 })(Effect.fail(Failure.retryable("no")))
+  )
   const breaker = yield* CircuitBreaker.make({ trip: CircuitBreaker.consecutive(1), openFor: "10 seconds" })
   yield* Effect.exit(breaker.protect(Effect.fail("down")))
   const refused = yield* Effect.exit(breaker.protect(Effect.void))
@@ -33,10 +35,12 @@ const workload = Effect.gen(function*() {
   return {
     refused: refused._tag,
     full: full._tag,
-    series: Object.fromEntries(series.map((s) => {
-      const state = s.state as { readonly count?: number | bigint; readonly value?: number }
-      return [s.id, Number(state.count ?? state.value ?? 0)] as const
-    }).filter(([, n]) => n > 0))
+    series: Object.fromEntries(
+      series.map((s) => {
+        const state = s.state as { readonly count?: number | bigint; readonly value?: number }
+        return [s.id, Number(state.count ?? state.value ?? 0)] as const
+      }).filter(([, n]) => n > 0)
+    )
   }
 })
 
