@@ -6,14 +6,15 @@
  * tracer) and with the library's telemetry off (`Telemetry.MetricsEnabled` false, `Effect.withTracerEnabled(false)`).
  * The transport's own span (Effect's `HttpClient`) is dropped in both (`HttpClient.TracerDisabledWhen`): it is not
  * the library's. Targets: default ≤ 1.3× off, and off ≤ 1.05× the pipeline before issue 33 — measured in the same
- * run when `--before <dist>` names a build of that commit (see docs/observability.md), else against cockatiel's
- * pipeline: 0.12× of it was the pipeline's ratio before issue 33, so off ≤ 1.05 × 0.12×.
+ * run when `--before <dist>` names a build of that commit (by default the one `bash bench/before.sh` makes, if it
+ * did), else against cockatiel's pipeline: 0.12× of it was the pipeline's ratio before issue 33, so off ≤ 1.05 ×
+ * 0.12× (a loaded machine slows the Effect side more than cockatiel's: prefer `--before`).
  *
- * Micro-cases, each as ns per operation over the `Effect.void` floor of the same loop (inside one span): a span (`Effect.withSpan`
- * around `Effect.void`, the native tracer), an event on the current span (what the library's decisions add, by
- * the same path: the current span, the clock, `span.event`), a histogram sample (`Metric.update` of a library
- * histogram with the library's 16 boundaries), and a library counter's update (by 0) with and without
- * `MetricsEnabled`.
+ * Micro-cases, each as ns per operation over the `Effect.void` floor of the same loop (inside one span): a span
+ * (`Effect.withSpan` around `Effect.void`, the native tracer: as the library makes them, with Effect's default
+ * stack trace, and with the tracer disabled), an event on the current span (what the library's decisions add, by
+ * the same path: the current span, the clock, `span.event`), a histogram sample (`Metric.update` of a histogram
+ * with the library's 16 boundaries), and a library counter's update (by 0) with and without `MetricsEnabled`.
  */
 import { Clock, Context, Effect, Metric, References, Scope, Tracer } from "effect"
 import * as Backoff from "effect-resilience/Backoff"
@@ -26,6 +27,8 @@ import * as ResilientHttpClient from "effect-resilience/ResilientHttpClient"
 import * as Retry from "effect-resilience/Retry"
 import * as Telemetry from "effect-resilience/Telemetry"
 import { HttpClient, HttpClientRequest, HttpClientResponse } from "effect/http"
+import { existsSync } from "node:fs"
+import { fileURLToPath } from "node:url"
 import { cockatielPipelineName, cockatielPipelineRound } from "../../../bench/cockatiel.js"
 import { interleaved, pairedRatio } from "../../../bench/measure.js"
 import { median, option, type Suite } from "../../../bench/report.js"
@@ -128,15 +131,20 @@ const names = {
   floor: "Effect.void (the micro-cases' floor)",
   span: "a span (Effect.withSpan, native tracer, no stack trace)",
   spanWithStack: "a span with Effect's default stack trace",
+  spanOff: "a span, tracer disabled (withTracerEnabled(false))",
   event: "an event on the current span",
   sample: "a histogram sample (Metric.update, 16 buckets)",
   update: "a library counter update",
   updateOff: "a library counter update, MetricsEnabled false"
 }
 
-/** Loads `--before <dir>`'s modules (a built dist/ of the library), if given. */
+/**
+ * Loads `--before <dir>`'s modules (a built dist/ of the library), if given; by default the build
+ * `bash bench/before.sh` makes of the last commit before issue 33, when it was made.
+ */
 const before = async (): Promise<Modules | undefined> => {
-  const dir = option("before", "")
+  const built = fileURLToPath(new URL("../.before/dfe94eb/dist/", import.meta.url))
+  const dir = option("before", existsSync(built) ? built : "")
   if (dir === "") return undefined
   const load = async (name: string) => await import(new URL(`${name}.js`, `file://${dir.replace(/\/?$/, "/")}`).href)
   return {
@@ -168,11 +176,12 @@ export const suite: Suite = {
     )
     const [cDefault, cOff] = await interleaved([() => round(request, 2_000), () => round(request, 2_000, off)], 9, 1)
     const micro = 20_000
-    const [floor, spanNs, spanWithStackNs, eventNs, sampleNs, updateNs, updateOffNs] = await interleaved(
+    const [floor, spanNs, spanWithStackNs, spanOffNs, eventNs, sampleNs, updateNs, updateOffNs] = await interleaved(
       [
         () => round(() => Effect.void, micro, inSpan),
         () => round(() => span, micro, inSpan),
         () => round(() => spanWithStack, micro, inSpan),
+        () => round(() => span, micro, (self) => Effect.withTracerEnabled(inSpan(self), false)),
         () => round(() => event, micro, inSpan),
         () => round(() => sample, micro, inSpan),
         () => round(() => libraryUpdate, micro, inSpan),
@@ -215,6 +224,7 @@ export const suite: Suite = {
         [names.floor]: f,
         [names.span]: over(spanNs!),
         [names.spanWithStack]: over(spanWithStackNs!),
+        [names.spanOff]: over(spanOffNs!),
         [names.event]: over(eventNs!),
         [names.sample]: over(sampleNs!),
         [names.update]: over(updateNs!),
