@@ -12,7 +12,7 @@
  * import * as Telemetry from "effect-resilience/Telemetry"
  *
  * const program = Effect.void
- * // no metric of the library moves, no span is made
+ * // no metric of the library moves, no span is recorded
  * const quiet = program.pipe(Effect.provideService(Telemetry.MetricsEnabled, false), Effect.withTracerEnabled(false))
  * // or for a whole app built from layers
  * const NoLibraryMetrics = Layer.succeed(Telemetry.MetricsEnabled, false)
