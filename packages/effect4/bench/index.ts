@@ -4,7 +4,10 @@
  * package's own `exports`: what users run. Every case of the Effect 3 LTS bench, on Effect 4, each ratio against its
  * baseline and target from this one run:
  *
- *   npm run bench -- [--only core,redis] [--json] [--check] [--rounds 3] [--stores sqlite,postgres]
+ *   npm run bench -- [--only core,redis] [--json] [--check] [--rounds 3] [--stores sqlite,postgres] [--before <dist>]
+ *
+ * `--before <dist>` gives the telemetry suite a build of an older commit to measure its pipeline against
+ * (`bash bench/before.sh [commit]` makes one and prints its path).
  *
  * `--json` prints one JSON document (every case: name, ops/s, baseline, ratio, target, pass) and nothing else;
  * `--check` exits non-zero when a target is missed (benchmarks are not tests: CI does not run them). The figures,
@@ -21,6 +24,7 @@ import * as pipeline from "./pipeline.js"
 import * as queue from "./queue.js"
 import * as redis from "./redis.js"
 import * as sql from "./sqlStore.js"
+import * as telemetry from "./telemetry.js"
 
 await run({
   edition: "effect4",
@@ -32,6 +36,7 @@ await run({
     breaker.suite,
     limiter.suite,
     pipeline.suite,
+    telemetry.suite,
     redis.suite,
     sql.suite,
     idempotency.suite,

@@ -51,6 +51,8 @@ export * as RetryBudget from "./RetryBudget.js"
 /** @since 1.0.0 */
 export * as StructuredFields from "./StructuredFields.js"
 /** @since 1.0.0 */
+export * as Telemetry from "./Telemetry.js"
+/** @since 1.0.0 */
 export * as ClientScope from "./ClientScope.js"
 /** @since 1.0.0 */
 export * as DeadlineMiddleware from "./DeadlineMiddleware.js"

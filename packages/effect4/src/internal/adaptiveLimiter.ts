@@ -1,11 +1,12 @@
 import * as core from "@effect-resilience/core/adaptiveLimit"
 import * as shed from "@effect-resilience/core/criticality"
 import type { Duration, Scope } from "effect"
-import { Cause, Context, Data, Effect, Exit, Layer, Metric, Option, Random } from "effect"
+import { Cause, Context, Data, Effect, Exit, Layer, Option, Random } from "effect"
 import type { AdaptiveLimiter, Options } from "../AdaptiveLimiter.js"
 import type * as Api from "../AdaptiveLimiter.js"
 import { CurrentCriticality } from "./criticality.js"
 import type { Fields } from "./errorFields.js"
+import * as Meter from "./metrics.js"
 import { gaugeWith } from "./metrics.js"
 import * as slots from "./slots.js"
 import { adaptiveLimiterQueueWait, histogramWith } from "./telemetry.js"
@@ -36,16 +37,16 @@ export class LimitExceeded extends Data.TaggedError("LimitExceeded")<Fields<Api.
   }
 }
 
-export const limitGauge = Metric.gauge("effect_resilience_adaptive_limiter_limit", {
+export const limitGauge = Meter.gauge("effect_resilience_adaptive_limiter_limit", {
   description: "the concurrency limit an adaptive limiter has found"
 })
-export const inflightGauge = Metric.gauge("effect_resilience_adaptive_limiter_inflight", {
+export const inflightGauge = Meter.gauge("effect_resilience_adaptive_limiter_inflight", {
   description: "calls holding an adaptive limiter slot"
 })
-export const queuedGauge = Metric.gauge("effect_resilience_adaptive_limiter_queued", {
+export const queuedGauge = Meter.gauge("effect_resilience_adaptive_limiter_queued", {
   description: "calls waiting for an adaptive limiter slot"
 })
-export const dropsTotal = Metric.counter("effect_resilience_adaptive_limiter_drops_total", {
+export const dropsTotal = Meter.counter("effect_resilience_adaptive_limiter_drops_total", {
   description: "calls an adaptive limiter refused, by reason",
   incremental: true
 })

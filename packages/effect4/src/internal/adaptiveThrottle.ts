@@ -1,10 +1,11 @@
 import * as core from "@effect-resilience/core/throttle"
-import { Clock, type Context, Data, Effect, Exit, Layer, Metric, Random } from "effect"
+import { Clock, type Context, Data, Effect, Exit, Layer, Random } from "effect"
 import { dual } from "effect/Function"
 import type { AdaptiveThrottle, Options } from "../AdaptiveThrottle.js"
 import type * as Api from "../AdaptiveThrottle.js"
 import { monotonicMillis } from "./clock.js"
 import type { Fields } from "./errorFields.js"
+import * as Meter from "./metrics.js"
 import { counterWith } from "./metrics.js"
 import { eventUnsafe } from "./trace.js"
 import * as validate from "./validate.js"
@@ -16,7 +17,7 @@ export class LocallyRejected extends Data.TaggedError("LocallyRejected")<Fields<
   }
 }
 
-export const rejectionsTotal = Metric.counter("effect_resilience_adaptive_throttle_rejections_total", {
+export const rejectionsTotal = Meter.counter("effect_resilience_adaptive_throttle_rejections_total", {
   description: "calls rejected locally by adaptive throttling",
   incremental: true
 })

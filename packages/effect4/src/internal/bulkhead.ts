@@ -1,8 +1,9 @@
 import type { Scope } from "effect"
-import { Context, Data, Effect, Layer, Metric } from "effect"
+import { Context, Data, Effect, Layer } from "effect"
 import type { Bulkhead, Options, RejectionReason } from "../Bulkhead.js"
 import type * as Api from "../Bulkhead.js"
 import type { Fields } from "./errorFields.js"
+import * as Meter from "./metrics.js"
 import { gaugeWith } from "./metrics.js"
 import * as slots from "./slots.js"
 import { bulkheadQueueWait, histogramWith } from "./telemetry.js"
@@ -24,13 +25,13 @@ export class BulkheadFull extends Data.TaggedError("BulkheadFull")<Fields<Api.Bu
 
 // Gauges move by deltas (`modifyUnsafe`), so bulkheads sharing a label set add up instead of
 // overwriting each other.
-export const activeGauge = Metric.gauge("effect_resilience_bulkhead_active", {
+export const activeGauge = Meter.gauge("effect_resilience_bulkhead_active", {
   description: "calls holding a bulkhead slot"
 })
-export const queuedGauge = Metric.gauge("effect_resilience_bulkhead_queued", {
+export const queuedGauge = Meter.gauge("effect_resilience_bulkhead_queued", {
   description: "calls waiting for a bulkhead slot"
 })
-export const rejections = Metric.counter("effect_resilience_bulkhead_rejections_total", {
+export const rejections = Meter.counter("effect_resilience_bulkhead_rejections_total", {
   description: "calls turned away by a bulkhead, by reason",
   incremental: true
 })

@@ -3,12 +3,13 @@ import { Deferred, Duration, Effect, Exit, FiberSet, Metric, Scope } from "effec
 import type { Options } from "../Hedge.js"
 import type { Budget } from "../RetryBudget.js"
 import { compiled } from "./dual.js"
+import * as Meter from "./metrics.js"
 import { resume } from "./resume.js"
 import { fromContext } from "./retryBudget.js"
 import { event } from "./trace.js"
 import * as validate from "./validate.js"
 
-export const hedges = Metric.counter("effect_resilience_hedges_total", {
+export const hedges = Meter.counter("effect_resilience_hedges_total", {
   description: "extra copies started by Hedge.hedge",
   incremental: true
 })

@@ -6,6 +6,7 @@ import type { Store, StoreDecision, TokenBucketParams, WindowParams } from "../R
 import { monotonicMillisOf } from "./clock.js"
 import { withDeadline } from "./deadline.js"
 import type { Fields } from "./errorFields.js"
+import * as Meter from "./metrics.js"
 import { counterWith } from "./metrics.js"
 import { syncOf, type SyncOp } from "./rateLimiterStore/memory.js"
 import { type Decider, deciderOf, RateLimiterStore } from "./rateLimiterStore/service.js"
@@ -19,11 +20,11 @@ export class RateLimited extends Data.TaggedError("RateLimited")<Fields<Api.Rate
   }
 }
 
-export const allowedTotal = Metric.counter("effect_resilience_rate_limiter_allowed_total", {
+export const allowedTotal = Meter.counter("effect_resilience_rate_limiter_allowed_total", {
   description: "requests a rate limiter allowed, by algorithm and limiter",
   incremental: true
 })
-export const deniedTotal = Metric.counter("effect_resilience_rate_limiter_denied_total", {
+export const deniedTotal = Meter.counter("effect_resilience_rate_limiter_denied_total", {
   description: "requests a rate limiter denied, by algorithm and limiter",
   incremental: true
 })

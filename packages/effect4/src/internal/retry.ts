@@ -6,6 +6,7 @@ import { DeadlineExceeded, withDeadline } from "./deadline.js"
 import { compiled } from "./dual.js"
 import type { Fields } from "./errorFields.js"
 import { isFatal, isRetryable, type Retryable } from "./failure.js"
+import * as Meter from "./metrics.js"
 import { counterWith } from "./metrics.js"
 import { fromContext } from "./retryBudget.js"
 import { backoffDelay, secondsBoundaries } from "./telemetry.js"
@@ -20,11 +21,11 @@ export class RetriesExhausted<E = unknown>
   }
 }
 
-export const retries = Metric.counter("effect_resilience_retries_total", {
+export const retries = Meter.counter("effect_resilience_retries_total", {
   description: "retries scheduled by Retry.retry",
   incremental: true
 })
-export const exhausted = Metric.counter("effect_resilience_retries_exhausted_total", {
+export const exhausted = Meter.counter("effect_resilience_retries_exhausted_total", {
   description: "Retry.retry calls that gave up, tagged by reason",
   incremental: true
 })
@@ -43,7 +44,7 @@ export interface Series {
 /** The series labelled `attributes` (and `reason` for the give-ups). */
 export const seriesWith = (attributes: Readonly<Record<string, string>>): Series => ({
   retries: counterWith(retries, attributes),
-  backoff: Metric.histogram(backoffDelay.id, {
+  backoff: Meter.histogram(backoffDelay.id, {
     description: backoffDelay.description,
     boundaries: secondsBoundaries,
     attributes

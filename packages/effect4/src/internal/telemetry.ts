@@ -1,4 +1,5 @@
 import { Effect, Metric } from "effect"
+import * as Meter from "./metrics.js"
 import { counterWith } from "./metrics.js"
 
 /**
@@ -28,32 +29,32 @@ export const secondsBoundaries: ReadonlyArray<number> = [
   60
 ]
 
-export const attemptDuration = Metric.histogram("http_client_request_duration_seconds", {
+export const attemptDuration = Meter.histogram("http_client_request_duration_seconds", {
   description: "one send attempt of a ResilientHttpClient (OpenTelemetry http.client.request.duration), seconds",
   boundaries: secondsBoundaries
 })
 
-export const operationDuration = Metric.histogram("effect_resilience_http_client_operation_duration_seconds", {
+export const operationDuration = Meter.histogram("effect_resilience_http_client_operation_duration_seconds", {
   description: "one logical request of a ResilientHttpClient, every attempt and backoff included, seconds",
   boundaries: secondsBoundaries
 })
 
-export const backoffDelay = Metric.histogram("effect_resilience_retry_backoff_seconds", {
+export const backoffDelay = Meter.histogram("effect_resilience_retry_backoff_seconds", {
   description: "the delay chosen before each retry (schedule or Retry-After), seconds",
   boundaries: secondsBoundaries
 })
 
-export const bulkheadQueueWait = Metric.histogram("effect_resilience_bulkhead_queue_wait_seconds", {
+export const bulkheadQueueWait = Meter.histogram("effect_resilience_bulkhead_queue_wait_seconds", {
   description: "how long a call that queued waited for a bulkhead slot, seconds",
   boundaries: secondsBoundaries
 })
 
-export const adaptiveLimiterQueueWait = Metric.histogram("effect_resilience_adaptive_limiter_queue_wait_seconds", {
+export const adaptiveLimiterQueueWait = Meter.histogram("effect_resilience_adaptive_limiter_queue_wait_seconds", {
   description: "how long a call that queued waited for an adaptive limiter slot, seconds",
   boundaries: secondsBoundaries
 })
 
-export const rateLimiterWait = Metric.histogram("effect_resilience_rate_limiter_wait_seconds", {
+export const rateLimiterWait = Meter.histogram("effect_resilience_rate_limiter_wait_seconds", {
   description: "how long RateLimiter.acquire waited for its permits, seconds",
   boundaries: secondsBoundaries
 })
@@ -63,19 +64,19 @@ export const histogramWith = (
   histogram: Metric.Histogram<number>,
   attributes: Readonly<Record<string, string>>
 ): Metric.Histogram<number> =>
-  Metric.histogram(histogram.id, { description: histogram.description, boundaries: secondsBoundaries, attributes })
+  Meter.histogram(histogram.id, { description: histogram.description, boundaries: secondsBoundaries, attributes })
 
-export const idempotencyRequests = Metric.counter("effect_resilience_idempotency_requests_total", {
+export const idempotencyRequests = Meter.counter("effect_resilience_idempotency_requests_total", {
   description: "requests IdempotencyMiddleware decided on, tagged outcome",
   incremental: true
 })
 
-export const rateLimitRequests = Metric.counter("effect_resilience_rate_limit_requests_total", {
+export const rateLimitRequests = Meter.counter("effect_resilience_rate_limit_requests_total", {
   description: "requests RateLimitMiddleware decided on, tagged limiter and decision",
   incremental: true
 })
 
-export const loadShedRequests = Metric.counter("effect_resilience_load_shed_requests_total", {
+export const loadShedRequests = Meter.counter("effect_resilience_load_shed_requests_total", {
   description: "requests LoadShedMiddleware admitted or refused, tagged limiter, criticality and decision",
   incremental: true
 })

@@ -1,38 +1,39 @@
 import { Effect, Metric } from "effect"
+import * as Meter from "../metrics.js"
 import { counterWith, gaugeWith } from "../metrics.js"
 
 /** @internal */
-export const dlqDepth = Metric.gauge("effect_resilience_queue_dlq_depth", {
+export const dlqDepth = Meter.gauge("effect_resilience_queue_dlq_depth", {
   description: "messages in a dead-letter queue"
 })
 /** @internal */
-export const processed = Metric.counter("effect_resilience_queue_processed_total", {
+export const processed = Meter.counter("effect_resilience_queue_processed_total", {
   description: "messages a consumer handled and acknowledged",
   incremental: true
 })
 /** @internal */
-export const deadLettered = Metric.counter("effect_resilience_queue_dead_lettered_total", {
+export const deadLettered = Meter.counter("effect_resilience_queue_dead_lettered_total", {
   description: "messages moved to the dead-letter queue, by reason",
   incremental: true
 })
 /** @internal */
-export const released = Metric.counter("effect_resilience_queue_released_total", {
+export const released = Meter.counter("effect_resilience_queue_released_total", {
   description: "messages a consumer released for redelivery after a failure",
   incremental: true
 })
 
 /** @internal */
-export const received = Metric.counter("effect_resilience_queue_received_total", {
+export const received = Meter.counter("effect_resilience_queue_received_total", {
   description: "messages a consumer received (each delivery, redeliveries included)",
   incremental: true
 })
 /** @internal */
-export const extended = Metric.counter("effect_resilience_queue_visibility_extended_total", {
+export const extended = Meter.counter("effect_resilience_queue_visibility_extended_total", {
   description: "visibility extensions a consumer made while a handler still ran",
   incremental: true
 })
 /** @internal */
-export const redriven = Metric.counter("effect_resilience_queue_redriven_total", {
+export const redriven = Meter.counter("effect_resilience_queue_redriven_total", {
   description: "messages moved from the dead-letter queue back to the queue",
   incremental: true
 })
