@@ -244,7 +244,8 @@ export const traffic = (
       yield* Effect.forEach(
         Array.from({ length: 10 }, (_, i) => i),
         (i) =>
-          i < failing
+          // the last ones fail: the first, which a half-open breaker lets through as its probe, fails only when all do
+          i >= 10 - failing
             ? place(order(`${id}-fail-${i}`, "?fail=500"))
             : Effect.andThen(place(order(`${id}-ok-${i}`)), place(order(`${id}-ok-${i}`))), // the second: a replay
         { concurrency: "unbounded", discard: true }
